@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The cryo command line: global options (runc compatible) and the table of
+ * subcommands. Each subcommand lives in its own cmd_<name>.c, parses its own
+ * options, calls one libcryo entry point and returns an exit status; the
+ * one final error is printed by cli_fail().
+ */
+#ifndef CRYO_CLI_H
+#define CRYO_CLI_H
+
+#include <stdbool.h>
+
+#include "error.h"
+
+struct cryo_cli {
+	const char *root;       /* --root, state dir; default /run/cryo */
+	const char *log_path;   /* --log */
+	bool log_json;          /* --log-format json */
+	bool debug;             /* --debug */
+	bool systemd_cgroup;    /* --systemd-cgroup (accepted, ignored) */
+};
+
+struct cli_command {
+	const char *name;
+	const char *summary;
+	int (*run)(struct cryo_cli *cli, int argc, char **argv);
+};
+
+/* Print "cryo: <msg>" to stderr (and the log), clear err, return 1. */
+int cli_fail(struct cryo_error *err);
+/* Print a usage error for cmd and return 2. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/*
+ * Subcommands: one function each. Adding a command = one cmd_<name>.c and
+ * one row in the table in main.c.
+ */
+int cmd_features(struct cryo_cli *cli, int argc, char **argv);
+
+#endif

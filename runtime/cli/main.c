@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <getopt.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "version.h"
+#include "cli.h"
+
+static const struct cli_command commands[] = {
+	{ "features", "print what this build and host support (JSON)", cmd_features },
+};
+
+int cli_fail(struct cryo_error *err)
+{
+	const char *msg = err && err->msg ? err->msg : "unknown error";
+
+	fprintf(stderr, "cryo: %s\n", msg);
+	cryo_err("%s", msg);
+	cryo_error_clear(err);
+	return 1;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "cryo %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry `cryo %s --help`.\n", cmd);
+	return 2;
+}
+
+static void usage(FILE *out)
+{
+	size_t i;
+
+	fprintf(out,
+		"Usage: cryo [GLOBAL OPTIONS] COMMAND [ARGS...]\n"
+		"\n"
+		"cryo is an OCI container runtime built for consistent, crash-safe\n"
+		"checkpoint/restore and migration of containers.\n"
+		"\n"
+		"Global options:\n"
+		"  --root DIR            state directory (default /run/cryo)\n"
+		"  --log FILE            write diagnostics to FILE\n"
+		"  --log-format FORMAT   text or json\n"
+		"  --debug               verbose diagnostics\n"
+		"  --systemd-cgroup      accepted for compatibility, ignored\n"
+		"  -v, --version         print the version\n"
+		"  -h, --help            print this help\n"
+		"\n"
+		"Commands:\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "root", required_argument, NULL, 'r' },
+		{ "log", required_argument, NULL, 'l' },
+		{ "log-format", required_argument, NULL, 'f' },
+		{ "debug", no_argument, NULL, 'd' },
+		{ "systemd-cgroup", no_argument, NULL, 's' },
+		{ "version", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cryo_cli cli = { .root = "/run/cryo" };
+	size_t i;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			cli.root = optarg;
+			break;
+		case 'l':
+			cli.log_path = optarg;
+			break;
+		case 'f':
+			if (strcmp(optarg, "json") == 0)
+				cli.log_json = true;
+			else if (strcmp(optarg, "text") != 0)
+				return cli_usage_error("", "--log-format must be `text` or `json`, not `%s`", optarg);
+			break;
+		case 'd':
+			cli.debug = true;
+			break;
+		case 's':
+			cli.systemd_cgroup = true;
+			break;
+		case 'v':
+			printf("cryo version %s\nspec: %s\n", CRYO_VERSION, CRYO_OCI_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		usage(stderr);
+		return 2;
+	}
+
+	r = cryo_log_init(cli.log_path, cli.log_json ? CRYO_LOG_JSON : CRYO_LOG_TEXT, cli.debug);
+	if (r < 0) {
+		fprintf(stderr, "cryo: open log `%s`: %s\n", cli.log_path, strerror(-r));
+		return 1;
+	}
+
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (strcmp(commands[i].name, argv[optind]) == 0) {
+			/* the subcommand sees argv starting at its own name */
+			char **sub = argv + optind;
+			int subc = argc - optind;
+
+			optind = 1;
+			r = commands[i].run(&cli, subc, sub);
+			cryo_log_close();
+			return r;
+		}
+	}
+	fprintf(stderr, "cryo: unknown command `%s`\nTry `cryo --help`.\n", argv[optind]);
+	cryo_log_close();
+	return 2;
+}

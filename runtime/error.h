@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Errors as values: every libcryo function that can fail returns a negative
+ * errno and fills a struct cryo_error with one sentence that carries the
+ * whole path of causes ("checkpoint `web`: freeze cgroup: ...").
+ */
+#ifndef CRYO_ERROR_H
+#define CRYO_ERROR_H
+
+#include <stdarg.h>
+
+struct cryo_error {
+	int status;   /* positive errno, 0 when no error is set */
+	char *msg;    /* malloc'd, NULL when no error is set */
+};
+
+#define CRYO_ERROR_INIT { 0, NULL }
+
+/*
+ * Set *err (if err is not NULL) to "fmt: strerror(errnum)" and return
+ * -errnum. errnum 0 means "no errno": the message stands alone and -EIO
+ * is returned.
+ */
+int cryo_error_set(struct cryo_error *err, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Like cryo_error_set() but the message has no strerror() suffix. */
+int cryo_error_setx(struct cryo_error *err, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Prepend "fmt: " to the message in *err; returns -err->status. */
+int cryo_error_prefix(struct cryo_error *err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Free the message and reset *err. Accepts NULL. */
+void cryo_error_clear(struct cryo_error *err);
+
+/* Move src into *dst (dst cleared first); src is left empty. */
+void cryo_error_move(struct cryo_error *dst, struct cryo_error *src);
+
+#endif

@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "util.h"
+
+static int64_t clock_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t cryo_now_ms(void)
+{
+	return clock_ns(CLOCK_MONOTONIC) / 1000000LL;
+}
+
+int64_t cryo_now_us(void)
+{
+	return clock_ns(CLOCK_MONOTONIC) / 1000LL;
+}
+
+int64_t cryo_boottime_ms(void)
+{
+	return clock_ns(CLOCK_BOOTTIME) / 1000000LL;
+}
+
+void cryo_sleep_ms(int64_t ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int cryo_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 256;
+
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+
+	if (cap > max)
+		cap = max;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb, probe;
+
+			if (cap >= max) {
+				/* full: a file of exactly max bytes is fine, more is not */
+				n = read(fd, &probe, 1);
+				if (n < 0 && errno == EINTR)
+					continue;
+				if (n < 0)
+					return -errno;
+				if (n > 0)
+					return -EFBIG;
+				break;
+			}
+			cap = cap * 2 > max ? max : cap * 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	*ret = TAKE_PTR(buf);
+	return 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int cryo_write_file_at(int dirfd, const char *path, const char *buf)
+{
+	_cleanup_close_ int fd = -1;
+
+	fd = openat(dirfd, path, O_WRONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	return write_all(fd, buf, strlen(buf));
+}
+
+int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode)
+{
+	_cleanup_close_ int fd = -1;
+	int r;
+
+	fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, mode);
+	if (fd < 0)
+		return -errno;
+	if (fchmod(fd, mode) < 0)
+		return -errno;
+	r = write_all(fd, buf, len);
+	if (r < 0)
+		return r;
+	if (fsync(fd) < 0)
+		return -errno;
+	return 0;
+}
+
+int cryo_mkdir_p(const char *path, mode_t mode)
+{
+	_cleanup_free_ char *p = strdup(path);
+	char *s;
+
+	if (!p)
+		return -ENOMEM;
+	for (s = p + 1; *s; s++) {
+		if (*s != '/')
+			continue;
+		*s = '\0';
+		if (mkdir(p, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*s = '/';
+	}
+	if (mkdir(p, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+bool cryo_fault(const char *step)
+{
+	const char *env = getenv("CRYO_FAULT");
+	size_t n = strlen(step);
+
+	while (env && *env) {
+		const char *end = strchrnul(env, ',');
+
+		if ((size_t)(end - env) == n && strncmp(env, step, n) == 0)
+			return true;
+		env = *end ? end + 1 : end;
+	}
+	return false;
+}
+
+int cryo_validate_id(const char *id, struct cryo_error *err)
+{
+	size_t i, n;
+
+	if (!id || !*id)
+		return cryo_error_setx(err, EINVAL, "container id is empty");
+	n = strlen(id);
+	if (n > 128)
+		return cryo_error_setx(err, EINVAL, "container id is %zu bytes long, at most 128 are allowed", n);
+	if (strcmp(id, ".") == 0 || strcmp(id, "..") == 0)
+		return cryo_error_setx(err, EINVAL, "container id `%s` is not allowed", id);
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)id[i];
+
+		if (isalnum(c) || (i > 0 && (c == '_' || c == '-' || c == '.')))
+			continue;
+		return cryo_error_setx(err, EINVAL,
+				       "container id `%s` has an invalid character at offset %zu (allowed: letters, digits, `_`, `-`, `.`; first a letter or digit)",
+				       id, i);
+	}
+	return 0;
+}
+
+int cryo_parse_u64(const char *s, uint64_t max, uint64_t *ret)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!s || !*s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno == ERANGE || *end != '\0')
+		return errno == ERANGE ? -ERANGE : -EINVAL;
+	if (v > max)
+		return -ERANGE;
+	*ret = v;
+	return 0;
+}

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Small helpers every module uses: scope-bound cleanup (systemd style),
+ * monotonic time in milliseconds, whole-file I/O relative to a dirfd, and
+ * fault injection for unwind tests (CRYO_FAULT=<step>).
+ */
+#ifndef CRYO_UTIL_H
+#define CRYO_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/types.h>
+#include <unistd.h>
+#include <errno.h>
+
+#include "error.h"
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+static inline void freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+static inline void fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+
+static inline void cryo_error_clearp(struct cryo_error *err)
+{
+	cryo_error_clear(err);
+}
+
+#define _cleanup_(f) __attribute__((cleanup(f)))
+#define _cleanup_free_ _cleanup_(freep)
+#define _cleanup_close_ _cleanup_(closep)
+#define _cleanup_fclose_ _cleanup_(fclosep)
+#define _cleanup_error_ _cleanup_(cryo_error_clearp)
+
+/* Take ownership: return the value and reset the variable. */
+#define TAKE_PTR(p)                              \
+	({                                       \
+		__typeof__(p) _tp = (p);         \
+		(p) = NULL;                      \
+		_tp;                             \
+	})
+#define TAKE_FD(fd)                              \
+	({                                       \
+		int _tfd = (fd);                 \
+		(fd) = -1;                       \
+		_tfd;                            \
+	})
+
+/* CLOCK_MONOTONIC in milliseconds / microseconds. */
+int64_t cryo_now_ms(void);
+int64_t cryo_now_us(void);
+/* CLOCK_BOOTTIME in milliseconds: counts time spent suspended. */
+int64_t cryo_boottime_ms(void);
+
+/* Sleep for ms milliseconds, restarting on EINTR. */
+void cryo_sleep_ms(int64_t ms);
+
+/*
+ * Read a whole small file at dirfd/path into a NUL-terminated malloc'd
+ * buffer (at most max bytes). Returns 0 or -errno.
+ */
+int cryo_read_file_at(int dirfd, const char *path, size_t max, char **ret, size_t *ret_len);
+
+/* Write buf to dirfd/path (O_WRONLY|O_CLOEXEC, no O_CREAT). Returns 0 or -errno. */
+int cryo_write_file_at(int dirfd, const char *path, const char *buf);
+
+/* Create or truncate dirfd/path with mode and write len bytes, fsync'd. */
+int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
+
+/* mkdir -p with mode for each created component. */
+int cryo_mkdir_p(const char *path, mode_t mode);
+
+/*
+ * Fault injection for unwind tests. Returns true when the environment
+ * variable CRYO_FAULT names step (a comma-separated list is allowed).
+ */
+bool cryo_fault(const char *step);
+
+/* A container id: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, never "." or "..". */
+int cryo_validate_id(const char *id, struct cryo_error *err);
+
+/* Parse a decimal non-negative integer with an upper bound. */
+int cryo_parse_u64(const char *s, uint64_t max, uint64_t *ret);
+
+#endif

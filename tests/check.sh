@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# The test command (README, .ci/run): install dependencies, build with
+# warnings as errors, run every test (unit, host, vm) with ctest, then the
+# ASan+UBSan build of the unit and host suites, then the static checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SRC=$PWD
+
+bash tests/setup.sh
+
+jobs=$(nproc)
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRYO_WERROR=ON >/dev/null
+cmake --build build -j"$jobs"
+
+rc=0
+echo "== ctest: unit, host and vm tests"
+(cd build && ctest --output-on-failure --no-tests=error) || rc=1
+
+echo "== ctest under ASan+UBSan: unit and host tests"
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCRYO_WERROR=ON -DCRYO_SANITIZE=ON >/dev/null
+cmake --build build-asan -j"$jobs"
+(cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	ctest --output-on-failure --no-tests=error -L 'unit|host') || rc=1
+
+echo "== static checks"
+bash tests/lint.sh build || rc=1
+
+exit $rc

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The CLI's global surface: --version, --help, unknown commands, bad
+# global options, features JSON.
+. "$(dirname "$0")/../lib/common.sh"
+
+out=$(cryo --version) || fail "--version failed"
+echo "$out" | grep -q '^cryo version [0-9]' || fail "--version printed: $out"
+
+out=$(cryo --help) || fail "--help failed"
+echo "$out" | grep -q 'features' || fail "--help does not list the features command: $out"
+
+expect_fail 2 cryo no-such-command
+echo "$LAST_OUTPUT" | grep -q "unknown command \`no-such-command\`" || fail "unknown command message: $LAST_OUTPUT"
+
+expect_fail 2 cryo --log-format xml features
+echo "$LAST_OUTPUT" | grep -q 'must be `text` or `json`' || fail "bad --log-format message: $LAST_OUTPUT"
+
+expect_fail 2 cryo
+
+out=$(cryo features) || fail "features failed"
+echo "$out" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert "org.cryo" in d and "freezer" in d["org.cryo"], d' \
+	|| fail "features is not the expected JSON: $out"
+echo "ok"

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Sourced by every tests/host/*.sh and tests/vm/*.vmtest.
+#
+#   skip "reason"          exit 77, reason printed
+#   fail "reason"          exit 1
+#   check CMD...           run CMD, fail with its output if it fails
+#   expect_fail RC CMD...  CMD must exit with RC (any non-zero if RC is "!")
+#   at_exit "cmd"          run cmd on exit (LIFO), before the host check
+#
+# Each test gets $T, a private temp dir, and its own host check: a test
+# that leaves damage behind fails even if its assertions passed.
+set -u
+
+: "${CRYO_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${CRYO_BUILD:=$CRYO_SRC/build}"
+: "${CRYO_BIN:=$CRYO_BUILD/cryo}"
+export CRYO_SRC CRYO_BUILD CRYO_BIN
+
+TEST_NAME=$(basename "$0")
+T=$(mktemp -d "/tmp/cryo-test.XXXXXX")
+_at_exit=()
+
+at_exit() { _at_exit=("$1" "${_at_exit[@]}"); }
+
+_cleanup() {
+	local rc=$? c
+	for c in "${_at_exit[@]}"; do
+		eval "$c" >/dev/null 2>&1 || true
+	done
+	if [ -n "${_HOSTCHECK_SAVED:-}" ] && ! "$CRYO_SRC/tests/lib/hostcheck.sh" verify "$_HOSTCHECK_SAVED" >/dev/null 2>"$T/hostcheck.err"; then
+		echo "FAIL $TEST_NAME: left damage on the host:" >&2
+		cat "$T/hostcheck.err" >&2
+		[ $rc = 0 ] || [ $rc = 77 ] && rc=1
+	fi
+	rm -rf "$T"
+	exit $rc
+}
+trap _cleanup EXIT
+
+skip() { echo "SKIP $TEST_NAME: $*"; exit 77; }
+fail() { echo "FAIL $TEST_NAME: $*" >&2; exit 1; }
+log() { echo "# $*"; }
+
+check() {
+	local out
+	if ! out=$("$@" 2>&1); then
+		fail "\`$*\` failed: $out"
+	fi
+	[ -z "$out" ] || printf '%s\n' "$out"
+}
+
+expect_fail() {
+	local want=$1 rc out
+	shift
+	out=$("$@" 2>&1) && rc=0 || rc=$?
+	if [ "$want" = "!" ]; then
+		[ $rc != 0 ] || fail "\`$*\` succeeded, expected a failure"
+	else
+		[ $rc = "$want" ] || fail "\`$*\` exited $rc, expected $want: $out"
+	fi
+	LAST_OUTPUT=$out
+}
+
+need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
+need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs \`$1\`"; }
+
+cryo() { "$CRYO_BIN" "$@"; }
+
+if [ "${CRYO_NO_HOSTCHECK:-0}" != 1 ] && [ -d /sys/fs/cgroup ]; then
+	_HOSTCHECK_SAVED="$T/hostcheck.before"
+	"$CRYO_SRC/tests/lib/hostcheck.sh" save "$_HOSTCHECK_SAVED"
+fi

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# clang-tidy and cppcheck on runtime/ and hooks/; checkpatch.pl on kmod/
+# when the kernel tree's script is available.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BUILD=${1:-build}
+rc=0
+
+srcs=$(git ls-files 'runtime/*.c' 'runtime/cli/*.c' 'hooks/*.c' 2>/dev/null)
+
+echo "-- cppcheck"
+if ! cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance \
+	--inline-suppr --std=c11 -D_GNU_SOURCE -Iruntime -I"$BUILD/runtime" -Ikmod/uapi \
+	--suppress=missingIncludeSystem $srcs; then
+	rc=1
+fi
+
+echo "-- clang-tidy"
+if ! clang-tidy --quiet -p "$BUILD" --warnings-as-errors='*' $srcs 2>/dev/null; then
+	rc=1
+fi
+
+echo "-- checkpatch (kmod/)"
+cp=$(bash tests/vm/fetch-checkpatch 2>/dev/null) || cp=""
+if [ -n "$cp" ]; then
+	for f in kmod/*.c kmod/*.h kmod/uapi/*.h; do
+		[ -e "$f" ] || continue
+		"$cp" --no-tree -q --ignore SPDX_LICENSE_TAG -f "$f" || rc=1
+	done
+else
+	echo "checkpatch.pl is not available: FAILED to check kmod/" >&2
+	rc=1
+fi
+[ $rc = 0 ] && echo "lint: clean"
+exit $rc

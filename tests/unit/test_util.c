@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "error.h"
+#include "util.h"
+
+static void test_error_chain(void **state)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	int r;
+
+	r = cryo_error_set(&err, ENOENT, "open `%s`", "/x/cgroup.freeze");
+	assert_int_equal(r, -ENOENT);
+	assert_string_equal(err.msg, "open `/x/cgroup.freeze`: No such file or directory");
+	r = cryo_error_prefix(&err, "freeze cgroup");
+	assert_int_equal(r, -ENOENT);
+	r = cryo_error_prefix(&err, "checkpoint `%s`", "web");
+	assert_string_equal(err.msg, "checkpoint `web`: freeze cgroup: open `/x/cgroup.freeze`: No such file or directory");
+	assert_int_equal(err.status, ENOENT);
+	cryo_error_clear(&err);
+	assert_null(err.msg);
+	assert_int_equal(err.status, 0);
+
+	r = cryo_error_setx(&err, EBUSY, "3 tasks did not freeze");
+	assert_int_equal(r, -EBUSY);
+	assert_string_equal(err.msg, "3 tasks did not freeze");
+	cryo_error_clear(&err);
+
+	/* a NULL err still reports the errno */
+	assert_int_equal(cryo_error_set(NULL, EPERM, "x"), -EPERM);
+	/* negative errnos are accepted too */
+	assert_int_equal(cryo_error_set(&err, -EINVAL, "x"), -EINVAL);
+	cryo_error_clear(&err);
+}
+
+static void test_validate_id(void **state)
+{
+	static const char *const good[] = { "a", "web", "web-1", "A.b_c", "0" };
+	static const char *const bad[] = { "", ".", "..", "a/b", "../x", "-a", ".a", "a b", "a\n" };
+	char longid[200];
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(good); i++)
+		assert_int_equal(cryo_validate_id(good[i], NULL), 0);
+	for (i = 0; i < ARRAY_SIZE(bad); i++)
+		assert_int_equal(cryo_validate_id(bad[i], NULL), -EINVAL);
+
+	memset(longid, 'a', sizeof(longid));
+	longid[128] = '\0';
+	assert_int_equal(cryo_validate_id(longid, NULL), 0);
+	longid[128] = 'a';
+	longid[129] = '\0';
+	assert_int_equal(cryo_validate_id(longid, NULL), -EINVAL);
+}
+
+static void test_parse_u64(void **state)
+{
+	uint64_t v = 0;
+
+	assert_int_equal(cryo_parse_u64("42", 100, &v), 0);
+	assert_int_equal(v, 42);
+	assert_int_equal(cryo_parse_u64("101", 100, &v), -ERANGE);
+	assert_int_equal(cryo_parse_u64("-1", 100, &v), -EINVAL);
+	assert_int_equal(cryo_parse_u64("1x", 100, &v), -EINVAL);
+	assert_int_equal(cryo_parse_u64("", 100, &v), -EINVAL);
+	assert_int_equal(cryo_parse_u64("99999999999999999999999", UINT64_MAX, &v), -ERANGE);
+}
+
+static void test_fault(void **state)
+{
+	setenv("CRYO_FAULT", "freeze,criu-dump", 1);
+	assert_true(cryo_fault("freeze"));
+	assert_true(cryo_fault("criu-dump"));
+	assert_false(cryo_fault("criu"));
+	assert_false(cryo_fault("fsfreeze"));
+	unsetenv("CRYO_FAULT");
+	assert_false(cryo_fault("freeze"));
+}
+
+static void test_files(void **state)
+{
+	char dir[] = "/tmp/cryo-unit-XXXXXX";
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int dfd = -1;
+	char sub[256];
+	struct stat st;
+	size_t len = 0;
+
+	assert_non_null(mkdtemp(dir));
+	dfd = open(dir, O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+
+	assert_int_equal(cryo_write_new_file_at(dfd, "f", "hello", 5, 0600), 0);
+	assert_int_equal(fstatat(dfd, "f", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(cryo_read_file_at(dfd, "f", 1024, &buf, &len), 0);
+	assert_int_equal(len, 5);
+	assert_string_equal(buf, "hello");
+	free(TAKE_PTR(buf));
+	/* bounded reads refuse larger files */
+	assert_int_equal(cryo_read_file_at(dfd, "f", 2, &buf, &len), -EFBIG);
+	assert_int_equal(cryo_write_file_at(dfd, "f", "bye"), 0);
+	assert_int_equal(cryo_read_file_at(dfd, "f", 1024, &buf, &len), 0);
+	assert_string_equal(buf, "byelo");
+	assert_int_equal(cryo_write_file_at(dfd, "missing", "x"), -ENOENT);
+	assert_int_equal(cryo_read_file_at(dfd, "missing", 10, &buf, &len), -ENOENT);
+
+	snprintf(sub, sizeof(sub), "%s/a/b/c", dir);
+	assert_int_equal(cryo_mkdir_p(sub, 0700), 0);
+	assert_int_equal(stat(sub, &st), 0);
+	assert_true(S_ISDIR(st.st_mode));
+
+	assert_int_equal(unlinkat(dfd, "f", 0), 0);
+	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
+	assert_int_equal(system(sub), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_error_chain),
+		cmocka_unit_test(test_validate_id),
+		cmocka_unit_test(test_parse_u64),
+		cmocka_unit_test(test_fault),
+		cmocka_unit_test(test_files),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
