@@ -369,7 +369,8 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 	if (cryo_mount_setup(spec, a->rootfs, a->new_userns || spec->namespaces[CRYO_NS_USER].path, &err) < 0 ||
 	    write_sysctls(spec, &err) < 0 || cryo_mount_finish(spec, &err) < 0)
 		init_fail(a->sync_fd, &err);
-	if (chdir(spec->cwd) < 0) {
+	/* like runc, a missing cwd is created */
+	if (chdir(spec->cwd) < 0 && (errno != ENOENT || cryo_mkdir_p(spec->cwd, 0755) < 0 || chdir(spec->cwd) < 0)) {
 		cryo_error_set(&err, errno, "process.cwd: chdir `%s`", spec->cwd);
 		init_fail(a->sync_fd, &err);
 	}
