@@ -316,11 +316,21 @@ static struct json_object *journal_lost(struct json_object *j, const char *owner
 	return found;
 }
 
+static int64_t holds_count(struct json_object *j)
+{
+	struct json_object *h;
+
+	if (!j || !json_object_object_get_ex(j, "holds", &h) || !json_object_is_type(h, json_type_array))
+		return 0;
+	return (int64_t)json_object_array_length(h);
+}
+
 /*
  * No watchdog answers for this filesystem: tell the owner what the journal
  * says happened to its hold.
  */
-static int explain_no_hold(const struct target *t, const char *owner, const char *what, struct cryo_error *err)
+static int explain_no_hold(const struct target *t, const char *owner, const char *what, bool alive,
+			   struct cryo_error *err)
 {
 	_cleanup_(json_putp) struct json_object *j = journal_load(t);
 	struct json_object *lost = journal_lost(j, owner);
@@ -332,11 +342,21 @@ static int explain_no_hold(const struct target *t, const char *owner, const char
 				       "(timeout %" PRId64 " ms): the consistency window was lost",
 				       what, t->m.mountpoint, jstr(lost, "reason") ? jstr(lost, "reason") : "timeout",
 				       jint(lost, "after_ms"), owner, jint(lost, "timeout_ms"));
+	if (alive)
+		return cryo_error_setx(err, EINVAL,
+				       "cannot %s `%s`: it is frozen by cryo, but not for owner `%s` (%" PRId64 " other "
+				       "hold(s) in its journal); each owner thaws only its own hold, --force thaws all",
+				       what, t->m.mountpoint, owner, holds_count(j));
 	if (state && strcmp(state, "frozen") == 0)
 		return cryo_error_setx(err, EIO,
 				       "cannot %s `%s`: its journal says it is frozen, but its watchdog (pid %" PRId64 ") "
 				       "is gone, so no deadline will thaw it; thaw it with `cryo fsthaw --force --path %s`",
 				       what, t->m.mountpoint, jint(j, "watchdog_pid"), t->m.mountpoint);
+	if (state && strncmp(state, "thawed", 6) == 0)
+		return cryo_error_setx(err, EINVAL,
+				       "cannot %s `%s`: it is not frozen: cryo thawed it already (%s) and owner `%s` "
+				       "holds no freeze on it",
+				       what, t->m.mountpoint, state, owner);
 	return cryo_error_setx(err, EINVAL,
 			       "cannot %s `%s`: it is not frozen by cryo for owner `%s` (no hold in its journal); "
 			       "a filesystem that something else froze is thawed by its owner, or with `cryo fsthaw --force`",
@@ -370,6 +390,7 @@ struct wd {
 	struct lost lost[MAX_HOLDS];
 	size_t n_lost;
 	const char *state;
+	const char *end_state;   /* the journal state once the last hold is lost */
 	int64_t frozen_at_us;
 	int64_t thawed_at_us;
 	/* the first hold, from cryo_fsfreeze_freeze() */
@@ -489,6 +510,12 @@ static void drop_hold(struct wd *w, struct hold *h, const char *lost_reason)
 		snprintf(l->reason, sizeof(l->reason), "%s", lost_reason);
 		l->after_ms = (cryo_now_us() - h->since_us) / 1000;
 		l->timeout_ms = h->timeout_ms;
+		if (strcmp(lost_reason, "timeout") == 0)
+			w->end_state = "thawed-by-timeout";
+		else if (strcmp(lost_reason, "its holder's exit") == 0)
+			w->end_state = "thawed-holder-exited";
+		else
+			w->end_state = "thawed-by-signal";
 	}
 	closep(&h->pidfd);
 	*h = w->holds[--w->n_holds];
@@ -665,7 +692,7 @@ static void watchdog_main(void *data, int ready_fd)
 				_exit(0);
 		}
 	}
-	thaw_now(w, "thawed-by-timeout");
+	thaw_now(w, w->end_state ? w->end_state : "thawed-by-timeout");
 	_exit(0);
 }
 
@@ -752,7 +779,7 @@ static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, s
 			return 0;
 		}
 		if (status == EINVAL)
-			return explain_no_hold(t, owner_of(o), "thaw", err);
+			return explain_no_hold(t, owner_of(o), "thaw", true, err);
 		return cryo_error_setx(err, status > 0 ? status : EIO, "thaw `%s`: %s", t->m.mountpoint,
 				       strchr(reply, ' ') ? strchr(reply, ' ') + 1 : reply);
 	}
@@ -760,7 +787,7 @@ static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, s
 	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE)
 		return cryo_error_set(err, -r, "thaw `%s`: talk to its watchdog", t->m.mountpoint);
 	if (!force)
-		return explain_no_hold(t, owner_of(o), "thaw", err);
+		return explain_no_hold(t, owner_of(o), "thaw", false, err);
 
 	/* forced, and no watchdog holds it: thaw whatever froze it */
 	if (ioctl(t->fd, FITHAW, 0) < 0) {
@@ -792,12 +819,12 @@ static int watchdog_reset(struct target *t, const struct cryo_fsfreeze_opts *o, 
 					       t->m.mountpoint, reply);
 		if (status == 0)
 			return 0;
-		return explain_no_hold(t, owner_of(o), "reset the timeout of", err);
+		return explain_no_hold(t, owner_of(o), "reset the timeout of", true, err);
 	}
 	cryo_error_clear(&e);
 	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE)
 		return cryo_error_set(err, -r, "reset timeout of `%s`: talk to its watchdog", t->m.mountpoint);
-	return explain_no_hold(t, owner_of(o), "reset the timeout of", err);
+	return explain_no_hold(t, owner_of(o), "reset the timeout of", false, err);
 }
 
 /*

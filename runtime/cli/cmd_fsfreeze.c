@@ -129,7 +129,17 @@ int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv)
 	char **cmd = NULL;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	/* options and the ID may come in any order before `--`; the COMMAND follows it */
+	for (c = 1; c < argc; c++) {
+		if (strcmp(argv[c], "--") == 0) {
+			cmd = argv + c + 1;
+			argc = c;
+			break;
+		}
+	}
+	/* 0, not 1: glibc re-reads the ordering mode (main parses with "+") */
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			path = optarg;
@@ -169,11 +179,12 @@ int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv)
 			return cli_usage_error("fsfreeze", "name a container ID or --path MOUNTPOINT");
 		id = argv[optind++];
 	}
-	if (optind < argc) {
-		if (strcmp(argv[optind - 1], "--") != 0 || reset)
-			return cli_usage_error("fsfreeze", "unexpected argument `%s`", argv[optind]);
-		cmd = argv + optind;
-	}
+	if (optind < argc)
+		return cli_usage_error("fsfreeze", "unexpected argument `%s`", argv[optind]);
+	if (cmd && !*cmd)
+		return cli_usage_error("fsfreeze", "no COMMAND after `--`");
+	if (cmd && reset)
+		return cli_usage_error("fsfreeze", "--reset-timeout takes no COMMAND");
 	if (!o.owner)
 		o.owner = id;
 	if ((o.flags & CRYO_FSFREEZE_THAW_ON_EXIT) && !cmd)

@@ -40,7 +40,9 @@ int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv)
 	const char *path = NULL, *id = NULL;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "+h", opts, NULL)) != -1) {
+	/* 0, not 1: glibc re-reads the ordering mode (main parses with "+") */
+	optind = 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			path = optarg;
