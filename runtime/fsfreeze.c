@@ -17,6 +17,8 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <limits.h>
+
 #include <json-c/json.h>
 #include <sys/capability.h>
 
@@ -132,12 +134,12 @@ static int lock_target(struct target *t, struct cryo_error *err)
 /* The mount of path, or of its nearest existing ancestor (a staging dir may not exist yet). */
 static int mount_of_existing(const char *path, struct cryo_mount *ret, struct cryo_error *err)
 {
-	_cleanup_free_ char *p = strdup(path);
 	struct cryo_error e = CRYO_ERROR_INIT;
+	char p[PATH_MAX];
 	int r;
 
-	if (!p)
-		return cryo_error_set(err, ENOMEM, "check `%s`", path);
+	if (snprintf(p, sizeof(p), "%s", path) >= (int)sizeof(p))
+		return cryo_error_setx(err, ENAMETOOLONG, "path `%.64s...` is too long", path);
 	for (;;) {
 		char *slash;
 

@@ -48,7 +48,7 @@ void cryo_mount_done(struct cryo_mount *m)
  */
 static int parse_line(char *line, struct cryo_mount *ret)
 {
-	char *f[64], *save = NULL, *tok;
+	char *f[64] = { 0 }, *save = NULL, *tok;
 	size_t n = 0, dash;
 	unsigned long long id;
 	unsigned maj, min;
@@ -56,9 +56,11 @@ static int parse_line(char *line, struct cryo_mount *ret)
 
 	for (tok = strtok_r(line, " \n", &save); tok && n < ARRAY_SIZE(f); tok = strtok_r(NULL, " \n", &save))
 		f[n++] = tok;
+	if (n < 7)
+		return -EINVAL;
 	for (dash = 6; dash < n && strcmp(f[dash], "-") != 0; dash++)
 		;
-	if (n < 7 || dash + 2 >= n)
+	if (dash + 2 >= n)
 		return -EINVAL;
 	if (sscanf(f[0], "%llu", &id) != 1 || sscanf(f[2], "%u:%u", &maj, &min) != 2)
 		return -EINVAL;

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -14,7 +15,7 @@
 #include "cmd_fsfreeze.h"
 
 #define DEFAULT_TIMEOUT_S 30
-#define MAX_TIMEOUT_S (7 * 24 * 3600)
+#define MAX_TIMEOUT_S 604800 /* a week */
 #define MAX_KEEP 16
 
 static void usage(FILE *out)
@@ -54,25 +55,27 @@ static int parse_seconds(const char *opt, const char *s, uint64_t *ret)
 }
 
 /* The rootfs of container id, or path as given. */
-int cli_fsfreeze_target(struct cryo_cli *cli, const char *id, const char *path, char **ret, struct cryo_error *err)
+int cli_fsfreeze_target(struct cryo_cli *cli, const char *id, const char *path, char *buf, size_t size,
+			struct cryo_error *err)
 {
 	struct cryo_state *st = NULL;
 	int r;
 
-	if (path) {
-		*ret = strdup(path);
-		return *ret ? 0 : cryo_error_set(err, ENOMEM, "path");
+	if (!path) {
+		r = cryo_state_load(cli->root, id, &st, err);
+		if (r < 0)
+			return r;
+		if (!st->rootfs || !*st->rootfs) {
+			cryo_state_free(st);
+			return cryo_error_setx(err, ENOENT, "container `%s` has no rootfs recorded", id);
+		}
+		path = st->rootfs;
 	}
-	r = cryo_state_load(cli->root, id, &st, err);
-	if (r < 0)
-		return r;
-	if (!st->rootfs || !*st->rootfs) {
-		cryo_state_free(st);
-		return cryo_error_setx(err, ENOENT, "container `%s` has no rootfs recorded", id);
-	}
-	*ret = strdup(st->rootfs);
+	r = snprintf(buf, size, "%s", path) >= (int)size ? -ENAMETOOLONG : 0;
 	cryo_state_free(st);
-	return *ret ? 0 : cryo_error_set(err, ENOMEM, "rootfs");
+	if (r < 0)
+		return cryo_error_setx(err, ENAMETOOLONG, "path of `%s` is too long", id ? id : "--path");
+	return 0;
 }
 
 void cli_fsfreeze_print_thawed(const char *target, const struct cryo_fsfreeze_thawed *th)
@@ -122,7 +125,7 @@ int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_fsfreeze_opts o = { .state_dir = cli->root };
 	const char *keep[MAX_KEEP + 2] = { 0 }, *path = NULL, *id = NULL;
-	_cleanup_free_ char *target = NULL;
+	char target[PATH_MAX];
 	uint64_t timeout_s = DEFAULT_TIMEOUT_S, reset_s = 0;
 	bool reset = false;
 	size_t nkeep = 0;
@@ -193,18 +196,18 @@ int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv)
 		keep[nkeep++] = cli->log_path;
 	o.keep_writable = keep;
 
-	r = cli_fsfreeze_target(cli, id, path, &target, &err);
+	if (reset && reset_s == 0 && !(o.flags & CRYO_FSFREEZE_FORCE))
+		return cli_usage_error("fsfreeze", "--reset-timeout 0 removes the deadline: add --force if you mean it");
+	if (!reset && timeout_s == 0 && !(o.flags & CRYO_FSFREEZE_FORCE))
+		return cli_usage_error("fsfreeze", "--timeout 0 freezes without a deadline: add --force if you mean it");
+
+	r = cli_fsfreeze_target(cli, id, path, target, sizeof(target), &err);
 	if (r < 0)
 		return cli_fail(&err);
-
 	if (reset) {
-		if (reset_s == 0 && !(o.flags & CRYO_FSFREEZE_FORCE))
-			return cli_usage_error("fsfreeze", "--reset-timeout 0 removes the deadline: add --force if you mean it");
 		r = cryo_fsfreeze_reset_timeout(target, reset_s * 1000, &o, &err);
 		return r < 0 ? cli_fail(&err) : 0;
 	}
-	if (timeout_s == 0 && !(o.flags & CRYO_FSFREEZE_FORCE))
-		return cli_usage_error("fsfreeze", "--timeout 0 freezes without a deadline: add --force if you mean it");
 
 	r = cryo_fsfreeze_freeze(target, timeout_s * 1000, &o, &err);
 	if (r < 0)

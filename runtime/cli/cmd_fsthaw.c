@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -36,7 +37,7 @@ int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_fsfreeze_opts o = { .state_dir = cli->root };
 	struct cryo_fsfreeze_thawed th = { 0 };
-	_cleanup_free_ char *target = NULL;
+	char target[PATH_MAX];
 	const char *path = NULL, *id = NULL;
 	int c, r;
 
@@ -70,7 +71,7 @@ int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv)
 	if (!o.owner)
 		o.owner = id;
 
-	r = cli_fsfreeze_target(cli, id, path, &target, &err);
+	r = cli_fsfreeze_target(cli, id, path, target, sizeof(target), &err);
 	if (r < 0)
 		return cli_fail(&err);
 	r = cryo_fsfreeze_thaw(target, &o, &th, &err);
