@@ -37,5 +37,11 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  * one row in the table in main.c.
  */
 int cmd_features(struct cryo_cli *cli, int argc, char **argv);
+int cmd_freeze(struct cryo_cli *cli, int argc, char **argv);
+int cmd_thaw(struct cryo_cli *cli, int argc, char **argv);
+int cmd_pause(struct cryo_cli *cli, int argc, char **argv);
+int cmd_resume(struct cryo_cli *cli, int argc, char **argv);
+int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv);
+int cmd_recover(struct cryo_cli *cli, int argc, char **argv);
 
 #endif

@@ -11,6 +11,12 @@
 
 static const struct cli_command commands[] = {
 	{ "features", "print what this build and host support (JSON)", cmd_features },
+	{ "freeze", "freeze a container (or --cgroup) and wait until FROZEN", cmd_freeze },
+	{ "thaw", "thaw a container (or --cgroup); cancels FREEZING", cmd_thaw },
+	{ "pause", "OCI name of freeze", cmd_pause },
+	{ "resume", "OCI name of thaw", cmd_resume },
+	{ "kill-all", "signal every task of a container (or --cgroup), none escapes", cmd_kill_all },
+	{ "recover", "thaw whatever a dead cryo left frozen (journal of holds)", cmd_recover },
 };
 
 int cli_fail(struct cryo_error *err)
