@@ -20,7 +20,9 @@
 static int v1_open(struct cryo_freezer *f, struct cryo_error *err)
 {
 	if (faccessat(f->dirfd, "freezer.state", W_OK, 0) < 0) {
-		/* the root of the hierarchy can't be frozen and has no freezer.state */
+		if (errno == ENOENT)
+			return cryo_error_setx(err, ENOENT, "`%s` has no freezer.state: not in the v1 freezer hierarchy, or its root (which can't be frozen)",
+					       f->path);
 		return cryo_error_set(err, errno, "`%s/freezer.state`", f->path);
 	}
 	return 0;

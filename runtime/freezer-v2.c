@@ -22,6 +22,9 @@ static int v2_open(struct cryo_freezer *f, struct cryo_error *err)
 	int fd;
 
 	fd = openat(f->dirfd, "cgroup.events", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT)
+		return cryo_error_setx(err, ENOENT, "`%s` has no cgroup.events: not a cgroup2 directory, or the root cgroup (which can't be frozen)",
+				       f->path);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "open `%s/cgroup.events`", f->path);
 	f->fd = fd;

@@ -286,15 +286,29 @@ static bool entry_is(int dfd, const char *name, const char *nonce)
 	return same;
 }
 
+/* A zombie is dead for us: PID 1 of a sandbox may reap orphans late. */
+static bool pid_is_zombie(pid_t pid)
+{
+	_cleanup_free_ char *buf = NULL;
+	char path[64], *p;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (cryo_read_file_at(AT_FDCWD, path, 4096, &buf, &len) < 0)
+		return true;
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
 static bool pid_matches(pid_t pid, uint64_t start)
 {
 	uint64_t now = 0;
 
 	if (pid <= 0)
 		return false;
-	if (cryo_pid_start_time(pid, &now) < 0)
+	if (cryo_pid_start_time(pid, &now) < 0 || now != start)
 		return false;
-	return now == start;
+	return !pid_is_zombie(pid);
 }
 
 bool cryo_hold_is_live(const struct cryo_hold_rec *rec)

@@ -42,6 +42,7 @@ int cmd_thaw(struct cryo_cli *cli, int argc, char **argv);
 int cmd_pause(struct cryo_cli *cli, int argc, char **argv);
 int cmd_resume(struct cryo_cli *cli, int argc, char **argv);
 int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv);
+int cmd_freezer_state(struct cryo_cli *cli, int argc, char **argv);
 int cmd_recover(struct cryo_cli *cli, int argc, char **argv);
 
 #endif

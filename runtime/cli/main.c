@@ -16,6 +16,7 @@ static const struct cli_command commands[] = {
 	{ "pause", "OCI name of freeze", cmd_pause },
 	{ "resume", "OCI name of thaw", cmd_resume },
 	{ "kill-all", "signal every task of a container (or --cgroup), none escapes", cmd_kill_all },
+	{ "freezer-state", "print RUNNING, FREEZING or FROZEN for a container (or --cgroup)", cmd_freezer_state },
 	{ "recover", "thaw whatever a dead cryo left frozen (journal of holds)", cmd_recover },
 };
 
