@@ -46,5 +46,6 @@ int cmd_resume(struct cryo_cli *cli, int argc, char **argv);
 int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv);
 int cmd_freezer_state(struct cryo_cli *cli, int argc, char **argv);
 int cmd_recover(struct cryo_cli *cli, int argc, char **argv);
+int cmd_sleep_hook(struct cryo_cli *cli, int argc, char **argv);
 
 #endif

@@ -20,6 +20,7 @@ static const struct cli_command commands[] = {
 	{ "kill-all", "signal every task of a container (or --cgroup), none escapes", cmd_kill_all },
 	{ "freezer-state", "print RUNNING, FREEZING or FROZEN for a container (or --cgroup)", cmd_freezer_state },
 	{ "recover", "thaw whatever a dead cryo left frozen (journal of holds)", cmd_recover },
+	{ "sleep-hook", "system-sleep hook: keep frozen containers frozen across suspend/resume", cmd_sleep_hook },
 };
 
 int cli_fail(struct cryo_error *err)
@@ -132,7 +133,12 @@ int main(int argc, char **argv)
 			char **sub = argv + optind;
 			int subc = argc - optind;
 
-			optind = 1;
+			/*
+			 * optind = 0 makes glibc re-initialise getopt entirely, so the
+			 * subcommand's own optstring (without our leading `+`) is used
+			 * and options may follow operands (`freeze ID --timeout 5`).
+			 */
+			optind = 0;
 			r = commands[i].run(&cli, subc, sub);
 			cryo_log_close();
 			return r;
