@@ -631,13 +631,14 @@ static void watchdog_main(void *data, int ready_fd)
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	w->sigfd = signalfd(-1, &ss, SFD_CLOEXEC);
 
+	/* writers block from the start of FIFREEZE (it syncs with SB_FREEZE_WRITE set): the window starts here */
+	w->frozen_at_us = cryo_now_us();
 	if (ioctl(w->t->fd, FIFREEZE, 0) < 0) {
 		r = errno;
 		snprintf(msg, sizeof(msg), "FIFREEZE: %s", strerror(r));
 		cryo_watchdog_ready(ready_fd, r, msg);
 		_exit(1);
 	}
-	w->frozen_at_us = cryo_now_us();
 	w->state = "frozen";
 	r = add_hold(w, w->owner, w->holder, w->timeout_ms, w->flags);
 	if (r < 0) {
