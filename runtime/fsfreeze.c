@@ -365,6 +365,21 @@ static int explain_no_hold(const struct target *t, const char *owner, const char
 			       what, t->m.mountpoint, owner);
 }
 
+/* FIFREEZE said EBUSY and no watchdog answered: a dead watchdog of ours, or someone else. */
+static int explain_busy(const struct target *t, struct cryo_error *err)
+{
+	_cleanup_(json_putp) struct json_object *j = journal_load(t);
+	const char *state = jstr(j, "state");
+
+	if (state && strcmp(state, "frozen") == 0)
+		return cryo_error_setx(err, EBUSY,
+				       "cannot freeze `%s`: it is still frozen by cryo (%" PRId64 " hold(s) in its journal), "
+				       "but their watchdog (pid %" PRId64 ") is gone, so no deadline will thaw it; thaw it "
+				       "with `cryo fsthaw --force --path %s`",
+				       t->m.mountpoint, holds_count(j), jint(j, "watchdog_pid"), t->m.mountpoint);
+	return explain_freeze_error(t, EBUSY, err);
+}
+
 /* ---- the watchdog backend --------------------------------------------------- */
 
 struct hold {
@@ -685,8 +700,9 @@ static void watchdog_main(void *data, int ready_fd)
 		_exit(1);
 	}
 	w->state = "frozen";
-	r = add_hold(w, w->owner, w->holder, w->timeout_ms, w->flags);
+	r = cryo_fault("fsfreeze-hold") ? -EIO : add_hold(w, w->owner, w->holder, w->timeout_ms, w->flags);
 	if (r < 0) {
+		/* nobody would ever thaw it: undo before telling the caller */
 		ioctl(w->t->fd, FITHAW, 0);
 		snprintf(msg, sizeof(msg), "watch the holder: %s", strerror(-r));
 		cryo_watchdog_ready(ready_fd, -r, msg);
@@ -794,6 +810,8 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 		unlinkat(t->dirfd, sock, 0);
 		if (strncmp(e.msg ? e.msg : "", "FIFREEZE", 8) == 0) {
 			cryo_error_clear(&e);
+			if (r == -EBUSY)
+				return explain_busy(t, err);
 			return explain_freeze_error(t, -r, err);
 		}
 		cryo_error_move(err, &e);
