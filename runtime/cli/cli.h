@@ -39,5 +39,12 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 int cmd_features(struct cryo_cli *cli, int argc, char **argv);
 int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv);
 int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv);
+int cmd_freeze(struct cryo_cli *cli, int argc, char **argv);
+int cmd_thaw(struct cryo_cli *cli, int argc, char **argv);
+int cmd_pause(struct cryo_cli *cli, int argc, char **argv);
+int cmd_resume(struct cryo_cli *cli, int argc, char **argv);
+int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv);
+int cmd_freezer_state(struct cryo_cli *cli, int argc, char **argv);
+int cmd_recover(struct cryo_cli *cli, int argc, char **argv);
 
 #endif

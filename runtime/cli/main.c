@@ -13,6 +13,13 @@ static const struct cli_command commands[] = {
 	{ "features", "print what this build and host support (JSON)", cmd_features },
 	{ "fsfreeze", "freeze a container's rootfs filesystem, with a deadline", cmd_fsfreeze },
 	{ "fsthaw", "thaw a filesystem frozen by `cryo fsfreeze`", cmd_fsthaw },
+	{ "freeze", "freeze a container (or --cgroup) and wait until FROZEN", cmd_freeze },
+	{ "thaw", "thaw a container (or --cgroup); cancels FREEZING", cmd_thaw },
+	{ "pause", "OCI name of freeze", cmd_pause },
+	{ "resume", "OCI name of thaw", cmd_resume },
+	{ "kill-all", "signal every task of a container (or --cgroup), none escapes", cmd_kill_all },
+	{ "freezer-state", "print RUNNING, FREEZING or FROZEN for a container (or --cgroup)", cmd_freezer_state },
+	{ "recover", "thaw whatever a dead cryo left frozen (journal of holds)", cmd_recover },
 };
 
 int cli_fail(struct cryo_error *err)
