@@ -365,6 +365,21 @@ static int explain_no_hold(const struct target *t, const char *owner, const char
 			       what, t->m.mountpoint, owner);
 }
 
+/* FIFREEZE said EBUSY and no watchdog answered: a dead watchdog of ours, or someone else. */
+static int explain_busy(const struct target *t, struct cryo_error *err)
+{
+	_cleanup_(json_putp) struct json_object *j = journal_load(t);
+	const char *state = jstr(j, "state");
+
+	if (state && strcmp(state, "frozen") == 0)
+		return cryo_error_setx(err, EBUSY,
+				       "cannot freeze `%s`: it is still frozen by cryo (%" PRId64 " hold(s) in its journal), "
+				       "but their watchdog (pid %" PRId64 ") is gone, so no deadline will thaw it; thaw it "
+				       "with `cryo fsthaw --force --path %s`",
+				       t->m.mountpoint, holds_count(j), jint(j, "watchdog_pid"), t->m.mountpoint);
+	return explain_freeze_error(t, EBUSY, err);
+}
+
 /* ---- the watchdog backend --------------------------------------------------- */
 
 struct hold {
@@ -376,9 +391,16 @@ struct hold {
 	int64_t deadline_ms;   /* CLOCK_MONOTONIC, 0 = none; suspend does not count */
 };
 
+/* Why a hold ended without its owner's thaw; "already thawed by <reason>". */
+#define LOST_TIMEOUT "timeout"
+#define LOST_HOLDER_EXIT "its holder's exit"
+#define LOST_SIGTERM "SIGTERM to its watchdog"
+#define LOST_FORCED "a forced thaw"
+#define LOST_BEHIND_BACK "a thaw behind cryo's back (fsfreeze -u?)"
+
 struct lost {
 	char owner[129];
-	char reason[32];
+	char reason[64];
 	int64_t after_ms;
 	uint64_t timeout_ms;
 };
@@ -512,10 +534,12 @@ static void drop_hold(struct wd *w, struct hold *h, const char *lost_reason)
 		snprintf(l->reason, sizeof(l->reason), "%s", lost_reason);
 		l->after_ms = (cryo_now_us() - h->since_us) / 1000;
 		l->timeout_ms = h->timeout_ms;
-		if (strcmp(lost_reason, "timeout") == 0)
+		if (strcmp(lost_reason, LOST_TIMEOUT) == 0)
 			w->end_state = "thawed-by-timeout";
-		else if (strcmp(lost_reason, "its holder's exit") == 0)
+		else if (strcmp(lost_reason, LOST_HOLDER_EXIT) == 0)
 			w->end_state = "thawed-holder-exited";
+		else if (strcmp(lost_reason, LOST_BEHIND_BACK) == 0)
+			w->end_state = "thawed-behind-cryos-back";
 		else
 			w->end_state = "thawed-by-signal";
 	}
@@ -523,22 +547,45 @@ static void drop_hold(struct wd *w, struct hold *h, const char *lost_reason)
 	*h = w->holds[--w->n_holds];
 }
 
-/* FITHAW, record the outcome, and stop listening: the watchdog's work is done. */
-static int thaw_now(struct wd *w, const char *state)
+/* Record the outcome r of FITHAW and stop listening: the watchdog's work is done. */
+static int thaw_done(struct wd *w, int r, const char *state)
 {
 	char sock[48];
-	int r = 0;
 
-	if (ioctl(w->t->fd, FITHAW, 0) < 0)
-		r = -errno;
 	w->thawed_at_us = cryo_now_us();
 	/* EINVAL: someone thawed it behind cryo's back (fsfreeze -u); it is thawed all the same */
 	w->state = r == 0 || r == -EINVAL ? state : "thaw-failed";
 	journal_save(w);
 	snprintf(sock, sizeof(sock), "%s.sock", w->t->key);
 	unlinkat(w->t->dirfd, sock, 0);
+	/* from now on the main loop exits: a late deadline must never FITHAW a freeze made after this one */
 	closep(&w->lfd);
+	w->lfd = -1;
 	return r;
+}
+
+static int thaw_now(struct wd *w, const char *state)
+{
+	return thaw_done(w, ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0, state);
+}
+
+/*
+ * Linux cannot be asked whether a filesystem is frozen, but a second
+ * userspace FIFREEZE fails with EBUSY at once, before any sync. If it
+ * succeeds, someone thawed the filesystem behind cryo's back (fsfreeze -u)
+ * and every hold's consistency window was broken: they are all lost, and
+ * the filesystem is frozen again, by this probe, from now on.
+ */
+static bool thawed_behind_back(struct wd *w)
+{
+	int64_t t0 = cryo_now_us();
+
+	if (ioctl(w->t->fd, FIFREEZE, 0) < 0)
+		return false;
+	while (w->n_holds > 0)
+		drop_hold(w, &w->holds[0], LOST_BEHIND_BACK);
+	w->frozen_at_us = t0;
+	return true;
 }
 
 static void handle_request(struct wd *w, int conn, char *req)
@@ -550,6 +597,8 @@ static void handle_request(struct wd *w, int conn, char *req)
 	int pid, r;
 
 	if (sscanf(req, "HOLD %llu %d %u %128s", &ms, &pid, &flags, owner) == 4) {
+		/* a new hold must not join holds whose window is already broken */
+		thawed_behind_back(w);
 		h = find_hold(w, owner);
 		if (h) {
 			snprintf(reply, sizeof(reply), "%d owner `%s` already holds `%s` frozen (since %" PRId64 " ms)", EBUSY,
@@ -563,6 +612,10 @@ static void handle_request(struct wd *w, int conn, char *req)
 			journal_save(w);
 		}
 	} else if (sscanf(req, "RESET %llu %128s", &ms, owner) == 2) {
+		if (thawed_behind_back(w)) {
+			/* nobody holds the probe's freeze */
+			thaw_now(w, "thawed-behind-cryos-back");
+		}
 		h = find_hold(w, owner);
 		if (h) {
 			set_deadline(h, ms);
@@ -580,16 +633,22 @@ static void handle_request(struct wd *w, int conn, char *req)
 		if (!all && !h) {
 			snprintf(reply, sizeof(reply), "%d %s", EINVAL, find_lost(w, owner) ? "lost" : "none");
 		} else {
-			if (h)
-				drop_hold(w, h, NULL);
+			bool last = all || w->n_holds == 1;
+
 			while (all && w->n_holds > 0)
-				drop_hold(w, &w->holds[0], "a forced thaw");
-			if (w->n_holds > 0) {
+				drop_hold(w, &w->holds[0], LOST_FORCED);
+			if (!last) {
+				drop_hold(w, h, NULL);
 				journal_save(w);
 				snprintf(reply, sizeof(reply), "0 held %zu", w->n_holds);
 			} else {
-				r = thaw_now(w, "thawed");
-				if (r < 0 && r != -EINVAL)
+				r = ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0;
+				if (h)
+					drop_hold(w, h, r == -EINVAL ? LOST_BEHIND_BACK : NULL);
+				r = thaw_done(w, r, r == -EINVAL ? "thawed-behind-cryos-back" : "thawed");
+				if (r == -EINVAL && !all)
+					snprintf(reply, sizeof(reply), "%d lost", EINVAL);
+				else if (r < 0 && r != -EINVAL)
 					snprintf(reply, sizeof(reply), "%d FITHAW failed: %s", -r, strerror(-r));
 				else
 					snprintf(reply, sizeof(reply), "0 thawed %" PRId64, w->thawed_at_us - w->frozen_at_us);
@@ -621,6 +680,7 @@ static int64_t next_deadline(const struct wd *w)
 static void watchdog_main(void *data, int ready_fd)
 {
 	struct wd *w = data;
+	size_t n_lost;
 	char msg[256];
 	sigset_t ss;
 	int r;
@@ -631,16 +691,18 @@ static void watchdog_main(void *data, int ready_fd)
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	w->sigfd = signalfd(-1, &ss, SFD_CLOEXEC);
 
+	/* writers block from the start of FIFREEZE (it syncs with SB_FREEZE_WRITE set): the window starts here */
+	w->frozen_at_us = cryo_now_us();
 	if (ioctl(w->t->fd, FIFREEZE, 0) < 0) {
 		r = errno;
 		snprintf(msg, sizeof(msg), "FIFREEZE: %s", strerror(r));
 		cryo_watchdog_ready(ready_fd, r, msg);
 		_exit(1);
 	}
-	w->frozen_at_us = cryo_now_us();
 	w->state = "frozen";
-	r = add_hold(w, w->owner, w->holder, w->timeout_ms, w->flags);
+	r = cryo_fault("fsfreeze-hold") ? -EIO : add_hold(w, w->owner, w->holder, w->timeout_ms, w->flags);
 	if (r < 0) {
+		/* nobody would ever thaw it: undo before telling the caller */
 		ioctl(w->t->fd, FITHAW, 0);
 		snprintf(msg, sizeof(msg), "watch the holder: %s", strerror(-r));
 		cryo_watchdog_ready(ready_fd, -r, msg);
@@ -648,6 +710,7 @@ static void watchdog_main(void *data, int ready_fd)
 	}
 	journal_save(w);
 	cryo_watchdog_ready(ready_fd, 0, NULL);
+	n_lost = w->n_lost;
 
 	for (;;) {
 		struct pollfd p[2 + MAX_HOLDS];
@@ -669,20 +732,23 @@ static void watchdog_main(void *data, int ready_fd)
 
 		if (p[1].revents & POLLIN) {
 			while (w->n_holds > 0)
-				drop_hold(w, &w->holds[0], "SIGTERM to its watchdog");
+				drop_hold(w, &w->holds[0], LOST_SIGTERM);
 			break;
 		}
 		/* holder exits first: a pidfd slot moves when a hold is dropped */
 		for (i = w->n_holds; i > 0; i--)
 			if (p[2 + i - 1].revents & POLLIN)
-				drop_hold(w, &w->holds[i - 1], "its holder's exit");
+				drop_hold(w, &w->holds[i - 1], LOST_HOLDER_EXIT);
 		now = cryo_now_ms();
 		for (i = w->n_holds; i > 0; i--)
 			if (w->holds[i - 1].deadline_ms && w->holds[i - 1].deadline_ms <= now)
-				drop_hold(w, &w->holds[i - 1], "timeout");
+				drop_hold(w, &w->holds[i - 1], LOST_TIMEOUT);
 		if (w->n_holds == 0)
 			break;
-		journal_save(w);
+		if (w->n_lost != n_lost) {
+			n_lost = w->n_lost;
+			journal_save(w);
+		}
 
 		if (p[0].revents & POLLIN) {
 			char req[CRYO_WATCHDOG_MSG_MAX];
@@ -744,6 +810,8 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 		unlinkat(t->dirfd, sock, 0);
 		if (strncmp(e.msg ? e.msg : "", "FIFREEZE", 8) == 0) {
 			cryo_error_clear(&e);
+			if (r == -EBUSY)
+				return explain_busy(t, err);
 			return explain_freeze_error(t, -r, err);
 		}
 		cryo_error_move(err, &e);
