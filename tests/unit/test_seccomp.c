@@ -227,9 +227,13 @@ static int child_kill(void)
 
 static int child_default_errno(void)
 {
-	/* everything but the few calls this child makes fails with ENOSYS */
+	/* everything but the few calls this child (and ASan) makes fails with ENOSYS */
 	if (load("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 38, \"syscalls\": ["
-		 " {\"names\": [\"exit\", \"exit_group\", \"write\", \"getpid\"], \"action\": \"SCMP_ACT_ALLOW\"}]}",
+		 " {\"names\": [\"exit\", \"exit_group\", \"write\", \"getpid\"], \"action\": \"SCMP_ACT_ALLOW\"},"
+		 /* what a sanitizer runtime needs around exit */
+		 " {\"names\": [\"mmap\", \"munmap\", \"mprotect\", \"madvise\", \"brk\", \"sigaltstack\","
+		 "  \"rt_sigaction\", \"rt_sigprocmask\", \"futex\", \"prctl\", \"gettid\", \"read\", \"close\","
+		 "  \"openat\", \"newfstatat\", \"fstat\", \"sched_yield\"], \"action\": \"SCMP_ACT_ALLOW\"}]}",
 		 true) < 0)
 		return 2;
 	if (syscall(SYS_getpid) < 0)
