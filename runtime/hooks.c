@@ -121,7 +121,7 @@ static int parse_hook(struct json_object *o, const char *where, struct cryo_hook
 	if (json_object_object_get_ex(o, "timeout", &v) && !json_object_is_type(v, json_type_null)) {
 		int64_t t = json_object_get_int64(v);
 
-		if (!json_object_is_type(v, json_type_int) || t <= 0 || t > 24 * 3600)
+		if (!json_object_is_type(v, json_type_int) || t <= 0 || t > (int64_t)24 * 3600)
 			return cryo_error_setx(err, EINVAL, "%s.timeout: must be a positive number of seconds (at most 86400)",
 					       where);
 		h->timeout_s = (int)t;

@@ -55,16 +55,13 @@ static int parse_cidr(const char *s, const char *what, struct in_addr *addr, uns
 int cryo_network_parse_string(const char *value, struct cryo_network_spec *out, struct cryo_error *err)
 {
 	struct cryo_network_spec spec = { .present = true };
-	_cleanup_free_ char *copy = NULL;
-	char *save = NULL, *tok;
+	char copy[513], *save, *tok;
 	int field = 0, r;
 
 	memset(out, 0, sizeof(*out));
-	if (strlen(value) > 512)
-		return cryo_error_setx(err, EINVAL, ANN ": longer than 512 bytes");
-	copy = strdup(value);
-	if (!copy)
-		return cryo_error_set(err, ENOMEM, ANN);
+	if (strlen(value) >= sizeof(copy))
+		return cryo_error_setx(err, EINVAL, ANN ": longer than %zu bytes", sizeof(copy) - 1);
+	memcpy(copy, value, strlen(value) + 1);
 	snprintf(spec.ifname, sizeof(spec.ifname), "eth0");
 	/* strtok_r would merge empty fields; strsep keeps them so "veth::x" is caught */
 	save = copy;
