@@ -233,7 +233,7 @@ int cryo_state_create_dir(const char *root, const char *id, struct cryo_error *e
 
 static int remove_tree_at(int dfd)
 {
-	_cleanup_close_ int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
+	int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
 	DIR *d;
 	struct dirent *de;
 	int r = 0;
@@ -241,9 +241,11 @@ static int remove_tree_at(int dfd)
 	if (fd < 0)
 		return -errno;
 	d = fdopendir(fd);
-	if (!d)
-		return -errno;
-	fd = -1;
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
 	while ((de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;

@@ -11,6 +11,8 @@
 
 static const struct cli_command commands[] = {
 	{ "features", "print what this build and host support (JSON)", cmd_features },
+	{ "fsfreeze", "freeze a container's rootfs filesystem, with a deadline", cmd_fsfreeze },
+	{ "fsthaw", "thaw a filesystem frozen by `cryo fsfreeze`", cmd_fsthaw },
 };
 
 int cli_fail(struct cryo_error *err)
