@@ -351,8 +351,14 @@ static int run_one(const struct cryo_hook *h, const char *what, const char *stat
 	}
 	if (timed_out)
 		pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
-	while (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
+	while ((r = waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED)) < 0 && errno == EINTR)
 		;
+	if (r < 0) {
+		/* ECHILD: someone else reaped it, e.g. SIGCHLD set to SIG_IGN in the caller */
+		r = cryo_error_set(err, errno, "%s: collect the hook's exit status", what);
+		free(t);
+		return r;
+	}
 	if (out_r >= 0)
 		drain(out_r, t);
 	tail_text(t, text, sizeof(text));
