@@ -21,6 +21,15 @@ static const struct cli_command commands[] = {
 	{ "freezer-state", "print RUNNING, FREEZING or FROZEN for a container (or --cgroup)", cmd_freezer_state },
 	{ "recover", "thaw whatever a dead cryo left frozen (journal of holds)", cmd_recover },
 	{ "sleep-hook", "system-sleep hook: keep frozen containers frozen across suspend/resume", cmd_sleep_hook },
+	{ "create", "create a container from a bundle (it waits for start)", cmd_create },
+	{ "start", "start the process of a created container", cmd_start },
+	{ "run", "create and start a container; returns its exit code", cmd_run },
+	{ "state", "print the OCI state of a container (JSON)", cmd_state },
+	{ "kill", "send a signal to a container", cmd_kill },
+	{ "delete", "remove a container", cmd_delete },
+	{ "list", "list containers", cmd_list },
+	{ "ps", "list the processes of a container", cmd_ps },
+	{ "spec", "write a default config.json", cmd_spec },
 };
 
 int cli_fail(struct cryo_error *err)
