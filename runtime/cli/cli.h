@@ -37,6 +37,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  * one row in the table in main.c.
  */
 int cmd_features(struct cryo_cli *cli, int argc, char **argv);
+int cmd_check(struct cryo_cli *cli, int argc, char **argv);
 int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv);
 int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv);
 int cmd_freeze(struct cryo_cli *cli, int argc, char **argv);
