@@ -46,11 +46,6 @@
 #define LOCK_TIMEOUT_MS 30000
 #define STOP_TIMEOUT_MS 10000
 
-const char *const cryo_freezer_state_names[_CRYO_FREEZER_STATE_MAX] = {
-	[CRYO_FREEZER_RUNNING] = "RUNNING",
-	[CRYO_FREEZER_FREEZING] = "FREEZING",
-	[CRYO_FREEZER_FROZEN] = "FROZEN",
-};
 
 /* ---- signals ---- */
 
@@ -739,39 +734,7 @@ int cryo_container_start(const char *root, const char *id, struct cryo_error *er
 
 int cryo_container_freezer_state(const struct cryo_state *st, enum cryo_freezer_state *ret, struct cryo_error *err)
 {
-	_cleanup_free_ char *buf = NULL;
-	_cleanup_close_ int dfd = -1;
-	bool v1 = st->freezer_backend && strcmp(st->freezer_backend, "v1") == 0;
-	const char *dir = v1 ? st->cgroup_v1_freezer : st->cgroup_v2;
-	int r;
-
-	if (!dir)
-		return cryo_error_setx(err, ENOENT, "container `%s` has no %s freezer cgroup", st->id, v1 ? "v1" : "v2");
-	dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-	if (dfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", dir);
-	if (v1) {
-		r = cryo_read_file_at(dfd, "freezer.state", 64, &buf, NULL);
-		if (r < 0)
-			return cryo_error_set(err, -r, "read `%s/freezer.state`", dir);
-		*ret = strncmp(buf, "FROZEN", 6) == 0 ? CRYO_FREEZER_FROZEN :
-		       strncmp(buf, "FREEZING", 8) == 0 ? CRYO_FREEZER_FREEZING : CRYO_FREEZER_RUNNING;
-		return 0;
-	}
-	r = cryo_read_file_at(dfd, "cgroup.freeze", 64, &buf, NULL);
-	if (r < 0)
-		return cryo_error_set(err, -r, "read `%s/cgroup.freeze`", dir);
-	if (buf[0] != '1') {
-		*ret = CRYO_FREEZER_RUNNING;
-		return 0;
-	}
-	free(buf);
-	buf = NULL;
-	r = cryo_read_file_at(dfd, "cgroup.events", 4096, &buf, NULL);
-	if (r < 0)
-		return cryo_error_set(err, -r, "read `%s/cgroup.events`", dir);
-	*ret = strstr(buf, "frozen 1") ? CRYO_FREEZER_FROZEN : CRYO_FREEZER_FREEZING;
-	return 0;
+	return cryo_freezer_state_of(st->freezer_backend, st->cgroup_v2, st->cgroup_v1_freezer, ret, err);
 }
 
 int cryo_container_load(const char *root, const char *id, struct cryo_state **ret, struct cryo_error *err)

@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "error.h"
+#include "freezer.h"
 #include "state.h"
 
 struct cryo_create_opts {
@@ -26,14 +27,6 @@ struct cryo_create_opts {
 	const char *console_socket;  /* unix socket for the pty master, or NULL */
 };
 
-/* Freezer states as the seed names them. */
-enum cryo_freezer_state {
-	CRYO_FREEZER_RUNNING,
-	CRYO_FREEZER_FREEZING,
-	CRYO_FREEZER_FROZEN,
-	_CRYO_FREEZER_STATE_MAX,
-};
-extern const char *const cryo_freezer_state_names[_CRYO_FREEZER_STATE_MAX];
 
 int cryo_container_create(const struct cryo_create_opts *o, struct cryo_error *err);
 int cryo_container_start(const char *root, const char *id, struct cryo_error *err);

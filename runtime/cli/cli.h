@@ -37,6 +37,17 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  * one row in the table in main.c.
  */
 int cmd_features(struct cryo_cli *cli, int argc, char **argv);
+int cmd_check(struct cryo_cli *cli, int argc, char **argv);
+int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv);
+int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv);
+int cmd_freeze(struct cryo_cli *cli, int argc, char **argv);
+int cmd_thaw(struct cryo_cli *cli, int argc, char **argv);
+int cmd_pause(struct cryo_cli *cli, int argc, char **argv);
+int cmd_resume(struct cryo_cli *cli, int argc, char **argv);
+int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv);
+int cmd_freezer_state(struct cryo_cli *cli, int argc, char **argv);
+int cmd_recover(struct cryo_cli *cli, int argc, char **argv);
+int cmd_sleep_hook(struct cryo_cli *cli, int argc, char **argv);
 int cmd_create(struct cryo_cli *cli, int argc, char **argv);
 int cmd_start(struct cryo_cli *cli, int argc, char **argv);
 int cmd_run(struct cryo_cli *cli, int argc, char **argv);
