@@ -827,9 +827,28 @@ int cryo_container_create(const struct cryo_create_opts *o, struct cryo_error *e
 
 /* ---- start ---- */
 
-static int do_start(const char *root, struct cryo_state *st, struct cryo_error *err)
+/*
+ * The config again, for hooks and network after create (the state keeps
+ * only the bundle path, like runc's). A bundle that changed or vanished
+ * only costs those hooks, with a warning.
+ */
+static struct cryo_spec *bundle_spec(const struct cryo_state *st)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	struct cryo_spec *spec = NULL;
+
+	if (st->bundle && cryo_spec_load(st->bundle, &spec, &e) < 0) {
+		cryo_warn("container `%s`: no hooks or network teardown: %s", st->id, e.msg);
+		cryo_error_clear(&e);
+		return NULL;
+	}
+	return spec;
+}
+
+static int do_start(const char *root, struct cryo_state *st, const struct cryo_spec *spec, struct cryo_error *err)
 {
 	_cleanup_close_ int sdir = -1, fifo = -1;
+	int r;
 
 	if (st->status != CRYO_STATUS_CREATED)
 		return cryo_error_setx(err, EINVAL, "container `%s` is %s, only a created container can be started",
@@ -847,21 +866,36 @@ static int do_start(const char *root, struct cryo_state *st, struct cryo_error *
 		return cryo_error_set(err, errno, "write exec fifo");
 	(void)unlinkat(sdir, FIFO_NAME, 0);
 	st->status = CRYO_STATUS_RUNNING;
-	/* TODO(spec merge): startContainer runs in the init; poststart hooks here */
-	return cryo_state_save(root, st, err);
+	r = cryo_state_save(root, st, err);
+	if (r < 0)
+		return r;
+	/* runtime-spec: a failing poststart hook is a warning, the container runs on */
+	if (spec && spec->hooks.n[CRYO_HOOK_POSTSTART]) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+		_cleanup_free_ char *state = hook_state(st, "running", st->pid);
+
+		if (!state || cryo_hooks_run(&spec->hooks, CRYO_HOOK_POSTSTART, state, &e) < 0)
+			cryo_warn("start `%s`: %s", st->id, e.msg ? e.msg : "out of memory");
+		cryo_error_clear(&e);
+	}
+	return 0;
 }
 
 int cryo_container_start(const char *root, const char *id, struct cryo_error *err)
 {
 	struct cryo_state *st = NULL;
+	struct cryo_spec *spec = NULL;
 	_cleanup_close_ int lock = -1;
 	int r;
 
 	r = cryo_state_lock(root, id, LOCK_TIMEOUT_MS, &lock, err);
 	if (r >= 0)
 		r = cryo_container_load(root, id, &st, err);
-	if (r >= 0)
-		r = do_start(root, st, err);
+	if (r >= 0) {
+		spec = bundle_spec(st);
+		r = do_start(root, st, spec, err);
+	}
+	cryo_spec_free(spec);
 	cryo_state_free(st);
 	if (r < 0)
 		return cryo_error_prefix(err, "start `%s`", id);
@@ -985,11 +1019,12 @@ out:
 /* Kill everything, remove cgroups and state; the lock is held. */
 static int destroy(const char *root, struct cryo_state *st, struct cryo_error *err)
 {
+	struct cryo_error e = CRYO_ERROR_INIT;
+	struct cryo_spec *spec;
 	int r, pfd;
 
 	pfd = pidfd_open_checked(st->pid, st->pid_start_time);
 	if (st->cgroup_path) {
-		struct cryo_error e = CRYO_ERROR_INIT;
 
 		(void)cryo_cgroup_kill(st->cgroup_path, SIGKILL, &e);
 		cryo_error_clear(&e);
@@ -1006,7 +1041,20 @@ static int destroy(const char *root, struct cryo_state *st, struct cryo_error *e
 		if (r < 0)
 			return r;
 	}
-	/* TODO(spec merge): poststop hooks */
+	spec = bundle_spec(st);
+	if (spec && spec->network.present && cryo_network_teardown(&spec->network, &e) < 0) {
+		cryo_warn("delete `%s`: %s", st->id, e.msg);
+		cryo_error_clear(&e);
+	}
+	/* runtime-spec: poststop failures are warnings, the container is gone anyway */
+	if (spec && spec->hooks.n[CRYO_HOOK_POSTSTOP]) {
+		_cleanup_free_ char *state = hook_state(st, "stopped", 0);
+
+		if (!state || cryo_hooks_run(&spec->hooks, CRYO_HOOK_POSTSTOP, state, &e) < 0)
+			cryo_warn("delete `%s`: %s", st->id, e.msg ? e.msg : "out of memory");
+		cryo_error_clear(&e);
+	}
+	cryo_spec_free(spec);
 	return cryo_state_remove_dir(root, st->id, err);
 }
 
@@ -1064,8 +1112,12 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 	if (r < 0)
 		return cryo_error_prefix(err, "run `%s`", o->id);
 	r = cryo_state_load(o->root, o->id, &st, err);
-	if (r >= 0)
-		r = do_start(o->root, st, err);
+	if (r >= 0) {
+		struct cryo_spec *spec = bundle_spec(st);
+
+		r = do_start(o->root, st, spec, err);
+		cryo_spec_free(spec);
+	}
 	cryo_state_free(st);
 	st = NULL;
 	if (r < 0) {
