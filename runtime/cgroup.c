@@ -238,7 +238,8 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		r = cryo_error_setx(err, EIO, "create cgroup `%s`: injected fault", rel);
 		goto fail_nocg;
 	}
-	r = cgroup_create_cgroup(cg, 0);
+	/* ignore_ownership: libcgroup would chown every file to uid 0 again */
+	r = cgroup_create_cgroup(cg, 1);
 	if (r) {
 		struct cryo_error derr = CRYO_ERROR_INIT;
 
@@ -415,7 +416,14 @@ int cryo_cgroup_destroy(const char *rel, int timeout_ms, struct cryo_error *err)
 	cg = new_cg(rel, NULL, err);
 	if (!cg)
 		return -ENOMEM;
-	r = cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_RECURSIVE | CGFLAG_DELETE_IGNORE_MIGRATION);
+	/*
+	 * Non-recursive first: the recursive walk stats every file of every
+	 * hierarchy. Children exist only if the container made some (its
+	 * cgroup namespace allows that); then walk.
+	 */
+	r = cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_IGNORE_MIGRATION);
+	if (r)
+		r = cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_RECURSIVE | CGFLAG_DELETE_IGNORE_MIGRATION);
 	cgroup_free(&cg);
 	if (r && r != ECGROUPNOTEXIST)
 		return cg_err(err, r, "remove", rel);

@@ -631,7 +631,7 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 		r = cryo_error_set(err, ENOMEM, "create");
 		goto fail;
 	}
-	r = cryo_state_save(o->root, st, err);
+	r = cryo_state_save_ext(o->root, st, false, err);
 	if (r < 0)
 		goto fail;
 
@@ -762,7 +762,7 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 	st->pid = pid;
 	(void)cryo_pid_start_time(pid, &st->pid_start_time);
 	st->status = CRYO_STATUS_CREATED;
-	r = cryo_state_save(o->root, st, err);
+	r = cryo_state_save_ext(o->root, st, false, err);
 	if (r < 0)
 		goto fail;
 	if (o->pid_file) {
@@ -866,7 +866,7 @@ static int do_start(const char *root, struct cryo_state *st, const struct cryo_s
 		return cryo_error_set(err, errno, "write exec fifo");
 	(void)unlinkat(sdir, FIFO_NAME, 0);
 	st->status = CRYO_STATUS_RUNNING;
-	r = cryo_state_save(root, st, err);
+	r = cryo_state_save_ext(root, st, false, err);
 	if (r < 0)
 		return r;
 	/* runtime-spec: a failing poststart hook is a warning, the container runs on */

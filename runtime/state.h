@@ -8,6 +8,7 @@
 #ifndef CRYO_STATE_H
 #define CRYO_STATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -53,6 +54,13 @@ int cryo_state_load(const char *root, const char *id, struct cryo_state **ret, s
 
 /* Atomically replace <root>/<id>/state.json (write temp, fsync, rename). */
 int cryo_state_save(const char *root, const struct cryo_state *st, struct cryo_error *err);
+
+/*
+ * durable=false skips the fsyncs: still atomic against a crash of cryo
+ * (rename), not against a crash of the host. Fine for lifecycle states:
+ * after a host crash the processes are gone and refresh says stopped.
+ */
+int cryo_state_save_ext(const char *root, const struct cryo_state *st, bool durable, struct cryo_error *err);
 
 /*
  * Create <root> (0700) and <root>/<id> (0700); -EEXIST if the container

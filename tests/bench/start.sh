@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Container start benchmark (not a timed test): `run` of /bin/true N times
+# with cryo, runc and crun side by side in one hyperfine run, on the same
+# busybox bundle (rootfs on its own ext4 image). Prints the ratios.
+#
+#   tests/bench/start.sh [N]          (default N=30; needs root)
+#
+# crun 1.8 can't handle this host's hybrid cgroups with the cgroup2 mount
+# at /sys/fs/cgroup/unified, so it runs inside `unshare -m` where that
+# mount is detached — in that private mount namespace only, never on the
+# host. runc runs as is. All three use the same config.json, without a
+# cgroupsPath (each runtime's default place) and with the same namespaces.
+set -euo pipefail
+N=${1:-30}
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+CRYO=${CRYO_BIN:-$SRC/build/cryo}
+[ "$(id -u)" = 0 ] || { echo "start.sh: needs root" >&2; exit 77; }
+for c in hyperfine runc crun busybox; do
+	command -v $c >/dev/null || { echo "start.sh: needs $c" >&2; exit 77; }
+done
+[ -x "$CRYO" ] || { echo "start.sh: build cryo first ($CRYO)" >&2; exit 1; }
+
+T=$(mktemp -d /tmp/cryo-bench.XXXXXX)
+cleanup() {
+	"$SRC/examples/mkbundle.sh" --teardown "$T/b" >/dev/null 2>&1 || true
+	rm -rf "$T"
+}
+trap cleanup EXIT
+"$SRC/examples/mkbundle.sh" --size 32 "$T/b" /bin/true >/dev/null
+# the same minimal profile for all: no caps/seccomp differences between runtimes
+python3 - "$T/b/config.json" <<'PY'
+import json, sys
+p = sys.argv[1]
+c = json.load(open(p))
+c["linux"].pop("resources", None)
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "cgroup"]
+json.dump(c, open(p, "w"), indent=1)
+PY
+cd "$T/b"
+mkdir -p "$T/cryo" "$T/runc" "$T/crun"
+i=0
+cryo_cmd="$CRYO --root $T/cryo run --bundle $T/b bench-cryo-\$\$ </dev/null"
+runc_cmd="runc --root $T/runc run --bundle $T/b bench-runc-\$\$ </dev/null"
+crun_cmd="unshare -m sh -c 'umount -l /sys/fs/cgroup/unified && exec crun --root $T/crun run --bundle $T/b bench-crun-\$\$ </dev/null'"
+# sanity: each works once
+for cmd in "$cryo_cmd" "$runc_cmd" "$crun_cmd"; do
+	sh -c "$cmd" >/dev/null 2>&1 || { echo "start.sh: failed: $cmd" >&2; sh -c "$cmd" || true; exit 1; }
+done
+# a baseline for the unshare wrapper crun needs, so its cost can be subtracted by eye
+unshare_cmd="unshare -m sh -c 'umount -l /sys/fs/cgroup/unified && exec true'"
+hyperfine -N --warmup 3 --runs "$N" --export-json "$T/h.json" \
+	-n cryo "sh -c \"$cryo_cmd\"" -n runc "sh -c \"$runc_cmd\"" -n crun "sh -c \"$crun_cmd\"" \
+	-n "unshare-only" "sh -c \"$unshare_cmd\"" >/dev/null
+python3 - "$T/h.json" <<'PY'
+import json, sys
+r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
+m = {k: v["median"] * 1000 for k, v in r.items()}
+for k in ("cryo", "runc", "crun", "unshare-only"):
+    print(f"{k:13s} median {m[k]:8.2f} ms  (mean {r[k]['mean']*1000:.2f} ± {r[k]['stddev']*1000:.2f})")
+crun_net = m["crun"] - m["unshare-only"]
+print(f"cryo/runc = {m['cryo']/m['runc']:.2f}")
+print(f"cryo/crun = {m['cryo']/m['crun']:.2f}  (crun incl. its unshare wrapper)")
+print(f"cryo/crun = {m['cryo']/crun_net:.2f}  (crun minus the wrapper's own {m['unshare-only']:.2f} ms)")
+PY
