@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+
+#include <cmocka.h>
+
+#include "spec.h"
+
+static struct cryo_spec *parse_ok(const char *text)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_spec *s = NULL;
+
+	if (cryo_spec_parse(text, strlen(text), &s, &err) < 0)
+		fail_msg("parse failed: %s", err.msg);
+	return s;
+}
+
+static void expect_error(const char *text, const char *want)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_spec *s = NULL;
+
+	assert_int_equal(cryo_spec_parse(text, strlen(text), &s, &err), -EINVAL);
+	assert_null(s);
+	if (!strstr(err.msg, want))
+		fail_msg("error `%s` does not contain `%s`", err.msg, want);
+	cryo_error_clear(&err);
+}
+
+static void test_default_spec(void **state)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_spec *s;
+	char *text = NULL;
+	size_t i;
+
+	assert_int_equal(cryo_spec_default_json(false, &text, &err), 0);
+	s = parse_ok(text);
+	assert_string_equal(s->oci_version, "1.0.2");
+	assert_string_equal(s->root_path, "rootfs");
+	assert_true(s->root_readonly);
+	assert_int_equal(s->n_args, 1);
+	assert_string_equal(s->args[0], "sh");
+	assert_null(s->args[1]);
+	assert_string_equal(s->cwd, "/");
+	assert_true(s->no_new_privileges);
+	assert_true(s->caps.present);
+	assert_int_equal(s->rlimits.n, 1);
+	assert_string_equal(s->hostname, "cryo");
+	assert_true(s->n_mounts >= 5);
+	assert_string_equal(s->mounts[0].destination, "/proc");
+	for (i = 0; i < s->n_mounts; i++) {
+		if (strcmp(s->mounts[i].destination, "/dev/pts") == 0) {
+			assert_true(s->mounts[i].flags & MS_NOSUID);
+			assert_true(s->mounts[i].flags & MS_NOEXEC);
+			assert_string_equal(s->mounts[i].data, "newinstance,ptmxmode=0666,mode=0620,gid=5");
+		}
+	}
+	assert_true(s->namespaces[CRYO_NS_PID].enabled);
+	assert_true(s->namespaces[CRYO_NS_MOUNT].enabled);
+	assert_false(s->namespaces[CRYO_NS_USER].enabled);
+	assert_int_equal(s->n_masked_paths, 10);
+	cryo_spec_free(s);
+	free(text);
+
+	/* the rootless variant has a user namespace with mappings */
+	assert_int_equal(cryo_spec_default_json(true, &text, &err), 0);
+	s = parse_ok(text);
+	assert_true(s->namespaces[CRYO_NS_USER].enabled);
+	assert_int_equal(s->n_uid_mappings, 1);
+	assert_int_equal(s->uid_mappings[0].size, 1);
+	cryo_spec_free(s);
+	free(text);
+}
+
+#define MIN_HEAD "{\"ociVersion\": \"1.0.0\", \"root\": {\"path\": \"r\"}, "
+#define MIN_PROC "\"process\": {\"args\": [\"a\"], \"cwd\": \"/\"}"
+
+static void test_fields(void **state)
+{
+	struct cryo_spec *s = parse_ok(MIN_HEAD MIN_PROC ", \"unknownField\": {\"x\": 1},"
+		"\"mounts\": [{\"destination\": \"/b\", \"source\": \"/src\", \"options\": [\"rbind\", \"ro\", \"rslave\", \"size=1\"]}],"
+		"\"annotations\": {\"org.cryo.freezer\": \"v1\"},"
+		"\"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"/proc/1/ns/net\"}, {\"type\": \"mount\"}],"
+		" \"resources\": {\"memory\": {\"limit\": 1048576}, \"cpu\": {\"shares\": 100, \"quota\": 5000, \"period\": 10000},"
+		"  \"pids\": {\"limit\": -1}},"
+		" \"cgroupsPath\": \"/a/b\", \"sysctl\": {\"net.ipv4.ip_forward\": \"1\"},"
+		" \"devices\": [{\"path\": \"/dev/fuse\", \"type\": \"c\", \"major\": 10, \"minor\": 229, \"fileMode\": 438}]}}");
+
+	assert_true(s->mounts[0].bind && s->mounts[0].recursive_bind);
+	assert_true(s->mounts[0].flags & MS_RDONLY);
+	assert_int_equal(s->mounts[0].propagation, MS_SLAVE | MS_REC);
+	assert_string_equal(s->mounts[0].data, "size=1");
+	assert_string_equal(cryo_spec_annotation(s, "org.cryo.freezer"), "v1");
+	assert_null(cryo_spec_annotation(s, "nope"));
+	assert_string_equal(s->namespaces[CRYO_NS_NET].path, "/proc/1/ns/net");
+	assert_true(s->resources.has_memory_limit);
+	assert_int_equal(s->resources.memory_limit, 1048576);
+	assert_int_equal(s->resources.cpu_shares, 100);
+	assert_int_equal(s->resources.cpu_quota, 5000);
+	assert_int_equal(s->resources.cpu_period, 10000);
+	assert_int_equal(s->resources.pids_limit, -1);
+	assert_string_equal(s->cgroups_path, "/a/b");
+	assert_int_equal(s->n_sysctls, 1);
+	assert_string_equal(s->sysctls[0].key, "net.ipv4.ip_forward");
+	assert_int_equal(s->n_devices, 1);
+	assert_int_equal(s->devices[0].file_mode, 0666);
+	assert_int_equal(s->env[0] == NULL, 1);
+	cryo_spec_free(s);
+}
+
+static void test_errors(void **state)
+{
+	expect_error("", "config.json: invalid JSON");
+	expect_error("{", "unexpected end of file");
+	expect_error("{} x", "config.json: invalid JSON");
+	expect_error("[]", "config.json: must be a JSON object");
+	expect_error("{\"ociVersion\": \"2.0\"}", "ociVersion: `2.0` is not a runtime-spec 1.x version");
+	expect_error("{\"ociVersion\": \"1.0\"}", "config.json: root: is required");
+	expect_error(MIN_HEAD "\"process\": {\"args\": [], \"cwd\": \"/\"}}", "process.args: must be a non-empty array of strings");
+	expect_error(MIN_HEAD "\"process\": {\"args\": [\"\"], \"cwd\": \"/\"}}", "process.args[0]: must not be empty");
+	expect_error(MIN_HEAD "\"process\": {\"args\": [\"a\"]}}", "process.cwd: is required");
+	expect_error(MIN_HEAD "\"process\": {\"args\": [\"a\"], \"cwd\": \"/\", \"user\": {\"uid\": 99999999999}}}",
+		     "process.user.uid: 99999999999 is out of range");
+	expect_error(MIN_HEAD "\"process\": {\"args\": [\"a\"], \"cwd\": \"/\", \"user\": {\"umask\": 4095}}}",
+		     "process.user.umask: must be at most 0777");
+	expect_error(MIN_HEAD MIN_PROC ", \"mounts\": {}}", "config.json: mounts: must be an array");
+	expect_error(MIN_HEAD MIN_PROC ", \"mounts\": [{\"destination\": \"/x\", \"type\": \"tmpfs\", \"options\": [\"a,b\"]}]}",
+		     "mounts[0].options[0]: `a,b` is not one option");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"namespaces\": [{\"type\": \"pid\", \"path\": \"rel\"}]}}",
+		     "linux.namespaces[0].path: must be an absolute path");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"namespaces\": [{\"type\": \"user\"}]}}",
+		     "a new user namespace needs uidMappings and gidMappings");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"cpu\": {\"quota\": 10}}}}",
+		     "linux.resources.cpu.quota: must be -1 or at least 1000");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"devices\": [{\"path\": \"/dev/x\", \"type\": \"c\"}]}}",
+		     "major and minor are required");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"rootfsPropagation\": \"weird\"}}",
+		     "linux.rootfsPropagation: unknown propagation `weird`");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"sysctl\": {\"../x\": \"1\"}}}", "is not a sysctl name");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_NOPE\"}}}",
+		     "config.json: linux.seccomp");
+	expect_error(MIN_HEAD MIN_PROC ", \"hooks\": {\"prestart\": [{\"path\": \"rel\"}]}}", "config.json: hooks");
+	expect_error("{\"a\":" "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]}",
+		     "config.json: invalid JSON");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_default_spec),
+		cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_errors),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
