@@ -174,7 +174,7 @@ struct init_args {
 };
 
 /* Room for the state JSON the runtime sends for the container's hooks. */
-#define STATE_MSG_MAX (128 * 1024)
+#define STATE_MSG_MAX ((size_t)128 * 1024)
 
 static void __attribute__((noreturn)) init_fail(int sync_fd, struct cryo_error *err)
 {
@@ -193,9 +193,10 @@ static int join_namespaces(const struct cryo_spec *spec, struct cryo_error *err)
 	int fds[_CRYO_NS_MAX];
 	int i, r = 0;
 
+	for (i = 0; i < _CRYO_NS_MAX; i++)
+		fds[i] = -1;
 	/* open all first: after joining the mount ns the paths may be gone */
 	for (i = 0; i < _CRYO_NS_MAX; i++) {
-		fds[i] = -1;
 		if (i == CRYO_NS_PID || !spec->namespaces[i].enabled || !spec->namespaces[i].path)
 			continue;
 		fds[i] = open(spec->namespaces[i].path, O_RDONLY | O_CLOEXEC);
@@ -704,8 +705,7 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 	}
 	close(sync[1]);
 	sync[1] = -1;
-	close(fifo);
-	fifo = -1;
+	close(TAKE_FD(fifo));
 	if (console >= 0)
 		close(TAKE_FD(console));
 

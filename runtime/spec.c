@@ -325,8 +325,8 @@ static int parse_process(struct json_object *root, struct cryo_spec *s, struct c
 		if (!s->env)
 			return cryo_error_set(err, ENOMEM, CFG "process.env");
 	}
-	for (i = 0; i < s->n_env; i++)
-		if (!strchr(s->env[i], '=') || s->env[i][0] == '=')
+	for (i = 0; s->env && i < s->n_env; i++)
+		if (!s->env[i] || !strchr(s->env[i], '=') || s->env[i][0] == '=')
 			return cryo_error_setx(err, EINVAL, CFG "process.env[%zu]: `%s` is not KEY=VALUE", i, s->env[i]);
 	r = get_string(proc, "cwd", "process.cwd", PATH_MAX - 1, &s->cwd, err);
 	if (r < 0)
