@@ -92,6 +92,7 @@ const struct cryo_freezer_ops cryo_freezer_v1_ops = {
 	.thaw = v1_thaw,
 	.wait = v1_wait,
 	.kill = NULL,
+	.parks_in_place = true,
 	.threads_file = "tasks",
 	.procs_file = "cgroup.procs",
 };

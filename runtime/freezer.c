@@ -341,8 +341,8 @@ static void append_stack(struct buf *b, pid_t tid)
 		buf_printf(b, "]");
 }
 
-int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, char **ret, unsigned *ret_count,
-				   struct cryo_error *err)
+static int describe(struct cryo_freezer *f, bool stuck_only, unsigned max_named, char **ret, unsigned *ret_count,
+		    struct cryo_error *err)
 {
 	_cleanup_free_ pid_t *ids = NULL;
 	struct buf b = { 0 };
@@ -358,10 +358,14 @@ int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, c
 
 		if (read_task(ids[i], &ti) < 0)
 			continue; /* exited meanwhile: it no longer blocks */
-		/* stopped and traced tasks are "frozen enough" (seed 004) */
-		if (wchan_is_frozen(ti.wchan) || ti.state == 'T' || ti.state == 't' || ti.state == 'Z' ||
-		    ti.state == 'X')
+		if (stuck_only) {
+			if (ti.state != 'D')
+				continue;
+		} else if (wchan_is_frozen(ti.wchan) || ti.state == 'T' || ti.state == 't' || ti.state == 'Z' ||
+			   ti.state == 'X') {
+			/* stopped and traced tasks are "frozen enough" (seed 004) */
 			continue;
+		}
 		count++;
 		if (count > max_named)
 			continue;
@@ -380,6 +384,28 @@ int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, c
 	*ret = b.s;
 	*ret_count = count;
 	return 0;
+}
+
+int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, char **ret, unsigned *ret_count,
+				   struct cryo_error *err)
+{
+	return describe(f, false, max_named, ret, ret_count, err);
+}
+
+int cryo_freezer_describe_stuck(struct cryo_freezer *f, unsigned max_named, char **ret, unsigned *ret_count,
+				struct cryo_error *err)
+{
+	return describe(f, true, max_named, ret, ret_count, err);
+}
+
+static void thaw_back(struct cryo_freezer *f)
+{
+	struct cryo_error terr = CRYO_ERROR_INIT;
+
+	if (f->ops->thaw(f, &terr) < 0) {
+		cryo_warn("thaw back `%s` after the failed freeze: %s", f->path, terr.msg);
+		cryo_error_clear(&terr);
+	}
 }
 
 /*
@@ -443,16 +469,18 @@ int cryo_freezer_freeze(struct cryo_freezer *f, int64_t timeout_ms, unsigned fla
 		step = step * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : step * 2;
 	}
 
-	r = cryo_freezer_describe_blockers(f, 8, &blockers, &count, err);
-	if (r < 0)
-		goto undo;
-	if (!(flags & CRYO_FREEZER_KEEP_FREEZING)) {
-		struct cryo_error terr = CRYO_ERROR_INIT;
-
-		if (f->ops->thaw(f, &terr) < 0) {
-			cryo_warn("thaw back `%s` after the failed freeze: %s", f->path, terr.msg);
-			cryo_error_clear(&terr);
-		}
+	if (!(flags & CRYO_FREEZER_KEEP_FREEZING) && f->ops->parks_in_place) {
+		/* thawed, the parked tasks are back in their sleeps; the blockers stay in D */
+		thaw_back(f);
+		r = cryo_freezer_describe_stuck(f, 8, &blockers, &count, err);
+		if (r < 0)
+			return r;
+	} else {
+		r = cryo_freezer_describe_blockers(f, 8, &blockers, &count, err);
+		if (r < 0)
+			goto undo;
+		if (!(flags & CRYO_FREEZER_KEEP_FREEZING))
+			thaw_back(f);
 	}
 	return cryo_error_setx(err, EBUSY, "%u task%s of `%s` did not freeze in %lld ms (%u request%s)%s%s; %s", count,
 			       count == 1 ? "" : "s", f->path, (long long)timeout_ms, attempts, attempts == 1 ? "" : "s",
@@ -460,14 +488,8 @@ int cryo_freezer_freeze(struct cryo_freezer *f, int64_t timeout_ms, unsigned fla
 			       (flags & CRYO_FREEZER_KEEP_FREEZING) ? "left FREEZING" : "thawed back to RUNNING");
 
 undo:
-	if (!(flags & CRYO_FREEZER_KEEP_FREEZING)) {
-		struct cryo_error terr = CRYO_ERROR_INIT;
-
-		if (f->ops->thaw(f, &terr) < 0) {
-			cryo_warn("thaw back `%s` after the failed freeze: %s", f->path, terr.msg);
-			cryo_error_clear(&terr);
-		}
-	}
+	if (!(flags & CRYO_FREEZER_KEEP_FREEZING))
+		thaw_back(f);
 	return r;
 }
 
