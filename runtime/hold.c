@@ -592,13 +592,13 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 		bool live = cryo_hold_is_live(old);
 
 		if (live) {
-			r = cryo_error_setx(err, EBUSY, "`%s` is already held by pid %d (watchdog pid %d)", name,
+			r = cryo_error_setx(err, EEXIST, "`%s` is already held by pid %d (watchdog pid %d)", name,
 					    old->holder_pid, old->watchdog_pid);
 			cryo_hold_rec_free(old);
 			return r;
 		}
 		cryo_hold_rec_free(old);
-		r = cryo_error_setx(err, EBUSY, "a stale hold `%s` exists (its holder died); run `cryo recover` first",
+		r = cryo_error_setx(err, EEXIST, "a stale hold `%s` exists (its holder died); run `cryo recover` first",
 				    name);
 		return r;
 	}

@@ -117,3 +117,27 @@ fz_fsfreeze() {
 	fsfreeze -f "$T/outer" || fail "fsfreeze -f $T/outer"
 	at_exit "fsfreeze -u '$T/outer'"
 }
+
+# Watchdog pids of the holds journalled under root $1.
+fz_watchdogs() {
+	local f
+	for f in "$1"/holds/*.json; do
+		[ -f "$f" ] && python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["watchdogPid"])' "$f"
+	done
+}
+
+fz_kill_watchdogs() {
+	local p
+	for p in $(fz_watchdogs "$1"); do kill -9 "$p" 2>/dev/null; done
+}
+
+# fz_wait_state CG STATE MS: poll cryo's view until STATE, at most MS.
+fz_wait_state() {
+	local cg=$1 want=$2 ms=$3 end
+	end=$(($(date +%s%N) / 1000000 + ms))
+	while [ $(($(date +%s%N) / 1000000)) -lt $end ]; do
+		[ "$(cryo freezer-state --cgroup "$cg")" = "$want" ] && return 0
+		sleep 0.02
+	done
+	[ "$(cryo freezer-state --cgroup "$cg")" = "$want" ]
+}

@@ -200,7 +200,7 @@ static void test_hold_deadline(void **state)
 	cryo_hold_rec_free(rec);
 	/* a second hold of the same name is refused while the first lives */
 	assert_int_equal(cryo_hold_acquire(t.dir, "unit", CRYO_HOLD_CGROUP_THAW, t.dir, "v2", 300, 0, touch_undo, NULL, &err),
-			 -EBUSY);
+			 -EEXIST);
 	cryo_error_clear(&err);
 
 	/* not before the deadline, but by it */
