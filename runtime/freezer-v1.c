@@ -67,7 +67,7 @@ static int v1_wait(struct cryo_freezer *f, enum cryo_freezer_state want, int64_t
 	int64_t step = POLL_FIRST_MS;
 
 	for (;;) {
-		enum cryo_freezer_state st;
+		enum cryo_freezer_state st = _CRYO_FREEZER_STATE_MAX;
 		int64_t left;
 		int r;
 
