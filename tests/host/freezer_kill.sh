@@ -27,7 +27,9 @@ for h in v1 v2; do
 	log "$h: fork bomb of >= 50 processes killed, none left"
 
 	# SIGTERM to every task; a frozen cgroup stays frozen
-	fz_spawn "$cg" 20 bash -c "trap 'echo x >> $T/term.$h; exit 0' TERM; while :; do sleep 0.05; done"
+	fz_spawn "$cg" 20 bash -c "trap 'echo x >> $T/term.$h; exit 0' TERM; echo r >> $T/ready.$h; while :; do sleep 0.05; done"
+	# signal only once every handler is installed
+	for _ in $(seq 200); do [ "$(wc -l < "$T/ready.$h" 2>/dev/null || echo 0)" -ge 20 ] && break; sleep 0.05; done
 	check cryo freeze --cgroup "$cg"
 	check cryo kill-all --cgroup "$cg" TERM
 	fz_expect_state "$cg" FROZEN
