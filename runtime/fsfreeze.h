@@ -16,6 +16,10 @@
  * process per frozen filesystem that owns the holds and FITHAWs at the
  * deadline, even after cryo was killed.
  *
+ * Deadlines are in milliseconds on CLOCK_MONOTONIC (time asleep in
+ * suspend does not count); 0 = none. Unlike the seed's FIFREEZE argument,
+ * 1 is not another "none" (that was for XFS's old ioctl ABI).
+ *
  * Safety: cryo refuses to freeze the filesystem that holds `/`, the state
  * dir, or any path the caller must still write (image/staging dir, log),
  * because a write to a frozen filesystem sleeps uninterruptibly until
