@@ -358,8 +358,8 @@ static int explain_no_hold(const struct target *t, const char *owner, const char
 				       what, t->m.mountpoint, jint(j, "watchdog_pid"), t->m.mountpoint);
 	if (state && strncmp(state, "thawed", 6) == 0)
 		return cryo_error_setx(err, EINVAL,
-				       "cannot %s `%s`: it is not frozen: cryo thawed it already (%s) and owner `%s` "
-				       "holds no freeze on it",
+				       "cannot %s `%s`: it is not frozen: cryo thawed it already (journal state `%s`) "
+				       "and owner `%s` holds no freeze on it",
 				       what, t->m.mountpoint, state, owner);
 	return cryo_error_setx(err, EINVAL,
 			       "cannot %s `%s`: it is not frozen by cryo for owner `%s` (no hold in its journal); "
