@@ -973,7 +973,7 @@ int cryo_fsfreeze_freeze(const char *path, uint64_t timeout_ms, const struct cry
 	return backend()->hold(&t, o, timeout_ms, err);
 }
 
-static int open_existing(const char *path, const struct cryo_fsfreeze_opts *o, struct target *t,
+static int open_existing(const char *path, const char *what, const struct cryo_fsfreeze_opts *o, struct target *t,
 			 struct cryo_error *err)
 {
 	int r;
@@ -984,6 +984,10 @@ static int open_existing(const char *path, const struct cryo_fsfreeze_opts *o, s
 	r = open_target(path, false, o, t, err);
 	if (r < 0)
 		return r;
+	/* the watchdog would do it with its own privileges: not for a caller the kernel would refuse */
+	if (!have_cap_sys_admin())
+		return cryo_error_setx(err, EPERM, "cannot %s `%s`: that needs CAP_SYS_ADMIN, as FITHAW does", what,
+				       t->m.mountpoint);
 	r = open_journal_dir(o, true, t, err);
 	if (r < 0)
 		return r;
@@ -997,7 +1001,7 @@ int cryo_fsfreeze_thaw(const char *path, const struct cryo_fsfreeze_opts *o, str
 	struct cryo_fsfreeze_thawed th = { 0 };
 	int r;
 
-	r = open_existing(path, o, &t, err);
+	r = open_existing(path, "thaw", o, &t, err);
 	if (r < 0)
 		return r;
 	r = backend()->thaw(&t, o, &th, err);
@@ -1016,7 +1020,7 @@ int cryo_fsfreeze_reset_timeout(const char *path, uint64_t timeout_ms, const str
 
 	if (timeout_ms > INT64_MAX / 2)
 		return cryo_error_setx(err, ERANGE, "freeze timeout %" PRIu64 " ms is too long", timeout_ms);
-	r = open_existing(path, o, &t, err);
+	r = open_existing(path, "reset the timeout of", o, &t, err);
 	if (r < 0)
 		return r;
 	return backend()->reset(&t, o, timeout_ms, err);
