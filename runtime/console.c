@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,5 +147,19 @@ int cryo_console_setup(int socket_fd, struct cryo_error *err)
 			return cryo_error_set(err, errno, "console: dup %s onto fd %d", name, i);
 	if (slave <= 2)
 		TAKE_FD(slave); /* now one of 0..2: keep it open */
+	return 0;
+}
+
+int cryo_console_resize(int fd, unsigned int height, unsigned int width, struct cryo_error *err)
+{
+	struct winsize ws = { 0 };
+
+	if (height > UINT16_MAX || width > UINT16_MAX)
+		return cryo_error_setx(err, EINVAL, "process.consoleSize: %ux%u is larger than 65535x65535", height,
+				       width);
+	ws.ws_row = (unsigned short)height;
+	ws.ws_col = (unsigned short)width;
+	if (ioctl(fd, TIOCSWINSZ, &ws) < 0)
+		return cryo_error_set(err, errno, "console: set the window size to %ux%u", height, width);
 	return 0;
 }

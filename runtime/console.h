@@ -26,6 +26,12 @@ int cryo_console_connect(const char *path, int *ret_fd, struct cryo_error *err);
 int cryo_console_setup(int socket_fd, struct cryo_error *err);
 
 /*
+ * process.consoleSize: set the window size of the terminal on fd (0 after
+ * cryo_console_setup) so the first program sees the right geometry.
+ */
+int cryo_console_resize(int fd, unsigned int height, unsigned int width, struct cryo_error *err);
+
+/*
  * Send fd over the unix socket with payload name (runc's message). Exposed
  * for tests and for a runtime that allocates the pty elsewhere.
  */

@@ -121,7 +121,7 @@ static int parse_hook(struct json_object *o, const char *where, struct cryo_hook
 	if (json_object_object_get_ex(o, "timeout", &v) && !json_object_is_type(v, json_type_null)) {
 		int64_t t = json_object_get_int64(v);
 
-		if (!json_object_is_type(v, json_type_int) || t <= 0 || t > 24 * 3600)
+		if (!json_object_is_type(v, json_type_int) || t <= 0 || t > (int64_t)24 * 3600)
 			return cryo_error_setx(err, EINVAL, "%s.timeout: must be a positive number of seconds (at most 86400)",
 					       where);
 		h->timeout_s = (int)t;
@@ -351,8 +351,14 @@ static int run_one(const struct cryo_hook *h, const char *what, const char *stat
 	}
 	if (timed_out)
 		pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
-	while (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0 && errno == EINTR)
+	while ((r = waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED)) < 0 && errno == EINTR)
 		;
+	if (r < 0) {
+		/* ECHILD: someone else reaped it, e.g. SIGCHLD set to SIG_IGN in the caller */
+		r = cryo_error_set(err, errno, "%s: collect the hook's exit status", what);
+		free(t);
+		return r;
+	}
 	if (out_r >= 0)
 		drain(out_r, t);
 	tail_text(t, text, sizeof(text));

@@ -55,16 +55,13 @@ static int parse_cidr(const char *s, const char *what, struct in_addr *addr, uns
 int cryo_network_parse_string(const char *value, struct cryo_network_spec *out, struct cryo_error *err)
 {
 	struct cryo_network_spec spec = { .present = true };
-	_cleanup_free_ char *copy = NULL;
-	char *save = NULL, *tok;
+	char copy[513], *save, *tok;
 	int field = 0, r;
 
 	memset(out, 0, sizeof(*out));
-	if (strlen(value) > 512)
-		return cryo_error_setx(err, EINVAL, ANN ": longer than 512 bytes");
-	copy = strdup(value);
-	if (!copy)
-		return cryo_error_set(err, ENOMEM, ANN);
+	if (strlen(value) >= sizeof(copy))
+		return cryo_error_setx(err, EINVAL, ANN ": longer than %zu bytes", sizeof(copy) - 1);
+	memcpy(copy, value, strlen(value) + 1);
 	snprintf(spec.ifname, sizeof(spec.ifname), "eth0");
 	/* strtok_r would merge empty fields; strsep keeps them so "veth::x" is caught */
 	save = copy;
@@ -125,6 +122,16 @@ dup:
 	}
 	if (field < 3)
 		return cryo_error_setx(err, EINVAL, ANN ": `%s` is not veth:HOSTIF:ADDR/PREFIX[:key=value...]", value);
+	/* no onlink routes: the gateway must be reachable on the container's subnet */
+	if (spec.has_gw) {
+		uint32_t mask = spec.prefix == 32 ? UINT32_MAX : ~(UINT32_MAX >> spec.prefix);
+		char gw[INET_ADDRSTRLEN];
+
+		if ((ntohl(spec.gw.s_addr) & mask) != (ntohl(spec.addr.s_addr) & mask) ||
+		    spec.gw.s_addr == spec.addr.s_addr)
+			return cryo_error_setx(err, EINVAL, ANN ": gw %s is not another address on the container's /%u subnet",
+					       inet_ntop(AF_INET, &spec.gw, gw, sizeof(gw)), spec.prefix);
+	}
 	*out = spec;
 	return 0;
 }
@@ -300,6 +307,8 @@ static void *configure_inside(void *arg)
 		in->r = link_up(sk, spec->ifname, &ifindex, &in->err);
 	if (in->r >= 0)
 		in->r = add_addr(sk, ifindex, spec->ifname, spec->addr, spec->prefix, &in->err);
+	if (in->r >= 0 && cryo_fault("network-inside"))
+		in->r = cryo_error_setx(&in->err, EIO, "fault injected at network-inside");
 	if (in->r >= 0 && spec->has_gw)
 		in->r = add_default_route(sk, ifindex, spec->ifname, spec->gw, &in->err);
 	nl_socket_free(sk);

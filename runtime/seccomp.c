@@ -169,7 +169,7 @@ static int parse_arg(struct json_object *o, const char *where, struct cryo_secco
 {
 	struct json_object *v;
 	char f[256];
-	uint64_t index;
+	uint64_t index = 0;
 	const char *s;
 	int r;
 
@@ -425,7 +425,6 @@ int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, struct cryo_error *
 			r = cryo_error_set(err, -r, "seccomp: add architecture %zu of linux.seccomp.architectures", i);
 			goto out;
 		}
-		r = 0;
 	}
 	for (size_t i = 0; i < spec->n_rules; i++) {
 		const struct cryo_seccomp_rule *rule = &spec->rules[i];

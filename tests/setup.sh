@@ -10,7 +10,7 @@ PKGS=(
 	build-essential cmake pkg-config git python3
 	libcap-dev libseccomp-dev libnl-3-dev libnl-route-3-dev
 	libprotobuf-c-dev protobuf-c-compiler criu libcgroup-dev
-	libjson-c-dev libcmocka-dev
+	libjson-c-dev libcmocka-dev libssl-dev
 	# quality
 	clang-tidy cppcheck valgrind
 	# runtime + tests on this host

@@ -88,6 +88,9 @@ static void test_connect_errors(void **state)
 	assert_int_equal(cryo_console_connect(path, &fd, &err), -ENAMETOOLONG);
 	assert_non_null(strstr(err.msg, "path longer than 107 bytes"));
 	cryo_error_clear(&err);
+	assert_int_equal(cryo_console_resize(0, 70000, 80, &err), -EINVAL);
+	assert_string_equal(err.msg, "process.consoleSize: 70000x80 is larger than 65535x65535");
+	cryo_error_clear(&err);
 }
 
 /*
@@ -131,7 +134,8 @@ static void test_recvtty(void **state)
 		struct cryo_error err = CRYO_ERROR_INIT;
 		int fd;
 
-		if (cryo_console_connect(sock, &fd, &err) < 0 || cryo_console_setup(fd, &err) < 0) {
+		if (cryo_console_connect(sock, &fd, &err) < 0 || cryo_console_setup(fd, &err) < 0 ||
+		    cryo_console_resize(0, 33, 111, &err) < 0) {
 			fprintf(stderr, "console: %s\n", err.msg);
 			_exit(1);
 		}
@@ -139,7 +143,8 @@ static void test_recvtty(void **state)
 		/* tty_nr (field 7 of /proc/self/stat) is non-zero only with a controlling tty */
 		execl("/bin/sh", "sh", "-c",
 		      "tty; test -t 0 && test -t 2 && echo all-ttys; "
-		      "set -- $(cat /proc/self/stat); test \"$7\" != 0 && echo has-ctty",
+		      "set -- $(cat /proc/self/stat); test \"$7\" != 0 && echo has-ctty; "
+		      "echo size=$(stty size)",
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -150,7 +155,8 @@ static void test_recvtty(void **state)
 	close(op[0]);
 	assert_int_equal(waitpid(rpid, &st, 0), rpid);
 	assert_int_equal(st, 0);
-	if (!strstr(out, "/dev/pts/") || !strstr(out, "all-ttys") || !strstr(out, "has-ctty"))
+	if (!strstr(out, "/dev/pts/") || !strstr(out, "all-ttys") || !strstr(out, "has-ctty") ||
+	    !strstr(out, "size=33 111"))
 		fail_msg("recvtty relayed: %s", out);
 	/* the pty's ONLCR turns \n into \r\n: proof the bytes went through a tty */
 	assert_non_null(strstr(out, "all-ttys\r\n"));

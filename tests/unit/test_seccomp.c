@@ -197,7 +197,11 @@ static int child_errno(void)
 		 "  {\"names\": [\"umask\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 33,"
 		 "   \"args\": [{\"index\": 0, \"value\": 18, \"op\": \"SCMP_CMP_EQ\"}]},"
 		 "  {\"names\": [\"fchmodat\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 18,"
-		 "   \"args\": [{\"index\": 2, \"value\": 3584, \"valueTwo\": 2048, \"op\": \"SCMP_CMP_MASKED_EQ\"}]}]}",
+		 "   \"args\": [{\"index\": 2, \"value\": 3584, \"valueTwo\": 2048, \"op\": \"SCMP_CMP_MASKED_EQ\"}]},"
+		 /* two conditions on one argument: either matches (runc's semantics) */
+		 "  {\"names\": [\"personality\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 22,"
+		 "   \"args\": [{\"index\": 0, \"value\": 1, \"op\": \"SCMP_CMP_EQ\"},"
+		 "            {\"index\": 0, \"value\": 2, \"op\": \"SCMP_CMP_EQ\"}]}]}",
 		 true) < 0)
 		return 2;
 	if (!FAILS_WITH(mkdir(a, 0700), EPERM))
@@ -213,6 +217,10 @@ static int child_errno(void)
 		return 7;
 	if (syscall(SYS_fchmodat, AT_FDCWD, b, 02755) < 0)
 		return 8;
+	if (!FAILS_WITH(syscall(SYS_personality, 1UL), EINVAL) || !FAILS_WITH(syscall(SYS_personality, 2UL), EINVAL))
+		return 9;
+	if (syscall(SYS_personality, 0xffffffffUL) < 0)
+		return 10;
 	return 0;
 }
 
@@ -227,9 +235,13 @@ static int child_kill(void)
 
 static int child_default_errno(void)
 {
-	/* everything but the few calls this child makes fails with ENOSYS */
+	/* everything but the few calls this child (and ASan) makes fails with ENOSYS */
 	if (load("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 38, \"syscalls\": ["
-		 " {\"names\": [\"exit\", \"exit_group\", \"write\", \"getpid\"], \"action\": \"SCMP_ACT_ALLOW\"}]}",
+		 " {\"names\": [\"exit\", \"exit_group\", \"write\", \"getpid\"], \"action\": \"SCMP_ACT_ALLOW\"},"
+		 /* what a sanitizer runtime needs around exit */
+		 " {\"names\": [\"mmap\", \"munmap\", \"mprotect\", \"madvise\", \"brk\", \"sigaltstack\","
+		 "  \"rt_sigaction\", \"rt_sigprocmask\", \"futex\", \"prctl\", \"gettid\", \"read\", \"close\","
+		 "  \"openat\", \"newfstatat\", \"fstat\", \"sched_yield\"], \"action\": \"SCMP_ACT_ALLOW\"}]}",
 		 true) < 0)
 		return 2;
 	if (syscall(SYS_getpid) < 0)
@@ -270,7 +282,9 @@ static int child_privileged_no_nnp(void)
 	char a[128];
 
 	snprintf(a, sizeof(a), "%s/c", dir);
-	if (load("{" ALLOW ", \"syscalls\": [{\"names\": [\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\"}]}", false) < 0)
+	/* a rule that repeats the default action is dropped, not an error */
+	if (load("{" ALLOW ", \"syscalls\": [{\"names\": [\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\"},"
+		 " {\"names\": [\"getpid\"], \"action\": \"SCMP_ACT_ALLOW\"}]}", false) < 0)
 		return 2;
 	if (prctl(PR_GET_NO_NEW_PRIVS, 0L, 0L, 0L, 0L) != 0)
 		return 3;
