@@ -72,6 +72,7 @@ static int do_register(const char *root, struct json_object *in, struct cryo_err
 	const char *id = json_str(in, "id"), *bundle = json_str(in, "bundle");
 	struct json_object *pidv, *ann;
 	_cleanup_close_ int lockfd = -1;
+	const char *backend;
 	int r;
 
 	if (!id || !bundle || !json_object_object_get_ex(in, "pid", &pidv) ||
@@ -100,12 +101,23 @@ static int do_register(const char *root, struct json_object *in, struct cryo_err
 	r = cryo_proc_cgroups(st->pid, &st->cgroup_v2, &st->cgroup_v1_freezer, err);
 	if (r < 0)
 		goto out;
-	st->freezer_backend = strdup(st->cgroup_v2 ? "v2" : "v1");
 	st->annotations = json_object_new_object();
 	if (json_object_object_get_ex(in, "annotations", &ann) && json_object_is_type(ann, json_type_object)) {
 		json_object_object_foreach(ann, k, v)
 			json_object_object_add(st->annotations, k, json_object_get(v));
 	}
+	/* the container may ask for a freezer backend, as with `cryo run` */
+	backend = json_str(st->annotations, "org.cryo.freezer");
+	if (!backend)
+		backend = st->cgroup_v2 ? "v2" : "v1";
+	if ((strcmp(backend, "v2") == 0 && !st->cgroup_v2) ||
+	    (strcmp(backend, "v1") == 0 && !st->cgroup_v1_freezer) ||
+	    (strcmp(backend, "v1") != 0 && strcmp(backend, "v2") != 0)) {
+		r = cryo_error_setx(err, EINVAL, "org.cryo.freezer=`%s`: no such freezer hierarchy for pid %d",
+				    backend, (int)st->pid);
+		goto out;
+	}
+	st->freezer_backend = strdup(backend);
 	json_object_object_add(st->annotations, "org.cryo.external", json_object_new_string("true"));
 
 	r = cryo_state_create_dir(root, id, err);

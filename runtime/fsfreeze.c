@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,6 +26,7 @@
 #include "fsfreeze.h"
 #include "log.h"
 #include "mountinfo.h"
+#include "state.h"
 #include "util.h"
 #include "watchdog.h"
 
@@ -356,13 +358,28 @@ static int explain_no_hold(const struct target *t, const char *owner, const char
 				       what, t->m.mountpoint, jint(j, "watchdog_pid"), t->m.mountpoint);
 	if (state && strncmp(state, "thawed", 6) == 0)
 		return cryo_error_setx(err, EINVAL,
-				       "cannot %s `%s`: it is not frozen: cryo thawed it already (%s) and owner `%s` "
-				       "holds no freeze on it",
+				       "cannot %s `%s`: it is not frozen: cryo thawed it already (journal state `%s`) "
+				       "and owner `%s` holds no freeze on it",
 				       what, t->m.mountpoint, state, owner);
 	return cryo_error_setx(err, EINVAL,
 			       "cannot %s `%s`: it is not frozen by cryo for owner `%s` (no hold in its journal); "
 			       "a filesystem that something else froze is thawed by its owner, or with `cryo fsthaw --force`",
 			       what, t->m.mountpoint, owner);
+}
+
+/* FIFREEZE said EBUSY and no watchdog answered: a dead watchdog of ours, or someone else. */
+static int explain_busy(const struct target *t, struct cryo_error *err)
+{
+	_cleanup_(json_putp) struct json_object *j = journal_load(t);
+	const char *state = jstr(j, "state");
+
+	if (state && strcmp(state, "frozen") == 0)
+		return cryo_error_setx(err, EBUSY,
+				       "cannot freeze `%s`: it is still frozen by cryo (%" PRId64 " hold(s) in its journal), "
+				       "but their watchdog (pid %" PRId64 ") is gone, so no deadline will thaw it; thaw it "
+				       "with `cryo fsthaw --force --path %s`",
+				       t->m.mountpoint, holds_count(j), jint(j, "watchdog_pid"), t->m.mountpoint);
+	return explain_freeze_error(t, EBUSY, err);
 }
 
 /* ---- the watchdog backend --------------------------------------------------- */
@@ -376,9 +393,17 @@ struct hold {
 	int64_t deadline_ms;   /* CLOCK_MONOTONIC, 0 = none; suspend does not count */
 };
 
+/* Why a hold ended without its owner's thaw; "already thawed by <reason>". */
+#define LOST_TIMEOUT "timeout"
+#define LOST_HOLDER_EXIT "its holder's exit"
+#define LOST_SIGTERM "SIGTERM to its watchdog"
+#define LOST_FORCED "a forced thaw"
+#define LOST_BEHIND_BACK "a thaw behind cryo's back (fsfreeze -u?)"
+#define LOST_RECOVER "`cryo recover` after its watchdog died"
+
 struct lost {
 	char owner[129];
-	char reason[32];
+	char reason[64];
 	int64_t after_ms;
 	uint64_t timeout_ms;
 };
@@ -393,6 +418,7 @@ struct wd {
 	size_t n_lost;
 	const char *state;
 	const char *end_state;   /* the journal state once the last hold is lost */
+	uint64_t start_time;     /* of the watchdog: tells `cryo recover` a live one from a reused pid */
 	int64_t frozen_at_us;
 	int64_t thawed_at_us;
 	/* the first hold, from cryo_fsfreeze_freeze() */
@@ -421,6 +447,7 @@ static void journal_save(struct wd *w)
 	json_object_object_add(j, "fstype", json_object_new_string(w->t->m.fstype));
 	json_object_object_add(j, "source", json_object_new_string(w->t->m.source));
 	json_object_object_add(j, "watchdog_pid", json_object_new_int64(getpid()));
+	json_object_object_add(j, "watchdog_start", json_object_new_uint64(w->start_time));
 	json_object_object_add(j, "state", json_object_new_string(w->state));
 	json_object_object_add(j, "frozen_at_us", json_object_new_int64(w->frozen_at_us));
 	if (w->thawed_at_us) {
@@ -512,10 +539,12 @@ static void drop_hold(struct wd *w, struct hold *h, const char *lost_reason)
 		snprintf(l->reason, sizeof(l->reason), "%s", lost_reason);
 		l->after_ms = (cryo_now_us() - h->since_us) / 1000;
 		l->timeout_ms = h->timeout_ms;
-		if (strcmp(lost_reason, "timeout") == 0)
+		if (strcmp(lost_reason, LOST_TIMEOUT) == 0)
 			w->end_state = "thawed-by-timeout";
-		else if (strcmp(lost_reason, "its holder's exit") == 0)
+		else if (strcmp(lost_reason, LOST_HOLDER_EXIT) == 0)
 			w->end_state = "thawed-holder-exited";
+		else if (strcmp(lost_reason, LOST_BEHIND_BACK) == 0)
+			w->end_state = "thawed-behind-cryos-back";
 		else
 			w->end_state = "thawed-by-signal";
 	}
@@ -523,22 +552,45 @@ static void drop_hold(struct wd *w, struct hold *h, const char *lost_reason)
 	*h = w->holds[--w->n_holds];
 }
 
-/* FITHAW, record the outcome, and stop listening: the watchdog's work is done. */
-static int thaw_now(struct wd *w, const char *state)
+/* Record the outcome r of FITHAW and stop listening: the watchdog's work is done. */
+static int thaw_done(struct wd *w, int r, const char *state)
 {
 	char sock[48];
-	int r = 0;
 
-	if (ioctl(w->t->fd, FITHAW, 0) < 0)
-		r = -errno;
 	w->thawed_at_us = cryo_now_us();
 	/* EINVAL: someone thawed it behind cryo's back (fsfreeze -u); it is thawed all the same */
 	w->state = r == 0 || r == -EINVAL ? state : "thaw-failed";
 	journal_save(w);
 	snprintf(sock, sizeof(sock), "%s.sock", w->t->key);
 	unlinkat(w->t->dirfd, sock, 0);
+	/* from now on the main loop exits: a late deadline must never FITHAW a freeze made after this one */
 	closep(&w->lfd);
+	w->lfd = -1;
 	return r;
+}
+
+static int thaw_now(struct wd *w, const char *state)
+{
+	return thaw_done(w, ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0, state);
+}
+
+/*
+ * Linux cannot be asked whether a filesystem is frozen, but a second
+ * userspace FIFREEZE fails with EBUSY at once, before any sync. If it
+ * succeeds, someone thawed the filesystem behind cryo's back (fsfreeze -u)
+ * and every hold's consistency window was broken: they are all lost, and
+ * the filesystem is frozen again, by this probe, from now on.
+ */
+static bool thawed_behind_back(struct wd *w)
+{
+	int64_t t0 = cryo_now_us();
+
+	if (ioctl(w->t->fd, FIFREEZE, 0) < 0)
+		return false;
+	while (w->n_holds > 0)
+		drop_hold(w, &w->holds[0], LOST_BEHIND_BACK);
+	w->frozen_at_us = t0;
+	return true;
 }
 
 static void handle_request(struct wd *w, int conn, char *req)
@@ -550,6 +602,8 @@ static void handle_request(struct wd *w, int conn, char *req)
 	int pid, r;
 
 	if (sscanf(req, "HOLD %llu %d %u %128s", &ms, &pid, &flags, owner) == 4) {
+		/* a new hold must not join holds whose window is already broken */
+		thawed_behind_back(w);
 		h = find_hold(w, owner);
 		if (h) {
 			snprintf(reply, sizeof(reply), "%d owner `%s` already holds `%s` frozen (since %" PRId64 " ms)", EBUSY,
@@ -563,6 +617,10 @@ static void handle_request(struct wd *w, int conn, char *req)
 			journal_save(w);
 		}
 	} else if (sscanf(req, "RESET %llu %128s", &ms, owner) == 2) {
+		if (thawed_behind_back(w)) {
+			/* nobody holds the probe's freeze */
+			thaw_now(w, "thawed-behind-cryos-back");
+		}
 		h = find_hold(w, owner);
 		if (h) {
 			set_deadline(h, ms);
@@ -580,16 +638,22 @@ static void handle_request(struct wd *w, int conn, char *req)
 		if (!all && !h) {
 			snprintf(reply, sizeof(reply), "%d %s", EINVAL, find_lost(w, owner) ? "lost" : "none");
 		} else {
-			if (h)
-				drop_hold(w, h, NULL);
+			bool last = all || w->n_holds == 1;
+
 			while (all && w->n_holds > 0)
-				drop_hold(w, &w->holds[0], "a forced thaw");
-			if (w->n_holds > 0) {
+				drop_hold(w, &w->holds[0], LOST_FORCED);
+			if (!last) {
+				drop_hold(w, h, NULL);
 				journal_save(w);
 				snprintf(reply, sizeof(reply), "0 held %zu", w->n_holds);
 			} else {
-				r = thaw_now(w, "thawed");
-				if (r < 0 && r != -EINVAL)
+				r = ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0;
+				if (h)
+					drop_hold(w, h, r == -EINVAL ? LOST_BEHIND_BACK : NULL);
+				r = thaw_done(w, r, r == -EINVAL ? "thawed-behind-cryos-back" : "thawed");
+				if (r == -EINVAL && !all)
+					snprintf(reply, sizeof(reply), "%d lost", EINVAL);
+				else if (r < 0 && r != -EINVAL)
 					snprintf(reply, sizeof(reply), "%d FITHAW failed: %s", -r, strerror(-r));
 				else
 					snprintf(reply, sizeof(reply), "0 thawed %" PRId64, w->thawed_at_us - w->frozen_at_us);
@@ -621,26 +685,31 @@ static int64_t next_deadline(const struct wd *w)
 static void watchdog_main(void *data, int ready_fd)
 {
 	struct wd *w = data;
+	size_t n_lost;
 	char msg[256];
 	sigset_t ss;
 	int r;
 
 	prctl(PR_SET_NAME, "cryo-fsfreeze", 0, 0, 0);
+	if (cryo_pid_start_time(getpid(), &w->start_time) < 0)
+		w->start_time = 0;
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	w->sigfd = signalfd(-1, &ss, SFD_CLOEXEC);
 
+	/* writers block from the start of FIFREEZE (it syncs with SB_FREEZE_WRITE set): the window starts here */
+	w->frozen_at_us = cryo_now_us();
 	if (ioctl(w->t->fd, FIFREEZE, 0) < 0) {
 		r = errno;
 		snprintf(msg, sizeof(msg), "FIFREEZE: %s", strerror(r));
 		cryo_watchdog_ready(ready_fd, r, msg);
 		_exit(1);
 	}
-	w->frozen_at_us = cryo_now_us();
 	w->state = "frozen";
-	r = add_hold(w, w->owner, w->holder, w->timeout_ms, w->flags);
+	r = cryo_fault("fsfreeze-hold") ? -EIO : add_hold(w, w->owner, w->holder, w->timeout_ms, w->flags);
 	if (r < 0) {
+		/* nobody would ever thaw it: undo before telling the caller */
 		ioctl(w->t->fd, FITHAW, 0);
 		snprintf(msg, sizeof(msg), "watch the holder: %s", strerror(-r));
 		cryo_watchdog_ready(ready_fd, -r, msg);
@@ -648,6 +717,7 @@ static void watchdog_main(void *data, int ready_fd)
 	}
 	journal_save(w);
 	cryo_watchdog_ready(ready_fd, 0, NULL);
+	n_lost = w->n_lost;
 
 	for (;;) {
 		struct pollfd p[2 + MAX_HOLDS];
@@ -669,20 +739,23 @@ static void watchdog_main(void *data, int ready_fd)
 
 		if (p[1].revents & POLLIN) {
 			while (w->n_holds > 0)
-				drop_hold(w, &w->holds[0], "SIGTERM to its watchdog");
+				drop_hold(w, &w->holds[0], LOST_SIGTERM);
 			break;
 		}
 		/* holder exits first: a pidfd slot moves when a hold is dropped */
 		for (i = w->n_holds; i > 0; i--)
 			if (p[2 + i - 1].revents & POLLIN)
-				drop_hold(w, &w->holds[i - 1], "its holder's exit");
+				drop_hold(w, &w->holds[i - 1], LOST_HOLDER_EXIT);
 		now = cryo_now_ms();
 		for (i = w->n_holds; i > 0; i--)
 			if (w->holds[i - 1].deadline_ms && w->holds[i - 1].deadline_ms <= now)
-				drop_hold(w, &w->holds[i - 1], "timeout");
+				drop_hold(w, &w->holds[i - 1], LOST_TIMEOUT);
 		if (w->n_holds == 0)
 			break;
-		journal_save(w);
+		if (w->n_lost != n_lost) {
+			n_lost = w->n_lost;
+			journal_save(w);
+		}
 
 		if (p[0].revents & POLLIN) {
 			char req[CRYO_WATCHDOG_MSG_MAX];
@@ -744,6 +817,8 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 		unlinkat(t->dirfd, sock, 0);
 		if (strncmp(e.msg ? e.msg : "", "FIFREEZE", 8) == 0) {
 			cryo_error_clear(&e);
+			if (r == -EBUSY)
+				return explain_busy(t, err);
 			return explain_freeze_error(t, -r, err);
 		}
 		cryo_error_move(err, &e);
@@ -898,7 +973,7 @@ int cryo_fsfreeze_freeze(const char *path, uint64_t timeout_ms, const struct cry
 	return backend()->hold(&t, o, timeout_ms, err);
 }
 
-static int open_existing(const char *path, const struct cryo_fsfreeze_opts *o, struct target *t,
+static int open_existing(const char *path, const char *what, const struct cryo_fsfreeze_opts *o, struct target *t,
 			 struct cryo_error *err)
 {
 	int r;
@@ -909,6 +984,10 @@ static int open_existing(const char *path, const struct cryo_fsfreeze_opts *o, s
 	r = open_target(path, false, o, t, err);
 	if (r < 0)
 		return r;
+	/* the watchdog would do it with its own privileges: not for a caller the kernel would refuse */
+	if (!have_cap_sys_admin())
+		return cryo_error_setx(err, EPERM, "cannot %s `%s`: that needs CAP_SYS_ADMIN, as FITHAW does", what,
+				       t->m.mountpoint);
 	r = open_journal_dir(o, true, t, err);
 	if (r < 0)
 		return r;
@@ -922,7 +1001,7 @@ int cryo_fsfreeze_thaw(const char *path, const struct cryo_fsfreeze_opts *o, str
 	struct cryo_fsfreeze_thawed th = { 0 };
 	int r;
 
-	r = open_existing(path, o, &t, err);
+	r = open_existing(path, "thaw", o, &t, err);
 	if (r < 0)
 		return r;
 	r = backend()->thaw(&t, o, &th, err);
@@ -941,8 +1020,151 @@ int cryo_fsfreeze_reset_timeout(const char *path, uint64_t timeout_ms, const str
 
 	if (timeout_ms > INT64_MAX / 2)
 		return cryo_error_setx(err, ERANGE, "freeze timeout %" PRIu64 " ms is too long", timeout_ms);
-	r = open_existing(path, o, &t, err);
+	r = open_existing(path, "reset the timeout of", o, &t, err);
 	if (r < 0)
 		return r;
 	return backend()->reset(&t, o, timeout_ms, err);
+}
+
+/* ---- recovery ----------------------------------------------------------------- */
+
+/* A killed watchdog may linger as a zombie of a subreaper that reaps late. */
+static bool is_zombie(pid_t pid)
+{
+	_cleanup_free_ char *buf = NULL;
+	char path[64];
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (cryo_read_file_at(AT_FDCWD, path, 4096, &buf, NULL) < 0)
+		return true;
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+static bool watchdog_alive(struct json_object *j)
+{
+	uint64_t start = 0;
+	int64_t pid = jint(j, "watchdog_pid");
+
+	if (pid <= 0 || pid > INT32_MAX || cryo_pid_start_time((pid_t)pid, &start) < 0)
+		return false;
+	return start == (uint64_t)jint(j, "watchdog_start") && !is_zombie((pid_t)pid);
+}
+
+/* Thaw one journalled filesystem whose watchdog died, and say so in its journal. */
+static int recover_one(int dirfd, const char *key, struct json_object *j, struct cryo_error *err)
+{
+	const char *mp = jstr(j, "mountpoint");
+	struct json_object *holds, *lost;
+	_cleanup_close_ int fd = -1;
+	char name[48], tmp[56];
+	unsigned maj, min;
+	struct stat st;
+	const char *text;
+	size_t i;
+
+	if (!mp || sscanf(key, "%u:%u", &maj, &min) != 2)
+		return cryo_error_setx(err, EINVAL, "journal `%s.json` is malformed", key);
+	fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", mp);
+	/* never thaw whatever is mounted there now if it is not the journalled filesystem */
+	if (fstat(fd, &st) < 0)
+		return cryo_error_set(err, errno, "stat `%s`", mp);
+	if (st.st_dev != makedev(maj, min))
+		return cryo_error_setx(err, ENODEV, "`%s` is no longer the filesystem %s it froze", mp, key);
+	if (ioctl(fd, FITHAW, 0) < 0 && errno != EINVAL)
+		return cryo_error_set(err, errno, "thaw `%s`", mp);
+
+	if (!json_object_object_get_ex(j, "lost", &lost) || !json_object_is_type(lost, json_type_array)) {
+		lost = json_object_new_array();
+		json_object_object_add(j, "lost", lost);
+	}
+	if (json_object_object_get_ex(j, "holds", &holds) && json_object_is_type(holds, json_type_array)) {
+		for (i = 0; i < json_object_array_length(holds); i++) {
+			struct json_object *h = json_object_array_get_idx(holds, i), *l = json_object_new_object();
+			const char *owner = jstr(h, "owner");
+
+			json_object_object_add(l, "owner", json_object_new_string(owner ? owner : "?"));
+			json_object_object_add(l, "reason", json_object_new_string(LOST_RECOVER));
+			json_object_object_add(l, "after_ms", json_object_new_int64((cryo_now_us() - jint(h, "since_us")) / 1000));
+			json_object_object_add(l, "timeout_ms", json_object_new_int64(jint(h, "timeout_ms")));
+			json_object_array_add(lost, l);
+		}
+	}
+	json_object_object_add(j, "holds", json_object_new_array());
+	json_object_object_add(j, "state", json_object_new_string("thawed-by-recover"));
+	snprintf(name, sizeof(name), "%s.json", key);
+	snprintf(tmp, sizeof(tmp), "%s.json.tmp", key);
+	text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
+	if (cryo_write_new_file_at(dirfd, tmp, text, strlen(text), 0600) < 0 || renameat(dirfd, tmp, dirfd, name) < 0)
+		cryo_warn("thawed `%s` but could not update its journal `%s`", mp, name);
+	return 0;
+}
+
+int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report, void *userdata,
+			  struct cryo_error *err)
+{
+	struct cryo_fsfreeze_opts o = { .state_dir = state_dir };
+	struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	struct cryo_error first = CRYO_ERROR_INIT;
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	r = open_journal_dir(&o, false, &t, err);
+	if (r == -ENOENT) {
+		cryo_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	d = fdopendir(dup(t.dirfd));
+	if (!d) {
+		r = cryo_error_set(err, errno, "list `%s/%s`", state_dir, JOURNAL_DIR);
+		closep(&t.dirfd);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+		struct json_object *j;
+		size_t n = strlen(de->d_name);
+		const char *state;
+
+		if (n < 6 || n >= sizeof(t.key) + 5 || strcmp(de->d_name + n - 5, ".json") != 0)
+			continue;
+		snprintf(t.key, sizeof(t.key), "%.*s", (int)(n - 5), de->d_name);
+		/* the same lock as fsfreeze/fsthaw: never race a freeze that is starting */
+		if (lock_target(&t, &e) < 0) {
+			report(t.key, e.msg, -e.status, userdata);
+			if (!first.msg)
+				cryo_error_move(&first, &e);
+			cryo_error_clear(&e);
+			continue;
+		}
+		j = journal_load(&t);
+		state = jstr(j, "state");
+		if (state && strcmp(state, "frozen") == 0) {
+			if (watchdog_alive(j)) {
+				report(jstr(j, "mountpoint"), "held", 0, userdata);
+			} else {
+				r = recover_one(t.dirfd, t.key, j, &e);
+				report(jstr(j, "mountpoint"), r < 0 ? e.msg : "thawed", r, userdata);
+				if (r < 0 && !first.msg)
+					cryo_error_move(&first, &e);
+			}
+		}
+		json_object_put(j);
+		cryo_error_clear(&e);
+		closep(&t.lockfd);
+		t.lockfd = -1;
+	}
+	closedir(d);
+	closep(&t.dirfd);
+	if (first.msg) {
+		cryo_error_move(err, &first);
+		return -err->status;
+	}
+	return 0;
 }

@@ -17,48 +17,6 @@
 #define STAGING_TAG ".staging-"
 #define RM_MAX_DEPTH 32
 
-static int rm_rf_depth(int dfd, const char *name, int depth)
-{
-	struct stat st;
-	struct dirent *de;
-	DIR *d;
-	int fd, r = 0;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	if (depth > RM_MAX_DEPTH)
-		return -ELOOP;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	while ((de = readdir(d))) {
-		int q;
-
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		q = rm_rf_depth(dirfd(d), de->d_name, depth + 1);
-		if (q < 0 && r == 0)
-			r = q;
-	}
-	closedir(d);
-	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
-		r = -errno;
-	return r;
-}
-
-int cryo_rm_rf_at(int dirfd, const char *name)
-{
-	return rm_rf_depth(dirfd, name, 0);
-}
-
 /* Remove `.<name>.staging-<pid>` dirs whose cryo is gone. */
 static void remove_stale_staging(int parent_fd, const char *final_name)
 {

@@ -43,7 +43,5 @@ int cryo_image_commit(struct cryo_image *img, struct cryo_error *err);
  */
 void cryo_image_abort(struct cryo_image *img);
 
-/* Remove dirfd/name and everything under it (no symlinks followed). */
-int cryo_rm_rf_at(int dirfd, const char *name);
 
 #endif

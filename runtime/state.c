@@ -65,6 +65,7 @@ void cryo_state_free(struct cryo_state *st)
 	free(st->id);
 	free(st->bundle);
 	free(st->rootfs);
+	free(st->cgroup_path);
 	free(st->cgroup_v2);
 	free(st->cgroup_v1_freezer);
 	free(st->freezer_backend);
@@ -132,6 +133,8 @@ int cryo_state_load(const char *root, const char *id, struct cryo_state **ret, s
 	if (r >= 0)
 		r = get_string(o, "rootfs", &st->rootfs);
 	if (r >= 0)
+		r = get_string(o, "cgroupPath", &st->cgroup_path);
+	if (r >= 0)
 		r = get_string(o, "cgroupV2", &st->cgroup_v2);
 	if (r >= 0)
 		r = get_string(o, "cgroupV1Freezer", &st->cgroup_v1_freezer);
@@ -193,6 +196,7 @@ int cryo_state_save(const char *root, const struct cryo_state *st, struct cryo_e
 	json_object_object_add(o, "pidStartTime", json_object_new_int64((int64_t)st->pid_start_time));
 	add_string(o, "bundle", st->bundle);
 	add_string(o, "rootfs", st->rootfs);
+	add_string(o, "cgroupPath", st->cgroup_path);
 	add_string(o, "cgroupV2", st->cgroup_v2);
 	add_string(o, "cgroupV1Freezer", st->cgroup_v1_freezer);
 	add_string(o, "freezerBackend", st->freezer_backend);
@@ -231,59 +235,17 @@ int cryo_state_create_dir(const char *root, const char *id, struct cryo_error *e
 	return 0;
 }
 
-static int remove_tree_at(int dfd)
-{
-	_cleanup_close_ int fd = fcntl(dfd, F_DUPFD_CLOEXEC, 3);
-	DIR *d;
-	struct dirent *de;
-	int r = 0;
-
-	if (fd < 0)
-		return -errno;
-	d = fdopendir(fd);
-	if (!d)
-		return -errno;
-	fd = -1;
-	while ((de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		if (de->d_type == DT_DIR) {
-			int sub = openat(dirfd(d), de->d_name, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-			if (sub >= 0) {
-				r = remove_tree_at(sub);
-				close(sub);
-			}
-			if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0 && r == 0)
-				r = -errno;
-		} else if (unlinkat(dirfd(d), de->d_name, 0) < 0 && r == 0) {
-			r = -errno;
-		}
-	}
-	closedir(d);
-	return r;
-}
-
 int cryo_state_remove_dir(const char *root, const char *id, struct cryo_error *err)
 {
 	char dir[PATH_MAX];
-	_cleanup_close_ int dfd = -1;
 	int r;
 
 	r = dir_path(root, id, dir, sizeof(dir), err);
 	if (r < 0)
 		return r;
-	dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (dfd < 0) {
-		if (errno == ENOENT)
-			return 0;
-		return cryo_error_set(err, errno, "open state dir `%s`", dir);
-	}
-	r = remove_tree_at(dfd);
+	r = cryo_rm_rf_at(AT_FDCWD, dir);
 	if (r < 0)
-		return cryo_error_set(err, r, "remove contents of `%s`", dir);
-	if (rmdir(dir) < 0)
-		return cryo_error_set(err, errno, "remove `%s`", dir);
+		return cryo_error_set(err, r, "remove state dir `%s`", dir);
 	return 0;
 }
 

@@ -36,6 +36,7 @@ struct cryo_state {
 	pid_t pid;                /* container init, 0 if none */
 	uint64_t pid_start_time;  /* /proc/PID/stat field 22, guards pid reuse */
 	enum cryo_status status;  /* as last recorded; see cryo_state_refresh() */
+	char *cgroup_path;        /* relative cgroup path in every hierarchy ("cryo/web") */
 	char *cgroup_v2;          /* absolute path in the cgroup2 hierarchy, or NULL */
 	char *cgroup_v1_freezer;  /* absolute path in the v1 freezer hierarchy, or NULL */
 	char *freezer_backend;    /* "v1", "v2" or "kmod" */

@@ -14,7 +14,7 @@ PKGS=(
 	# quality
 	clang-tidy cppcheck valgrind
 	# runtime + tests on this host
-	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 procps kmod
+	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 iputils-ping procps kmod
 	# peers for benchmarks
 	runc crun hyperfine
 	# VM harness

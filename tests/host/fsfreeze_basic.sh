@@ -53,6 +53,28 @@ for fs in ext4 xfs; do
 	check cryo --root "$R" fsthaw --path "$mp" --owner b
 	wait_gone $WRITER 50 || fail "$fs: writer blocked after the last hold went"
 
+	log "$fs: a thaw behind cryo's back is a lost window for thaw, reset and the holds a new hold finds"
+	check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+	check fsfreeze -u "$mp"
+	expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+	echo "$LAST_OUTPUT" | grep -q "already thawed by a thaw behind cryo's back.*the consistency window was lost" ||
+		fail "$fs: thaw after fsfreeze -u: $LAST_OUTPUT"
+	check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+	check fsfreeze -u "$mp"
+	expect_fail 1 cryo --root "$R" fsfreeze --reset-timeout 30 --path "$mp"
+	echo "$LAST_OUTPUT" | grep -q "the consistency window was lost" || fail "$fs: reset after fsfreeze -u: $LAST_OUTPUT"
+	start_writer "$mp/behind" "b"
+	wait_gone $WRITER 50 || fail "$fs: the reset probe left it frozen"
+	check cryo --root "$R" fsfreeze --path "$mp" --owner a --timeout 60
+	check fsfreeze -u "$mp"
+	check cryo --root "$R" fsfreeze --path "$mp" --owner b --timeout 60
+	start_writer "$mp/behind2" "b2"
+	wait_dstate $WRITER || fail "$fs: b's hold after a thaw behind cryo's back did not freeze"
+	expect_fail 1 cryo --root "$R" fsthaw --path "$mp" --owner a
+	echo "$LAST_OUTPUT" | grep -q "the consistency window was lost" || fail "$fs: a's hold survived: $LAST_OUTPUT"
+	check cryo --root "$R" fsthaw --path "$mp" --owner b
+	wait_gone $WRITER 50 || fail "$fs: not thawed after b"
+
 	log "$fs: a freeze cryo did not make is EBUSY and not cryo's to thaw"
 	check fsfreeze -f "$mp"
 	expect_fail 1 cryo --root "$R" fsfreeze --path "$mp"
@@ -78,6 +100,13 @@ done
 log "EPERM without CAP_SYS_ADMIN"
 expect_fail 1 setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$CRYO_BIN" --root "$R" fsfreeze --path "$T/ext4"
 echo "$LAST_OUTPUT" | grep -q "needs CAP_SYS_ADMIN" || fail "EPERM: $LAST_OUTPUT"
+check cryo --root "$R" fsfreeze --path "$T/ext4" --timeout 60
+for sub in "fsthaw --path $T/ext4" "fsfreeze --reset-timeout 9 --path $T/ext4"; do
+	# shellcheck disable=SC2086
+	expect_fail 1 setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$CRYO_BIN" --root "$R" $sub
+	echo "$LAST_OUTPUT" | grep -q "needs CAP_SYS_ADMIN" || fail "EPERM for $sub: $LAST_OUTPUT"
+done
+check cryo --root "$R" fsthaw --path "$T/ext4"
 
 log "a container ID resolves to its rootfs, and is the owner"
 mkdir -p "$R/fsfz-c1"

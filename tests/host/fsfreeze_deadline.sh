@@ -123,6 +123,49 @@ ms=$(( $(now_ms) - t0 ))
 journal | grep -q '"state":"thawed-holder-exited"' || fail "journal: $(journal)"
 kill "$sleeper" 2>/dev/null
 
+log "--timeout 0 --force: no deadline at all"
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 0 --force
+journal | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["holds"][0]["deadline_ms"]==0, d' ||
+	fail "timeout 0 has a deadline: $(journal)"
+start_writer "$mp/z" "z"
+wait_dstate $WRITER || fail "timeout 0: not frozen"
+check cryo --root "$R" fsthaw --path "$mp"
+wait_gone $WRITER 50 || fail "timeout 0: not thawed"
+
+log "a failure after FIFREEZE inside the watchdog is rolled back (CRYO_FAULT=fsfreeze-hold)"
+expect_fail 1 env CRYO_FAULT=fsfreeze-hold "$CRYO_BIN" --root "$R" fsfreeze --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "Input/output error" || fail "fault after freeze: $LAST_OUTPUT"
+start_writer "$mp/f" "f"
+wait_gone $WRITER 50 || fail "left frozen after a failed hold"
+
+log "kill -9 of the watchdog itself: cryo says so, --force thaws"
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+wd=$(watchdog_pid)
+kill -9 "$wd"
+wait_gone "$wd" 30 || fail "watchdog survived kill -9"
+expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "its watchdog (pid $wd) is gone, so no deadline will thaw it" || fail "dead watchdog: $LAST_OUTPUT"
+expect_fail 1 cryo --root "$R" fsfreeze --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "still frozen by cryo (1 hold(s) in its journal), but their watchdog (pid $wd) is gone" ||
+	fail "freeze over a dead watchdog: $LAST_OUTPUT"
+out=$(cryo --root "$R" recover) || fail "recover failed: $out"
+echo "$out" | grep -q "fs-thaw \`$mp\`: its watchdog died" || fail "recover printed: $out"
+start_writer "$mp/d" "d"
+wait_gone $WRITER 50 || fail "cryo recover did not thaw"
+expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "already thawed by \`cryo recover\` after its watchdog died" || fail "thaw after recover: $LAST_OUTPUT"
+
+log "the same, thawed by hand with fsthaw --force; recover keeps a live hold"
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+wd=$(watchdog_pid)
+out=$(cryo --root "$R" recover) || fail "recover failed: $out"
+echo "$out" | grep -q "kept fs-freeze \`$mp\`: its watchdog is live" || fail "recover of a live hold: $out"
+kill -9 "$wd"
+wait_gone "$wd" 30 || fail "watchdog survived kill -9"
+check cryo --root "$R" fsthaw --force --path "$mp"
+start_writer "$mp/d2" "d2"
+wait_gone $WRITER 50 || fail "--force did not thaw"
+
 log "SIGTERM to the watchdog thaws"
 check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
 wd=$(watchdog_pid)
