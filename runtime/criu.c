@@ -282,6 +282,7 @@ static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const cha
 			int *ret_work_fd, struct cryo_error *err)
 {
 	_cleanup_close_ int img = -1, work = -1;
+	const char *const *m;
 	int r;
 
 	img = open(o->image_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -306,6 +307,11 @@ static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const cha
 		criu_local_set_manage_cgroups_mode(co, to_criu_cg_mode(o->cg_mode));
 	if (o->timeout_s)
 		criu_local_set_timeout(co, o->timeout_s);
+	for (m = o->ext_mounts; m && m[0] && m[1]; m += 2) {
+		r = criu_local_add_ext_mount(co, m[0], m[1]);
+		if (r < 0)
+			return cryo_error_set(err, -r, "external mount `%s`", m[0]);
+	}
 	*ret_img_fd = TAKE_FD(img);
 	*ret_work_fd = TAKE_FD(work);
 	return 0;
@@ -361,7 +367,6 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 	_cleanup_close_ int img = -1, work = -1;
 	struct cryo_criu_version v;
 	const char *name = o->log_name ? o->log_name : "restore.log";
-	const char *const *m;
 	int r;
 
 	r = new_opts(&co, err);
@@ -379,11 +384,6 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 		r = criu_local_set_root(co, o->root);
 		if (r < 0)
 			return cryo_error_set(err, -r, "criu restore: root");
-	}
-	for (m = o->ext_mounts; m && m[0] && m[1]; m += 2) {
-		r = criu_local_add_ext_mount(co, m[0], m[1]);
-		if (r < 0)
-			return cryo_error_set(err, -r, "criu restore: external mount `%s`", m[0]);
 	}
 	if (cryo_fault("criu-restore"))
 		return cryo_error_setx(err, EIO, "criu restore: injected fault (CRYO_FAULT=criu-restore)");
