@@ -75,6 +75,18 @@ for h in v1 v2; do
 	check cryo --root "$R" thaw --cgroup "$cg"
 	fz_expect_state "$cg" RUNNING
 
+	# unwinding: a failing freeze releases its hold; a failing journal write freezes nothing
+	expect_fail 1 env CRYO_FAULT=freeze "$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --deadline 60000
+	echo "$LAST_OUTPUT" | grep -q "injected fault" || fail "$h: fault freeze: $LAST_OUTPUT"
+	[ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: failed freeze left its hold"
+	fz_expect_state "$cg" RUNNING
+	expect_fail 1 env CRYO_FAULT=hold-journal "$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --deadline 60000
+	echo "$LAST_OUTPUT" | grep -q "write journal entry" || fail "$h: fault hold-journal: $LAST_OUTPUT"
+	[ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: failed hold left a journal entry"
+	fz_expect_state "$cg" RUNNING
+	check cryo --root "$R" freeze --cgroup "$cg" --deadline 60000
+	check cryo --root "$R" thaw --cgroup "$cg"
+
 	# a container id resolves to its recorded cgroup (state.json as the runtime writes it)
 	pid=$(head -1 "$cg/cgroup.procs")
 	start=$(awk '{print $22}' "/proc/$pid/stat")
