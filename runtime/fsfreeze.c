@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -25,6 +26,7 @@
 #include "fsfreeze.h"
 #include "log.h"
 #include "mountinfo.h"
+#include "state.h"
 #include "util.h"
 #include "watchdog.h"
 
@@ -356,8 +358,8 @@ static int explain_no_hold(const struct target *t, const char *owner, const char
 				       what, t->m.mountpoint, jint(j, "watchdog_pid"), t->m.mountpoint);
 	if (state && strncmp(state, "thawed", 6) == 0)
 		return cryo_error_setx(err, EINVAL,
-				       "cannot %s `%s`: it is not frozen: cryo thawed it already (%s) and owner `%s` "
-				       "holds no freeze on it",
+				       "cannot %s `%s`: it is not frozen: cryo thawed it already (journal state `%s`) "
+				       "and owner `%s` holds no freeze on it",
 				       what, t->m.mountpoint, state, owner);
 	return cryo_error_setx(err, EINVAL,
 			       "cannot %s `%s`: it is not frozen by cryo for owner `%s` (no hold in its journal); "
@@ -397,6 +399,7 @@ struct hold {
 #define LOST_SIGTERM "SIGTERM to its watchdog"
 #define LOST_FORCED "a forced thaw"
 #define LOST_BEHIND_BACK "a thaw behind cryo's back (fsfreeze -u?)"
+#define LOST_RECOVER "`cryo recover` after its watchdog died"
 
 struct lost {
 	char owner[129];
@@ -415,6 +418,7 @@ struct wd {
 	size_t n_lost;
 	const char *state;
 	const char *end_state;   /* the journal state once the last hold is lost */
+	uint64_t start_time;     /* of the watchdog: tells `cryo recover` a live one from a reused pid */
 	int64_t frozen_at_us;
 	int64_t thawed_at_us;
 	/* the first hold, from cryo_fsfreeze_freeze() */
@@ -443,6 +447,7 @@ static void journal_save(struct wd *w)
 	json_object_object_add(j, "fstype", json_object_new_string(w->t->m.fstype));
 	json_object_object_add(j, "source", json_object_new_string(w->t->m.source));
 	json_object_object_add(j, "watchdog_pid", json_object_new_int64(getpid()));
+	json_object_object_add(j, "watchdog_start", json_object_new_uint64(w->start_time));
 	json_object_object_add(j, "state", json_object_new_string(w->state));
 	json_object_object_add(j, "frozen_at_us", json_object_new_int64(w->frozen_at_us));
 	if (w->thawed_at_us) {
@@ -686,6 +691,8 @@ static void watchdog_main(void *data, int ready_fd)
 	int r;
 
 	prctl(PR_SET_NAME, "cryo-fsfreeze", 0, 0, 0);
+	if (cryo_pid_start_time(getpid(), &w->start_time) < 0)
+		w->start_time = 0;
 	sigemptyset(&ss);
 	sigaddset(&ss, SIGTERM);
 	sigprocmask(SIG_BLOCK, &ss, NULL);
@@ -966,7 +973,7 @@ int cryo_fsfreeze_freeze(const char *path, uint64_t timeout_ms, const struct cry
 	return backend()->hold(&t, o, timeout_ms, err);
 }
 
-static int open_existing(const char *path, const struct cryo_fsfreeze_opts *o, struct target *t,
+static int open_existing(const char *path, const char *what, const struct cryo_fsfreeze_opts *o, struct target *t,
 			 struct cryo_error *err)
 {
 	int r;
@@ -977,6 +984,10 @@ static int open_existing(const char *path, const struct cryo_fsfreeze_opts *o, s
 	r = open_target(path, false, o, t, err);
 	if (r < 0)
 		return r;
+	/* the watchdog would do it with its own privileges: not for a caller the kernel would refuse */
+	if (!have_cap_sys_admin())
+		return cryo_error_setx(err, EPERM, "cannot %s `%s`: that needs CAP_SYS_ADMIN, as FITHAW does", what,
+				       t->m.mountpoint);
 	r = open_journal_dir(o, true, t, err);
 	if (r < 0)
 		return r;
@@ -990,7 +1001,7 @@ int cryo_fsfreeze_thaw(const char *path, const struct cryo_fsfreeze_opts *o, str
 	struct cryo_fsfreeze_thawed th = { 0 };
 	int r;
 
-	r = open_existing(path, o, &t, err);
+	r = open_existing(path, "thaw", o, &t, err);
 	if (r < 0)
 		return r;
 	r = backend()->thaw(&t, o, &th, err);
@@ -1009,8 +1020,151 @@ int cryo_fsfreeze_reset_timeout(const char *path, uint64_t timeout_ms, const str
 
 	if (timeout_ms > INT64_MAX / 2)
 		return cryo_error_setx(err, ERANGE, "freeze timeout %" PRIu64 " ms is too long", timeout_ms);
-	r = open_existing(path, o, &t, err);
+	r = open_existing(path, "reset the timeout of", o, &t, err);
 	if (r < 0)
 		return r;
 	return backend()->reset(&t, o, timeout_ms, err);
+}
+
+/* ---- recovery ----------------------------------------------------------------- */
+
+/* A killed watchdog may linger as a zombie of a subreaper that reaps late. */
+static bool is_zombie(pid_t pid)
+{
+	_cleanup_free_ char *buf = NULL;
+	char path[64];
+	const char *p;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (cryo_read_file_at(AT_FDCWD, path, 4096, &buf, NULL) < 0)
+		return true;
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+static bool watchdog_alive(struct json_object *j)
+{
+	uint64_t start = 0;
+	int64_t pid = jint(j, "watchdog_pid");
+
+	if (pid <= 0 || pid > INT32_MAX || cryo_pid_start_time((pid_t)pid, &start) < 0)
+		return false;
+	return start == (uint64_t)jint(j, "watchdog_start") && !is_zombie((pid_t)pid);
+}
+
+/* Thaw one journalled filesystem whose watchdog died, and say so in its journal. */
+static int recover_one(int dirfd, const char *key, struct json_object *j, struct cryo_error *err)
+{
+	const char *mp = jstr(j, "mountpoint");
+	struct json_object *holds, *lost;
+	_cleanup_close_ int fd = -1;
+	char name[48], tmp[56];
+	unsigned maj, min;
+	struct stat st;
+	const char *text;
+	size_t i;
+
+	if (!mp || sscanf(key, "%u:%u", &maj, &min) != 2)
+		return cryo_error_setx(err, EINVAL, "journal `%s.json` is malformed", key);
+	fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", mp);
+	/* never thaw whatever is mounted there now if it is not the journalled filesystem */
+	if (fstat(fd, &st) < 0)
+		return cryo_error_set(err, errno, "stat `%s`", mp);
+	if (st.st_dev != makedev(maj, min))
+		return cryo_error_setx(err, ENODEV, "`%s` is no longer the filesystem %s it froze", mp, key);
+	if (ioctl(fd, FITHAW, 0) < 0 && errno != EINVAL)
+		return cryo_error_set(err, errno, "thaw `%s`", mp);
+
+	if (!json_object_object_get_ex(j, "lost", &lost) || !json_object_is_type(lost, json_type_array)) {
+		lost = json_object_new_array();
+		json_object_object_add(j, "lost", lost);
+	}
+	if (json_object_object_get_ex(j, "holds", &holds) && json_object_is_type(holds, json_type_array)) {
+		for (i = 0; i < json_object_array_length(holds); i++) {
+			struct json_object *h = json_object_array_get_idx(holds, i), *l = json_object_new_object();
+			const char *owner = jstr(h, "owner");
+
+			json_object_object_add(l, "owner", json_object_new_string(owner ? owner : "?"));
+			json_object_object_add(l, "reason", json_object_new_string(LOST_RECOVER));
+			json_object_object_add(l, "after_ms", json_object_new_int64((cryo_now_us() - jint(h, "since_us")) / 1000));
+			json_object_object_add(l, "timeout_ms", json_object_new_int64(jint(h, "timeout_ms")));
+			json_object_array_add(lost, l);
+		}
+	}
+	json_object_object_add(j, "holds", json_object_new_array());
+	json_object_object_add(j, "state", json_object_new_string("thawed-by-recover"));
+	snprintf(name, sizeof(name), "%s.json", key);
+	snprintf(tmp, sizeof(tmp), "%s.json.tmp", key);
+	text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
+	if (cryo_write_new_file_at(dirfd, tmp, text, strlen(text), 0600) < 0 || renameat(dirfd, tmp, dirfd, name) < 0)
+		cryo_warn("thawed `%s` but could not update its journal `%s`", mp, name);
+	return 0;
+}
+
+int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report, void *userdata,
+			  struct cryo_error *err)
+{
+	struct cryo_fsfreeze_opts o = { .state_dir = state_dir };
+	struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	struct cryo_error first = CRYO_ERROR_INIT;
+	struct dirent *de;
+	DIR *d;
+	int r;
+
+	r = open_journal_dir(&o, false, &t, err);
+	if (r == -ENOENT) {
+		cryo_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	d = fdopendir(dup(t.dirfd));
+	if (!d) {
+		r = cryo_error_set(err, errno, "list `%s/%s`", state_dir, JOURNAL_DIR);
+		closep(&t.dirfd);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+		struct json_object *j;
+		size_t n = strlen(de->d_name);
+		const char *state;
+
+		if (n < 6 || n >= sizeof(t.key) + 5 || strcmp(de->d_name + n - 5, ".json") != 0)
+			continue;
+		snprintf(t.key, sizeof(t.key), "%.*s", (int)(n - 5), de->d_name);
+		/* the same lock as fsfreeze/fsthaw: never race a freeze that is starting */
+		if (lock_target(&t, &e) < 0) {
+			report(t.key, e.msg, -e.status, userdata);
+			if (!first.msg)
+				cryo_error_move(&first, &e);
+			cryo_error_clear(&e);
+			continue;
+		}
+		j = journal_load(&t);
+		state = jstr(j, "state");
+		if (state && strcmp(state, "frozen") == 0) {
+			if (watchdog_alive(j)) {
+				report(jstr(j, "mountpoint"), "held", 0, userdata);
+			} else {
+				r = recover_one(t.dirfd, t.key, j, &e);
+				report(jstr(j, "mountpoint"), r < 0 ? e.msg : "thawed", r, userdata);
+				if (r < 0 && !first.msg)
+					cryo_error_move(&first, &e);
+			}
+		}
+		json_object_put(j);
+		cryo_error_clear(&e);
+		closep(&t.lockfd);
+		t.lockfd = -1;
+	}
+	closedir(d);
+	closep(&t.dirfd);
+	if (first.msg) {
+		cryo_error_move(err, &first);
+		return -err->status;
+	}
+	return 0;
 }

@@ -16,6 +16,10 @@
  * process per frozen filesystem that owns the holds and FITHAWs at the
  * deadline, even after cryo was killed.
  *
+ * Deadlines are in milliseconds on CLOCK_MONOTONIC (time asleep in
+ * suspend does not count); 0 = none. Unlike the seed's FIFREEZE argument,
+ * 1 is not another "none" (that was for XFS's old ioctl ABI).
+ *
  * Safety: cryo refuses to freeze the filesystem that holds `/`, the state
  * dir, or any path the caller must still write (image/staging dir, log),
  * because a write to a frozen filesystem sleeps uninterruptibly until
@@ -81,5 +85,18 @@ int cryo_fsfreeze_reset_timeout(const char *path, uint64_t timeout_ms, const str
 
 /* The safety checks alone (a checkpoint plan runs them before freezing anything). */
 int cryo_fsfreeze_check_target(const char *path, const struct cryo_fsfreeze_opts *o, struct cryo_error *err);
+
+/* Called by cryo_fsfreeze_recover() per frozen filesystem: what is "held", "thawed" or an error (r < 0). */
+typedef void (*cryo_fsfreeze_report_fn)(const char *mountpoint, const char *what, int r, void *userdata);
+
+/*
+ * `cryo recover` for filesystems: FITHAW every filesystem whose journal
+ * says frozen but whose watchdog is dead (killed with SIGKILL, or the OOM
+ * killer despite its score), if it is still mounted where it was frozen.
+ * Its owners then learn from thaw/reset that their window was lost.
+ * Returns the first failure after trying all.
+ */
+int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report, void *userdata,
+			  struct cryo_error *err);
 
 #endif

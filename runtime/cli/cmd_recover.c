@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "freezer.h"
+#include "fsfreeze.h"
 #include "hold.h"
 
 static void report(const struct cryo_hold_rec *rec, const char *what, int r, void *userdata)
@@ -32,6 +33,20 @@ static void report(const struct cryo_hold_rec *rec, const char *what, int r, voi
 	}
 }
 
+static void fs_report(const char *mountpoint, const char *what, int r, void *userdata)
+{
+	unsigned *n = userdata;
+
+	if (r < 0) {
+		fprintf(stderr, "cryo recover: fs-thaw `%s` failed: %s\n", mountpoint ? mountpoint : "?", what ? what : "?");
+	} else if (strcmp(what, "held") == 0) {
+		printf("kept fs-freeze `%s`: its watchdog is live\n", mountpoint);
+	} else {
+		printf("fs-thaw `%s`: its watchdog died\n", mountpoint);
+		(*n)++;
+	}
+}
+
 int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX] = {
@@ -51,6 +66,9 @@ int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 	if (argc > 1)
 		return cli_usage_error("recover", "unexpected argument `%s`", argv[1]);
 	r = cryo_hold_recover(cli->root, undo, report, &n, &err);
+	if (r < 0)
+		return cli_fail(&err);
+	r = cryo_fsfreeze_recover(cli->root, fs_report, &n, &err);
 	if (r < 0)
 		return cli_fail(&err);
 	printf("recovered %u hold%s\n", n, n == 1 ? "" : "s");

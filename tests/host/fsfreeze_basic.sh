@@ -100,6 +100,13 @@ done
 log "EPERM without CAP_SYS_ADMIN"
 expect_fail 1 setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$CRYO_BIN" --root "$R" fsfreeze --path "$T/ext4"
 echo "$LAST_OUTPUT" | grep -q "needs CAP_SYS_ADMIN" || fail "EPERM: $LAST_OUTPUT"
+check cryo --root "$R" fsfreeze --path "$T/ext4" --timeout 60
+for sub in "fsthaw --path $T/ext4" "fsfreeze --reset-timeout 9 --path $T/ext4"; do
+	# shellcheck disable=SC2086
+	expect_fail 1 setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$CRYO_BIN" --root "$R" $sub
+	echo "$LAST_OUTPUT" | grep -q "needs CAP_SYS_ADMIN" || fail "EPERM for $sub: $LAST_OUTPUT"
+done
+check cryo --root "$R" fsthaw --path "$T/ext4"
 
 log "a container ID resolves to its rootfs, and is the owner"
 mkdir -p "$R/fsfz-c1"

@@ -148,8 +148,22 @@ echo "$LAST_OUTPUT" | grep -q "its watchdog (pid $wd) is gone, so no deadline wi
 expect_fail 1 cryo --root "$R" fsfreeze --path "$mp"
 echo "$LAST_OUTPUT" | grep -q "still frozen by cryo (1 hold(s) in its journal), but their watchdog (pid $wd) is gone" ||
 	fail "freeze over a dead watchdog: $LAST_OUTPUT"
-check cryo --root "$R" fsthaw --force --path "$mp"
+out=$(cryo --root "$R" recover) || fail "recover failed: $out"
+echo "$out" | grep -q "fs-thaw \`$mp\`: its watchdog died" || fail "recover printed: $out"
 start_writer "$mp/d" "d"
+wait_gone $WRITER 50 || fail "cryo recover did not thaw"
+expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "already thawed by \`cryo recover\` after its watchdog died" || fail "thaw after recover: $LAST_OUTPUT"
+
+log "the same, thawed by hand with fsthaw --force; recover keeps a live hold"
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+wd=$(watchdog_pid)
+out=$(cryo --root "$R" recover) || fail "recover failed: $out"
+echo "$out" | grep -q "kept fs-freeze \`$mp\`: its watchdog is live" || fail "recover of a live hold: $out"
+kill -9 "$wd"
+wait_gone "$wd" 30 || fail "watchdog survived kill -9"
+check cryo --root "$R" fsthaw --force --path "$mp"
+start_writer "$mp/d2" "d2"
 wait_gone $WRITER 50 || fail "--force did not thaw"
 
 log "SIGTERM to the watchdog thaws"
