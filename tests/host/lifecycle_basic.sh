@@ -70,6 +70,16 @@ rt state "$id" | grep -q '"status":"running"' || fail "run -d: not running"
 check rt delete --force "$id"
 [ ! -e "$RTROOT/$id" ] || fail "state dir left after delete --force"
 
+# `spec` writes a default config.json that cryo itself runs (on our rootfs)
+mkdir "$T/spec"
+check rt spec --bundle "$T/spec"
+expect_fail 1 rt spec --bundle "$T/spec"
+echo "$LAST_OUTPUT" | grep -q "File exists" || fail "spec over an existing config: $LAST_OUTPUT"
+cp "$T/spec/config.json" "$B/config.json"
+bundle_set "$B" 'c["process"]["args"] = ["sh", "-c", "echo default-spec-ok"]; c["linux"]["cgroupsPath"] = "/'"$CGPARENT/$id"'"'
+out=$(timeout 60 "$CRYO_BIN" --root "$RTROOT" run --bundle "$B" "$id" </dev/null 2>&1) || fail "run of the default spec: $out"
+[ "$out" = default-spec-ok ] || fail "default spec output: $out"
+
 # bad ids never reach the filesystem
 expect_fail 1 rt create --bundle "$B" ../evil
 echo "$LAST_OUTPUT" | grep -q "invalid character" || fail "bad id: $LAST_OUTPUT"
