@@ -406,7 +406,9 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		init_fail(a->sync_fd, &err);
 	close(rootfd);
 	if (a->console_fd >= 0) {
-		if (cryo_console_setup(a->console_fd, &err) < 0)
+		if (cryo_console_setup(a->console_fd, &err) < 0 ||
+		    (spec->has_console_size &&
+		     cryo_console_resize(0, spec->console_height, spec->console_width, &err) < 0))
 			init_fail(a->sync_fd, &err);
 		close(a->console_fd);
 	}
@@ -429,7 +431,7 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 	while (n < 0 && errno == EINTR);
 	if (n != 1)
 		_exit(1);
-	close(a->fifo_fd);
+	/* the fifo stays open (close-on-exec): its closing tells `start` we exec'd */
 
 	/*
 	 * The order of caps.h: rlimits, seccomp early without NNP (loading
@@ -864,6 +866,18 @@ static int do_start(const char *root, struct cryo_state *st, const struct cryo_s
 	}
 	if (write(fifo, "0", 1) != 1)
 		return cryo_error_set(err, errno, "write exec fifo");
+	/*
+	 * The init holds the only reader until its execve closes it: a writer
+	 * sees POLLERR then. So start returns (and poststart runs) once the
+	 * user process runs, after the startContainer hooks.
+	 */
+	{
+		struct pollfd p = { .fd = fifo, .events = 0 };
+		int64_t deadline = cryo_now_ms() + STOP_TIMEOUT_MS;
+
+		while (poll(&p, 1, (int)(deadline - cryo_now_ms())) < 0 && errno == EINTR && cryo_now_ms() < deadline)
+			;
+	}
 	(void)unlinkat(sdir, FIFO_NAME, 0);
 	st->status = CRYO_STATUS_RUNNING;
 	r = cryo_state_save_ext(root, st, false, err);

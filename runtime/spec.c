@@ -298,7 +298,7 @@ static int parse_user(struct json_object *proc, struct cryo_spec *s, struct cryo
 
 static int parse_process(struct json_object *root, struct cryo_spec *s, struct cryo_error *err)
 {
-	struct json_object *proc;
+	struct json_object *proc, *v;
 	int64_t x = 0;
 	size_t i;
 	int r;
@@ -309,6 +309,16 @@ static int parse_process(struct json_object *root, struct cryo_spec *s, struct c
 	if (!proc)
 		return bad(err, "process", "is required");
 	r = get_bool(proc, "terminal", "process.terminal", &s->terminal, err);
+	if (r >= 0)
+		r = get_object(proc, "consoleSize", "process.consoleSize", &v, err);
+	if (r >= 0 && v) {
+		s->has_console_size = true;
+		r = get_u32(v, "height", "process.consoleSize.height", &s->console_height, NULL, err);
+		if (r >= 0)
+			r = get_u32(v, "width", "process.consoleSize.width", &s->console_width, NULL, err);
+		if (r >= 0 && (s->console_height > 65535 || s->console_width > 65535))
+			r = bad(err, "process.consoleSize", "height and width must be at most 65535");
+	}
 	if (r >= 0)
 		r = parse_user(proc, s, err);
 	if (r >= 0)

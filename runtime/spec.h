@@ -108,6 +108,8 @@ struct cryo_spec {
 
 	/* process */
 	bool terminal;
+	bool has_console_size;
+	uint32_t console_height, console_width;  /* process.consoleSize */
 	uint32_t uid, gid;
 	uint32_t *additional_gids;
 	size_t n_additional_gids;

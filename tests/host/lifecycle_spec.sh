@@ -109,7 +109,8 @@ if [ -x "$RECVTTY" ]; then
 	bundle_set "$B" "
 del c['hooks']
 c['process']['terminal'] = True
-c['process']['args'] = ['sh', '-c', 'tty; [ -t 0 ] && [ -t 1 ] && echo is-a-tty']
+c['process']['args'] = ['sh', '-c', 'tty; [ -t 0 ] && [ -t 1 ] && echo is-a-tty; stty size']
+c['process']['consoleSize'] = {'height': 33, 'width': 111}
 "
 	expect_fail 1 rt create --bundle "$B" "$id"
 	echo "$LAST_OUTPUT" | grep -q "needs --console-socket" || fail "terminal without socket: $LAST_OUTPUT"
@@ -121,6 +122,7 @@ c['process']['args'] = ['sh', '-c', 'tty; [ -t 0 ] && [ -t 1 ] && echo is-a-tty'
 	wait $rpid
 	grep -q "^/dev/pts/0" "$T/tty.out" || fail "the container's stdio is not its pty: $(cat "$T/tty.out")"
 	grep -q "is-a-tty" "$T/tty.out" || fail "stdin/stdout are not a tty: $(cat "$T/tty.out")"
+	grep -q "^33 111" "$T/tty.out" || fail "process.consoleSize not applied: $(cat "$T/tty.out")"
 	rt delete --force "$id" >/dev/null 2>&1
 else
 	echo "# console part skipped: $RECVTTY not built"
