@@ -14,11 +14,15 @@
 
 #include "error.h"
 
+/* true when the binary is immutable (chattr +i) or on a read-only mount. */
+bool cryo_sealexe_binary_protected(void);
+
 /* true when /proc/self/exe is a write-sealed memfd. */
 bool cryo_sealexe_is_sealed(void);
 
 /*
- * If not running from a sealed copy yet, copy /proc/self/exe into a sealed
+ * If not running from a sealed copy yet (and the binary is not protected
+ * by itself, see above), copy /proc/self/exe into a sealed
  * memfd and execveat() it with this process's arguments (from
  * /proc/self/cmdline) and envp. Returns 0 when already sealed, and
  * otherwise only on failure.

@@ -24,6 +24,7 @@ done
 
 T=$(mktemp -d /tmp/cryo-bench.XXXXXX)
 cleanup() {
+	chattr -i "$T/cryo-immutable" 2>/dev/null || true
 	"$SRC/examples/mkbundle.sh" --teardown "$T/b" >/dev/null 2>&1 || true
 	rm -rf "$T"
 }
@@ -42,6 +43,13 @@ cd "$T/b"
 mkdir -p "$T/cryo" "$T/runc" "$T/crun"
 i=0
 cryo_cmd="$CRYO --root $T/cryo run --bundle $T/b bench-cryo-\$\$ </dev/null"
+# a copy of cryo made immutable (chattr +i): CVE-2019-5736 can't touch it,
+# so cryo skips its sealed-memfd re-exec (a deployment choice, shown apart)
+cp "$CRYO" "$T/cryo-immutable"
+imm_cmd=""
+if chattr +i "$T/cryo-immutable" 2>/dev/null; then
+	imm_cmd="$T/cryo-immutable --root $T/cryo run --bundle $T/b bench-cryoi-\$\$ </dev/null"
+fi
 runc_cmd="runc --root $T/runc run --bundle $T/b bench-runc-\$\$ </dev/null"
 crun_cmd="unshare -m sh -c 'umount -l /sys/fs/cgroup/unified && exec crun --root $T/crun run --bundle $T/b bench-crun-\$\$ </dev/null'"
 # sanity: each works once
@@ -50,17 +58,24 @@ for cmd in "$cryo_cmd" "$runc_cmd" "$crun_cmd"; do
 done
 # a baseline for the unshare wrapper crun needs, so its cost can be subtracted by eye
 unshare_cmd="unshare -m sh -c 'umount -l /sys/fs/cgroup/unified && exec true'"
+extra=()
+[ -n "$imm_cmd" ] && extra=(-n cryo-immutable "sh -c \"$imm_cmd\"")
 hyperfine -N --warmup 3 --runs "$N" --export-json "$T/h.json" \
 	-n cryo "sh -c \"$cryo_cmd\"" -n runc "sh -c \"$runc_cmd\"" -n crun "sh -c \"$crun_cmd\"" \
-	-n "unshare-only" "sh -c \"$unshare_cmd\"" >/dev/null
+	-n "unshare-only" "sh -c \"$unshare_cmd\"" "${extra[@]}" >/dev/null
 python3 - "$T/h.json" <<'PY'
 import json, sys
 r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
 m = {k: v["median"] * 1000 for k, v in r.items()}
-for k in ("cryo", "runc", "crun", "unshare-only"):
+for k in ("cryo", "cryo-immutable", "runc", "crun", "unshare-only"):
+    if k not in m:
+        continue
     print(f"{k:13s} median {m[k]:8.2f} ms  (mean {r[k]['mean']*1000:.2f} ± {r[k]['stddev']*1000:.2f})")
 crun_net = m["crun"] - m["unshare-only"]
 print(f"cryo/runc = {m['cryo']/m['runc']:.2f}")
 print(f"cryo/crun = {m['cryo']/m['crun']:.2f}  (crun incl. its unshare wrapper)")
 print(f"cryo/crun = {m['cryo']/crun_net:.2f}  (crun minus the wrapper's own {m['unshare-only']:.2f} ms)")
+if "cryo-immutable" in m:
+    print(f"cryo-immutable/runc = {m['cryo-immutable']/m['runc']:.2f}, /crun = {m['cryo-immutable']/m['crun']:.2f}, "
+          f"/crun-net = {m['cryo-immutable']/crun_net:.2f}")
 PY

@@ -36,6 +36,17 @@ bundle_set "$B" 'c["process"]["args"] = ["/proc/self/exe"]'
 timeout 60 "$CRYO_BIN" --root "$RTROOT" run --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || true
 [ "$(sha256sum "$CRYO_BIN" | cut -d' ' -f1)" = "$sum" ] || fail "the cryo binary changed"
 rt delete --force "$id" >/dev/null 2>&1 || true
+# an immutable binary can't be written at all: cryo then skips the copy
+cp "$CRYO_BIN" "$T/cryo-imm"
+if chattr +i "$T/cryo-imm" 2>/dev/null; then
+	at_exit "chattr -i $T/cryo-imm"
+	bundle_set "$B" 'c["process"]["args"] = ["sleep", "100"]'
+	"$T/cryo-imm" --root "$RTROOT" create --bundle "$B" --pid-file "$T/pid" "$id" </dev/null >/dev/null 2>&1 || fail "create (immutable binary) failed"
+	[ "$(readlink "/proc/$(cat "$T/pid")/exe")" = "$T/cryo-imm" ] || fail "immutable binary: init runs $(readlink "/proc/$(cat "$T/pid")/exe")"
+	if (echo x > "/proc/$(cat "$T/pid")/exe") 2>/dev/null; then fail "the immutable binary was writable"; fi
+	check rt delete --force "$id"
+	chattr -i "$T/cryo-imm"
+fi
 
 # masked / read-only paths, devices, links
 bundle_set "$B" '
