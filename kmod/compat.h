@@ -18,7 +18,7 @@
 #include <linux/fs.h>
 #include <linux/version.h>
 
-#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 16, 0)
+#if KERNEL_VERSION(6, 16, 0) <= LINUX_VERSION_CODE
 
 static inline int cryo_freeze_sb(struct super_block *sb)
 {
@@ -34,7 +34,7 @@ static inline int cryo_thaw_sb(struct super_block *sb)
 	return thaw_super(sb, FREEZE_HOLDER_KERNEL, NULL);
 }
 
-#elif LINUX_VERSION_CODE >= KERNEL_VERSION(6, 6, 0)
+#elif KERNEL_VERSION(6, 6, 0) <= LINUX_VERSION_CODE
 
 static inline int cryo_freeze_sb(struct super_block *sb)
 {
