@@ -30,7 +30,7 @@ static int error_vset(struct cryo_error *err, int errnum, int with_strerror,
 	return -status;
 }
 
-int cryo_error_set(struct cryo_error *err, int errnum, const char *fmt, ...)
+int cryo_error_set_(struct cryo_error *err, int errnum, const char *fmt, ...)
 {
 	va_list ap;
 	int r;
@@ -41,7 +41,7 @@ int cryo_error_set(struct cryo_error *err, int errnum, const char *fmt, ...)
 	return r;
 }
 
-int cryo_error_setx(struct cryo_error *err, int errnum, const char *fmt, ...)
+int cryo_error_setx_(struct cryo_error *err, int errnum, const char *fmt, ...)
 {
 	va_list ap;
 	int r;
@@ -52,7 +52,7 @@ int cryo_error_setx(struct cryo_error *err, int errnum, const char *fmt, ...)
 	return r;
 }
 
-int cryo_error_prefix(struct cryo_error *err, const char *fmt, ...)
+int cryo_error_prefix_(struct cryo_error *err, const char *fmt, ...)
 {
 	char *prefix = NULL, *msg = NULL;
 	va_list ap;

@@ -21,16 +21,29 @@ struct cryo_error {
  * -errnum. errnum 0 means "no errno": the message stands alone and -EIO
  * is returned.
  */
-int cryo_error_set(struct cryo_error *err, int errnum, const char *fmt, ...)
+int cryo_error_set_(struct cryo_error *err, int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Like cryo_error_set() but the message has no strerror() suffix. */
-int cryo_error_setx(struct cryo_error *err, int errnum, const char *fmt, ...)
+int cryo_error_setx_(struct cryo_error *err, int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Prepend "fmt: " to the message in *err; returns -err->status. */
-int cryo_error_prefix(struct cryo_error *err, const char *fmt, ...)
+int cryo_error_prefix_(struct cryo_error *err, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/*
+ * The wrappers make "the return value is negative" visible at every call
+ * site, so callers (and static analysers) can rely on `return
+ * cryo_error_set(...)` never looking like success.
+ */
+static inline int cryo_error_negative(int r)
+{
+	return r < 0 ? r : -5 /* EIO */;
+}
+#define cryo_error_set(err, errnum, ...) cryo_error_negative(cryo_error_set_(err, errnum, __VA_ARGS__))
+#define cryo_error_setx(err, errnum, ...) cryo_error_negative(cryo_error_setx_(err, errnum, __VA_ARGS__))
+#define cryo_error_prefix(err, ...) cryo_error_negative(cryo_error_prefix_(err, __VA_ARGS__))
 
 /* Free the message and reset *err. Accepts NULL. */
 void cryo_error_clear(struct cryo_error *err);

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <ctype.h>
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
 #include "util.h"
+
+/* deeper trees are refused: a loop or a hostile tree, not cryo's own */
+#define RM_RF_MAX_DEPTH 32
 
 static int64_t clock_ns(clockid_t clk)
 {
@@ -213,4 +217,46 @@ int cryo_parse_u64(const char *s, uint64_t max, uint64_t *ret)
 		return -ERANGE;
 	*ret = v;
 	return 0;
+}
+
+static int rm_rf_depth(int dfd, const char *name, int depth)
+{
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int fd, r = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	if (depth > RM_RF_MAX_DEPTH)
+		return -ELOOP;
+	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while ((de = readdir(d))) {
+		int q;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		q = rm_rf_depth(dirfd(d), de->d_name, depth + 1);
+		if (q < 0 && r == 0)
+			r = q;
+	}
+	closedir(d);
+	if (unlinkat(dfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && r == 0)
+		r = -errno;
+	return r;
+}
+
+int cryo_rm_rf_at(int dirfd, const char *name)
+{
+	return rm_rf_depth(dirfd, name, 0);
 }

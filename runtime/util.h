@@ -86,6 +86,12 @@ int cryo_write_file_at(int dirfd, const char *path, const char *buf);
 /* Create or truncate dirfd/path with mode and write len bytes, fsync'd. */
 int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
 
+/*
+ * Remove dirfd/name and, for a directory, everything below it (never
+ * following symlinks; at most 32 levels). A missing name is not an error.
+ */
+int cryo_rm_rf_at(int dirfd, const char *name);
+
 /* mkdir -p with mode for each created component. */
 int cryo_mkdir_p(const char *path, mode_t mode);
 

@@ -9,10 +9,12 @@ rc=0
 
 srcs=$(git ls-files 'runtime/*.c' 'runtime/cli/*.c' 'hooks/*.c' 2>/dev/null)
 
+# unknownMacro: cppcheck is not fed system headers, so it does not know
+# library macros such as json_object_object_foreach.
 echo "-- cppcheck"
 if ! cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance \
 	--inline-suppr --std=c11 -D_GNU_SOURCE -Iruntime -I"$BUILD/runtime" -Ikmod/uapi \
-	--suppress=missingIncludeSystem $srcs; then
+	--suppress=missingIncludeSystem --suppress=unknownMacro $srcs; then
 	rc=1
 fi
 

@@ -10,11 +10,11 @@ PKGS=(
 	build-essential cmake pkg-config git python3
 	libcap-dev libseccomp-dev libnl-3-dev libnl-route-3-dev
 	libprotobuf-c-dev protobuf-c-compiler criu libcgroup-dev
-	libjson-c-dev libcmocka-dev
+	libjson-c-dev libcmocka-dev libssl-dev
 	# quality
 	clang-tidy cppcheck valgrind
 	# runtime + tests on this host
-	busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 procps kmod
+	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 iputils-ping procps kmod
 	# peers for benchmarks
 	runc crun hyperfine
 	# VM harness

@@ -37,5 +37,33 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  * one row in the table in main.c.
  */
 int cmd_features(struct cryo_cli *cli, int argc, char **argv);
+int cmd_check(struct cryo_cli *cli, int argc, char **argv);
+int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv);
+int cmd_restore(struct cryo_cli *cli, int argc, char **argv);
+int cmd_inspect(struct cryo_cli *cli, int argc, char **argv);
+int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv);
+int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv);
+int cmd_freeze(struct cryo_cli *cli, int argc, char **argv);
+int cmd_thaw(struct cryo_cli *cli, int argc, char **argv);
+int cmd_pause(struct cryo_cli *cli, int argc, char **argv);
+int cmd_resume(struct cryo_cli *cli, int argc, char **argv);
+int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv);
+int cmd_freezer_state(struct cryo_cli *cli, int argc, char **argv);
+int cmd_recover(struct cryo_cli *cli, int argc, char **argv);
+int cmd_sleep_hook(struct cryo_cli *cli, int argc, char **argv);
+int cmd_create(struct cryo_cli *cli, int argc, char **argv);
+int cmd_start(struct cryo_cli *cli, int argc, char **argv);
+int cmd_run(struct cryo_cli *cli, int argc, char **argv);
+int cmd_state(struct cryo_cli *cli, int argc, char **argv);
+int cmd_kill(struct cryo_cli *cli, int argc, char **argv);
+int cmd_delete(struct cryo_cli *cli, int argc, char **argv);
+int cmd_list(struct cryo_cli *cli, int argc, char **argv);
+int cmd_ps(struct cryo_cli *cli, int argc, char **argv);
+int cmd_spec(struct cryo_cli *cli, int argc, char **argv);
+
+struct cryo_create_opts;
+/* create/run option parsing; <0 = help printed, >0 = exit status */
+int cli_parse_create(const char *cmd, int argc, char **argv, struct cryo_cli *cli, struct cryo_create_opts *o,
+		     bool *detach);
 
 #endif

@@ -11,6 +11,29 @@
 
 static const struct cli_command commands[] = {
 	{ "features", "print what this build and host support (JSON)", cmd_features },
+	{ "check", "can this host checkpoint and restore? (CRIU, kernel, breakpoints)", cmd_check },
+	{ "checkpoint", "checkpoint a container (freeze, snapshot, CRIU dump, atomic image)", cmd_checkpoint },
+	{ "restore", "restore a container from a checkpoint image", cmd_restore },
+	{ "inspect", "print a checkpoint image's manifest", cmd_inspect },
+	{ "fsfreeze", "freeze a container's rootfs filesystem, with a deadline", cmd_fsfreeze },
+	{ "fsthaw", "thaw a filesystem frozen by `cryo fsfreeze`", cmd_fsthaw },
+	{ "freeze", "freeze a container (or --cgroup) and wait until FROZEN", cmd_freeze },
+	{ "thaw", "thaw a container (or --cgroup); cancels FREEZING", cmd_thaw },
+	{ "pause", "OCI name of freeze", cmd_pause },
+	{ "resume", "OCI name of thaw", cmd_resume },
+	{ "kill-all", "signal every task of a container (or --cgroup), none escapes", cmd_kill_all },
+	{ "freezer-state", "print RUNNING, FREEZING or FROZEN for a container (or --cgroup)", cmd_freezer_state },
+	{ "recover", "thaw whatever a dead cryo left frozen (journal of holds)", cmd_recover },
+	{ "sleep-hook", "system-sleep hook: keep frozen containers frozen across suspend/resume", cmd_sleep_hook },
+	{ "create", "create a container from a bundle (it waits for start)", cmd_create },
+	{ "start", "start the process of a created container", cmd_start },
+	{ "run", "create and start a container; returns its exit code", cmd_run },
+	{ "state", "print the OCI state of a container (JSON)", cmd_state },
+	{ "kill", "send a signal to a container", cmd_kill },
+	{ "delete", "remove a container", cmd_delete },
+	{ "list", "list containers", cmd_list },
+	{ "ps", "list the processes of a container", cmd_ps },
+	{ "spec", "write a default config.json", cmd_spec },
 };
 
 int cli_fail(struct cryo_error *err)
@@ -123,7 +146,12 @@ int main(int argc, char **argv)
 			char **sub = argv + optind;
 			int subc = argc - optind;
 
-			optind = 1;
+			/*
+			 * optind = 0 makes glibc re-initialise getopt entirely, so the
+			 * subcommand's own optstring (without our leading `+`) is used
+			 * and options may follow operands (`freeze ID --timeout 5`).
+			 */
+			optind = 0;
 			r = commands[i].run(&cli, subc, sub);
 			cryo_log_close();
 			return r;

@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Cgroups through libcgroup on a hybrid host.
+ *
+ * libcgroup 2.0 names a hierarchy by a controller mounted on it. On the
+ * hybrid layout every real controller is bound to a v1 hierarchy and the
+ * cgroup2 mount (/sys/fs/cgroup/unified) carries none of them, so
+ * libcgroup knows that mount only under whichever leftover controller the
+ * kernel lists in its cgroup.controllers (e.g. "hugetlb" here). We find
+ * that name at run time by looking for the libcgroup mount whose
+ * filesystem is cgroup2, and use it to create/attach/delete in the v2
+ * hierarchy. Two things libcgroup has no call for are done on the files
+ * directly: cgroup.kill (v2) and the freezer thaw before removal.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <linux/magic.h>
+
+#include <libcgroup.h>
+
+#include "cgroup.h"
+#include "log.h"
+#include "util.h"
+
+static const char *const v1_controllers[] = { "memory", "cpu", "pids", "freezer" };
+
+static bool lib_ready;
+static char v2_name[64];     /* libcgroup's name for the cgroup2 mount, "" if none */
+static char v2_mount[PATH_MAX];
+
+static int cg_err(struct cryo_error *err, int code, const char *what, const char *rel)
+{
+	if (code == ECGOTHER)
+		return cryo_error_set(err, cgroup_get_last_errno(), "%s cgroup `%s`", what, rel);
+	return cryo_error_setx(err, code == ECGROUPNOTEXIST ? ENOENT : EIO, "%s cgroup `%s`: libcgroup: %s", what, rel,
+			       cgroup_strerror(code));
+}
+
+static int lib_init(struct cryo_error *err)
+{
+	struct cgroup_mount_point mp;
+	void *h = NULL;
+	int r;
+
+	if (lib_ready)
+		return 0;
+	r = cgroup_init();
+	if (r)
+		return cryo_error_setx(err, EIO, "initialise libcgroup: %s", cgroup_strerror(r));
+	r = cgroup_get_controller_begin(&h, &mp);
+	while (r == 0) {
+		struct statfs sfs;
+
+		if (statfs(mp.path, &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC && !v2_name[0] &&
+		    strlen(mp.name) < sizeof(v2_name)) {
+			strcpy(v2_name, mp.name);
+			snprintf(v2_mount, sizeof(v2_mount), "%s", mp.path);
+		}
+		r = cgroup_get_controller_next(&h, &mp);
+	}
+	cgroup_get_controller_end(&h);
+	if (!v2_name[0]) {
+		struct statfs sfs;
+
+		/* cgroup2 without any controller listed: libcgroup can't see it */
+		if (statfs("/sys/fs/cgroup/unified", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC)
+			snprintf(v2_mount, sizeof(v2_mount), "/sys/fs/cgroup/unified");
+		else if (statfs("/sys/fs/cgroup", &sfs) == 0 && sfs.f_type == CGROUP2_SUPER_MAGIC)
+			snprintf(v2_mount, sizeof(v2_mount), "/sys/fs/cgroup");
+	}
+	lib_ready = true;
+	return 0;
+}
+
+static char *join(const char *a, const char *rel)
+{
+	char *p = NULL;
+
+	while (*rel == '/')
+		rel++;
+	if (asprintf(&p, "%s/%s", a, rel) < 0)
+		return NULL;
+	return p;
+}
+
+static char *v1_path(const char *ctrl, const char *rel)
+{
+	_cleanup_free_ char *mp = NULL;
+	char *p;
+
+	if (cgroup_get_subsys_mount_point(ctrl, &mp) != 0 || !mp)
+		return NULL;
+	p = join(mp, rel);
+	return p;
+}
+
+void cryo_cgroup_paths_free(struct cryo_cgroup_paths *p)
+{
+	if (!p)
+		return;
+	free(p->v2);
+	free(p->v1_freezer);
+	free(p->v1_memory);
+	p->v2 = p->v1_freezer = p->v1_memory = NULL;
+}
+
+int cryo_cgroup_get_paths(const char *rel, struct cryo_cgroup_paths *ret, struct cryo_error *err)
+{
+	struct cryo_cgroup_paths p = { 0 };
+	int r = lib_init(err);
+
+	if (r < 0)
+		return r;
+	if (v2_mount[0] && !(p.v2 = join(v2_mount, rel)))
+		return cryo_error_set(err, ENOMEM, "cgroup paths");
+	p.v1_freezer = v1_path("freezer", rel);
+	p.v1_memory = v1_path("memory", rel);
+	*ret = p;
+	return 0;
+}
+
+/* A libcgroup handle for rel with every controller (v1 ones and the v2 name). */
+static struct cgroup *new_cg(const char *rel, struct cgroup_controller **ret_ctrls, struct cryo_error *err)
+{
+	struct cgroup *cg = cgroup_new_cgroup(rel);
+	size_t i;
+
+	if (!cg) {
+		cryo_error_setx(err, ENOMEM, "allocate cgroup `%s`", rel);
+		return NULL;
+	}
+	for (i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
+		char *mp = NULL;
+
+		/* skip a controller this host doesn't mount */
+		if (cgroup_get_subsys_mount_point(v1_controllers[i], &mp) != 0) {
+			if (ret_ctrls)
+				ret_ctrls[i] = NULL;
+			continue;
+		}
+		free(mp);
+		struct cgroup_controller *c = cgroup_add_controller(cg, v1_controllers[i]);
+
+		if (!c) {
+			cgroup_free(&cg);
+			cryo_error_setx(err, ENOMEM, "cgroup `%s`: add controller %s", rel, v1_controllers[i]);
+			return NULL;
+		}
+		if (ret_ctrls)
+			ret_ctrls[i] = c;
+	}
+	if (v2_name[0] && !cgroup_add_controller(cg, v2_name)) {
+		cgroup_free(&cg);
+		cryo_error_setx(err, ENOMEM, "cgroup `%s`: add the cgroup2 hierarchy", rel);
+		return NULL;
+	}
+	return cg;
+}
+
+static int add_u64(struct cgroup_controller *c, const char *name, uint64_t v)
+{
+	return c ? cgroup_add_value_uint64(c, name, v) : 0;
+}
+
+static int add_str(struct cgroup_controller *c, const char *name, const char *v)
+{
+	return c ? cgroup_add_value_string(c, name, v) : 0;
+}
+
+static bool exists(const char *p)
+{
+	struct stat st;
+
+	return p && stat(p, &st) == 0;
+}
+
+int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, struct cryo_cgroup_paths *ret,
+		       struct cryo_error *err)
+{
+	struct cgroup_controller *ctrls[ARRAY_SIZE(v1_controllers)] = { 0 };
+	struct cryo_cgroup_paths paths = { 0 };
+	struct cgroup *cg = NULL;
+	int r;
+
+	r = cryo_cgroup_get_paths(rel, &paths, err);
+	if (r < 0)
+		return r;
+	if (exists(paths.v2) || exists(paths.v1_memory) || exists(paths.v1_freezer)) {
+		cryo_cgroup_paths_free(&paths);
+		return cryo_error_setx(err, EEXIST, "cgroup `%s` exists already", rel);
+	}
+	cg = new_cg(rel, ctrls, err);
+	if (!cg) {
+		cryo_cgroup_paths_free(&paths);
+		return -ENOMEM;
+	}
+	/* memory, cpu, pids are ctrls[0..2]; period before quota (the kernel checks quota against it) */
+	r = 0;
+	if (res->has_memory_limit)
+		r = res->memory_limit < 0 ? add_str(ctrls[0], "memory.limit_in_bytes", "-1") :
+					    add_u64(ctrls[0], "memory.limit_in_bytes", (uint64_t)res->memory_limit);
+	if (!r && res->has_memory_swap) {
+		_cleanup_free_ char *mp = v1_path("memory", "memory.memsw.limit_in_bytes");
+
+		/* memsw exists only with swap accounting; without it the limit can't be honoured */
+		if (!exists(mp)) {
+			r = cryo_error_setx(err, EOPNOTSUPP,
+					    "linux.resources.memory.swap: this kernel has no swap accounting (memory.memsw.*)");
+			goto fail_nocg;
+		}
+		r = res->memory_swap < 0 ? add_str(ctrls[0], "memory.memsw.limit_in_bytes", "-1") :
+					   add_u64(ctrls[0], "memory.memsw.limit_in_bytes", (uint64_t)res->memory_swap);
+	}
+	if (!r && res->has_cpu_shares)
+		r = add_u64(ctrls[1], "cpu.shares", res->cpu_shares);
+	if (!r && res->has_cpu_period)
+		r = add_u64(ctrls[1], "cpu.cfs_period_us", res->cpu_period);
+	if (!r && res->has_cpu_quota)
+		r = res->cpu_quota < 0 ? add_str(ctrls[1], "cpu.cfs_quota_us", "-1") :
+					 add_u64(ctrls[1], "cpu.cfs_quota_us", (uint64_t)res->cpu_quota);
+	if (!r && res->has_pids_limit) {
+		if (res->pids_limit <= 0)
+			r = add_str(ctrls[2], "pids.max", "max");
+		else
+			r = add_u64(ctrls[2], "pids.max", (uint64_t)res->pids_limit);
+	}
+	if (r) {
+		r = cg_err(err, r, "set limits of", rel);
+		goto fail_nocg;
+	}
+	if (cryo_fault("cgroup-create")) {
+		r = cryo_error_setx(err, EIO, "create cgroup `%s`: injected fault", rel);
+		goto fail_nocg;
+	}
+	r = cgroup_create_cgroup(cg, 0);
+	if (r) {
+		struct cryo_error derr = CRYO_ERROR_INIT;
+
+		r = cg_err(err, r, "create", rel);
+		/* libcgroup may have created some hierarchies before failing */
+		if (cryo_cgroup_destroy(rel, 1000, &derr) < 0)
+			cryo_warn("undo cgroup `%s`: %s", rel, derr.msg);
+		cryo_error_clear(&derr);
+		goto fail_nocg;
+	}
+	cgroup_free(&cg);
+	*ret = paths;
+	return 0;
+fail_nocg:
+	cgroup_free(&cg);
+	cryo_cgroup_paths_free(&paths);
+	return r;
+}
+
+int cryo_cgroup_attach(const char *rel, pid_t pid, struct cryo_error *err)
+{
+	struct cgroup *cg;
+	int r = lib_init(err);
+
+	if (r < 0)
+		return r;
+	cg = new_cg(rel, NULL, err);
+	if (!cg)
+		return -ENOMEM;
+	r = cgroup_attach_task_pid(cg, pid);
+	cgroup_free(&cg);
+	if (r)
+		return cg_err(err, r, "attach pid to", rel);
+	return 0;
+}
+
+int cryo_cgroup_pids(const char *rel, pid_t **ret, size_t *ret_n, struct cryo_error *err)
+{
+	_cleanup_free_ char *name = NULL;
+	pid_t *pids = NULL;
+	int n = 0, r;
+
+	r = lib_init(err);
+	if (r < 0)
+		return r;
+	name = strdup(rel);
+	if (!name)
+		return cryo_error_set(err, ENOMEM, "list cgroup `%s`", rel);
+	r = cgroup_get_procs(name, v2_name[0] ? v2_name : (char *)"memory", &pids, &n);
+	if (r) {
+		if (r == ECGOTHER && cgroup_get_last_errno() == ENOENT)
+			r = ECGROUPNOTEXIST;
+		return cg_err(err, r, "list tasks of", rel);
+	}
+	if (!pids)
+		pids = calloc(1, sizeof(*pids));
+	if (!pids)
+		return cryo_error_set(err, ENOMEM, "list cgroup `%s`", rel);
+	*ret = pids;
+	*ret_n = (size_t)n;
+	return 0;
+}
+
+int cryo_cgroup_kill(const char *rel, int sig, struct cryo_error *err)
+{
+	struct cryo_cgroup_paths p = { 0 };
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t i, n = 0;
+	int r;
+
+	r = cryo_cgroup_get_paths(rel, &p, err);
+	if (r < 0)
+		return r;
+	if (sig == SIGKILL && p.v2) {
+		_cleanup_close_ int dfd = open(p.v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+		/* cgroup.kill: no call in libcgroup; it kills atomically, forks included */
+		if (dfd >= 0 && cryo_write_file_at(dfd, "cgroup.kill", "1") == 0) {
+			cryo_cgroup_paths_free(&p);
+			return 0;
+		}
+	}
+	cryo_cgroup_paths_free(&p);
+	r = cryo_cgroup_pids(rel, &pids, &n, err);
+	if (r < 0)
+		return r;
+	for (i = 0; i < n; i++)
+		if (kill(pids[i], sig) < 0 && errno != ESRCH)
+			return cryo_error_set(err, errno, "kill pid %d in cgroup `%s`", (int)pids[i], rel);
+	return 0;
+}
+
+static void thaw(const struct cryo_cgroup_paths *p)
+{
+	if (p->v2 && exists(p->v2)) {
+		_cleanup_close_ int dfd = open(p->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+		if (dfd >= 0)
+			(void)cryo_write_file_at(dfd, "cgroup.freeze", "0");
+	}
+	if (p->v1_freezer && exists(p->v1_freezer)) {
+		_cleanup_close_ int dfd = open(p->v1_freezer, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+
+		if (dfd >= 0)
+			(void)cryo_write_file_at(dfd, "freezer.state", "THAWED");
+	}
+}
+
+static void remove_default_parent(const char *rel)
+{
+	const char *slash;
+	struct cgroup *cg;
+	char parent[PATH_MAX];
+
+	while (*rel == '/')
+		rel++;
+	slash = strchr(rel, '/');
+	if (!slash || strchr(slash + 1, '/') || (size_t)(slash - rel) != strlen(CRYO_CGROUP_DEFAULT_PARENT) ||
+	    strncmp(rel, CRYO_CGROUP_DEFAULT_PARENT, (size_t)(slash - rel)) != 0)
+		return;
+	snprintf(parent, sizeof(parent), "%s", CRYO_CGROUP_DEFAULT_PARENT);
+	cg = new_cg(parent, NULL, NULL);
+	if (!cg)
+		return;
+	/* other containers may live there: only an empty parent goes */
+	(void)cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_EMPTY_ONLY | CGFLAG_DELETE_IGNORE_MIGRATION);
+	cgroup_free(&cg);
+}
+
+int cryo_cgroup_destroy(const char *rel, int timeout_ms, struct cryo_error *err)
+{
+	struct cryo_cgroup_paths p = { 0 };
+	int64_t deadline = cryo_now_ms() + timeout_ms, backoff = 1;
+	struct cgroup *cg;
+	int r;
+
+	r = cryo_cgroup_get_paths(rel, &p, err);
+	if (r < 0)
+		return r;
+	if (!exists(p.v2) && !exists(p.v1_memory) && !exists(p.v1_freezer)) {
+		bool any = false;
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(v1_controllers) && !any; i++) {
+			_cleanup_free_ char *q = v1_path(v1_controllers[i], rel);
+
+			any = exists(q);
+		}
+		if (!any) {
+			cryo_cgroup_paths_free(&p);
+			remove_default_parent(rel);
+			return 0;
+		}
+	}
+	thaw(&p);
+	cryo_cgroup_paths_free(&p);
+	for (;;) {
+		_cleanup_free_ pid_t *pids = NULL;
+		struct cryo_error e = CRYO_ERROR_INIT;
+		size_t n = 0;
+
+		(void)cryo_cgroup_kill(rel, SIGKILL, &e);
+		cryo_error_clear(&e);
+		if (cryo_cgroup_pids(rel, &pids, &n, &e) < 0 || n == 0) {
+			cryo_error_clear(&e);
+			break;
+		}
+		if (cryo_now_ms() >= deadline)
+			return cryo_error_setx(err, EBUSY, "remove cgroup `%s`: %zu tasks still there after %d ms (first pid %d)",
+					       rel, n, timeout_ms, (int)pids[0]);
+		cryo_sleep_ms(backoff);
+		backoff = backoff * 2 > 50 ? 50 : backoff * 2;
+	}
+	cg = new_cg(rel, NULL, err);
+	if (!cg)
+		return -ENOMEM;
+	r = cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_RECURSIVE | CGFLAG_DELETE_IGNORE_MIGRATION);
+	cgroup_free(&cg);
+	if (r && r != ECGROUPNOTEXIST)
+		return cg_err(err, r, "remove", rel);
+	remove_default_parent(rel);
+	return 0;
+}

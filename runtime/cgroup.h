@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * A container's cgroups on this project's hosts: the v1 controllers
+ * (memory, cpu, pids, freezer) and the cgroup2 hierarchy side by side
+ * (hybrid layout), created, filled and removed through libcgroup.
+ * `rel` is the cgroup path relative to each hierarchy's root
+ * ("cryo/web"); absolute paths are derived from the mount points.
+ */
+#ifndef CRYO_CGROUP_H
+#define CRYO_CGROUP_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "error.h"
+#include "spec.h"
+
+struct cryo_cgroup_paths {
+	char *v2;          /* absolute path in the cgroup2 hierarchy, or NULL */
+	char *v1_freezer;  /* absolute path in the v1 freezer hierarchy, or NULL */
+	char *v1_memory;   /* absolute path in the v1 memory hierarchy, or NULL */
+};
+
+void cryo_cgroup_paths_free(struct cryo_cgroup_paths *p);
+
+/* The default relative path of a container's cgroup: "cryo/<id>". */
+#define CRYO_CGROUP_DEFAULT_PARENT "cryo"
+
+/*
+ * Create rel in every hierarchy and write the resource limits. -EEXIST
+ * when the cgroup exists already (it is not ours to take over). On
+ * failure nothing is left behind.
+ */
+int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, struct cryo_cgroup_paths *ret,
+		       struct cryo_error *err);
+
+/* Move pid into rel in every hierarchy. */
+int cryo_cgroup_attach(const char *rel, pid_t pid, struct cryo_error *err);
+
+/* The pids in rel (v2 cgroup.procs, else the v1 memory/pids hierarchy). */
+int cryo_cgroup_pids(const char *rel, pid_t **ret, size_t *ret_n, struct cryo_error *err);
+
+/*
+ * Send sig to every task in rel. SIGKILL on cgroup2 uses cgroup.kill, which
+ * also catches tasks forking while we look.
+ */
+int cryo_cgroup_kill(const char *rel, int sig, struct cryo_error *err);
+
+/*
+ * Kill what is left (thawing first), wait up to timeout_ms for the tasks
+ * to go, and remove rel from every hierarchy; a missing cgroup is fine.
+ * Empty default parents ("cryo") are removed too.
+ */
+int cryo_cgroup_destroy(const char *rel, int timeout_ms, struct cryo_error *err);
+
+/* The absolute paths of rel (whether or not they exist). */
+int cryo_cgroup_get_paths(const char *rel, struct cryo_cgroup_paths *ret, struct cryo_error *err);
+
+#endif

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cgtarget.h"
+#include "cli.h"
+#include "util.h"
+
+#define LOCK_TIMEOUT_MS 10000
+
+/* FNV-1a: a stable journal name for a cgroup path */
+static uint64_t hash_path(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const char *cgroup, struct cryo_error *err)
+{
+	int r;
+
+	*t = (struct cgtarget){ .lock_fd = -1 };
+	if (cgroup) {
+		snprintf(t->hold_name, sizeof(t->hold_name), "cgroup-%016llx", (unsigned long long)hash_path(cgroup));
+		snprintf(t->what, sizeof(t->what), "cgroup `%s`", cgroup);
+		return cryo_freezer_open_path(cgroup, &t->f, err);
+	}
+	r = cryo_validate_id(id, err);
+	if (r < 0)
+		return r;
+	snprintf(t->hold_name, sizeof(t->hold_name), "%s", id);
+	snprintf(t->what, sizeof(t->what), "container `%s`", id);
+	r = cryo_state_lock(root, id, LOCK_TIMEOUT_MS, &t->lock_fd, err);
+	if (r < 0)
+		return r;
+	r = cryo_state_load(root, id, &t->st, err);
+	if (r < 0)
+		goto fail;
+	cryo_state_refresh(t->st);
+	/* a stopped container's cgroup may be gone: say what is wrong */
+	if (t->st->status == CRYO_STATUS_STOPPED || t->st->status == CRYO_STATUS_CREATING) {
+		r = cryo_error_setx(err, EINVAL, "container `%s` is %s, not running", id, cryo_status_names[t->st->status]);
+		goto fail;
+	}
+	r = cryo_freezer_open_for(t->st->freezer_backend, t->st->cgroup_v2, t->st->cgroup_v1_freezer, &t->f, err);
+	if (r < 0) {
+		cryo_error_prefix(err, "container `%s`", id);
+		goto fail;
+	}
+	return 0;
+fail:
+	cgtarget_close(t);
+	return r;
+}
+
+int cgtarget_set_status(struct cgtarget *t, const char *root, enum cryo_status status, struct cryo_error *err)
+{
+	if (!t->st)
+		return 0;
+	t->st->status = status;
+	return cryo_state_save(root, t->st, err);
+}
+
+void cgtarget_close(struct cgtarget *t)
+{
+	cryo_freezer_close(t->f);
+	t->f = NULL;
+	cryo_state_free(t->st);
+	t->st = NULL;
+	if (t->lock_fd >= 0)
+		close(t->lock_fd);
+	t->lock_fd = -1;
+}
+
+int cgtarget_fail(int r, struct cryo_error *err)
+{
+	cli_fail(err);
+	return r == -EBUSY ? CLI_EXIT_BUSY : 1;
+}

@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <stdio.h>
+#include <string.h>
+#include <sys/utsname.h>
+
+#include "criu.h"
+#include "cli.h"
+
+/*
+ * `cryo check`: can this host checkpoint and restore? Prints one line per
+ * fact and, when it can't, why; exit 0 when CRIU works here, 1 when not.
+ */
+int cmd_check(struct cryo_cli *cli, int argc, char **argv)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_criu_host h;
+	struct utsname u;
+	int r;
+
+	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+		printf("Usage: cryo check\n\nCheck whether this host can checkpoint and restore containers (CRIU's\n"
+		       "self-check, its version, hardware breakpoints). Exit 0 when it can.\n");
+		return 0;
+	}
+	if (argc > 1)
+		return cli_usage_error("check", "unexpected argument `%s`", argv[1]);
+
+	r = cryo_criu_check_host(&h, &err);
+	if (r < 0)
+		return cli_fail(&err);
+	if (uname(&u) == 0)
+		printf("kernel: %s %s\n", u.sysname, u.release);
+	if (!h.found) {
+		printf("criu: not found (libcriu could not run `criu`)\n");
+		printf("checkpoint/restore: NOT available: install the criu package\n");
+		return 1;
+	}
+	printf("criu: %u.%u.%u\n", h.version.major, h.version.minor, h.version.sublevel);
+	if (h.hw_breakpoints < 0)
+		printf("hardware breakpoints: probe failed: %s\n", strerror(-h.hw_breakpoints));
+	else
+		printf("hardware breakpoints: %s (%s)\n", h.hw_breakpoints ? "yes" : "no", h.hw_breakpoints_why);
+	if (h.needs_fault_130)
+		printf("criu fault injection: CRIU_FAULT=130 is set for CRIU (CRIU >= 4 needs it without hardware breakpoints)\n");
+	else if (h.version.major < 4)
+		printf("criu fault injection: none needed (CRIU < 4 does not use hardware breakpoints)\n");
+	else
+		printf("criu fault injection: none needed\n");
+	if (h.check_ok) {
+		printf("criu check: ok\n");
+		printf("checkpoint/restore: available\n");
+		cryo_criu_host_done(&h);
+		return 0;
+	}
+	printf("criu check: FAILED: %s\n", h.check_errors ? h.check_errors : "no Error lines in its log");
+	printf("checkpoint/restore: NOT available on this host: CRIU %u.%u.%u fails its self-check on kernel %s%s\n",
+	       h.version.major, h.version.minor, h.version.sublevel, u.release,
+	       h.check_errors && strstr(h.check_errors, "vdso") ?
+		       " (its vDSO parser predates this kernel's vDSO layout; use CRIU >= 4 or a kernel < 6.13)" :
+		       "");
+	cryo_criu_host_done(&h);
+	return 1;
+}

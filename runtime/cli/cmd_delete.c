@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <getopt.h>
+#include <stdio.h>
+
+#include "container.h"
+#include "cli.h"
+
+int cmd_delete(struct cryo_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "force", no_argument, NULL, 'f' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cryo_error err = CRYO_ERROR_INIT;
+	bool force = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "+fh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'f':
+			force = true;
+			break;
+		case 'h':
+			printf("Usage: cryo delete [--force] ID\n\nRemove a stopped or created container; --force kills a running one.\n");
+			return 0;
+		default:
+			return cli_usage_error("delete", "bad option");
+		}
+	}
+	if (optind != argc - 1)
+		return cli_usage_error("delete", "expects exactly one container id");
+	if (cryo_container_delete(cli->root, argv[optind], force, &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}

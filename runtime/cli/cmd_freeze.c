@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cryo freeze / cryo pause: freeze a container's cgroup (or any cgroup
+ * with --cgroup) and wait until it is FROZEN.
+ *
+ * --deadline MS journals a hold whose watchdog thaws the cgroup MS from
+ * now unless `cryo thaw` comes first; --hold MS keeps cryo itself holding
+ * the freeze for MS (a stand-in for the frozen window of a checkpoint):
+ * if cryo dies meanwhile, its watchdog thaws at once.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "cgtarget.h"
+#include "cli.h"
+#include "hold.h"
+#include "log.h"
+#include "util.h"
+
+#define DEFAULT_TIMEOUT_MS 5000
+#define HOLD_GRACE_MS 1000
+
+static void usage(const char *name, FILE *out)
+{
+	fprintf(out,
+		"Usage: cryo %s [OPTIONS] ID\n"
+		"       cryo %s [OPTIONS] --cgroup PATH\n"
+		"\n"
+		"Freeze every task of the container and wait until the cgroup is FROZEN.\n"
+		"If some task can't freeze in time (e.g. it sleeps uninterruptibly on a\n"
+		"frozen filesystem), cryo retries with backoff until the timeout, then\n"
+		"thaws the cgroup back and names the tasks that blocked it.\n"
+		"\n"
+		"Options:\n"
+		"  --timeout MS       how long to wait for FROZEN (default %d)\n"
+		"  --keep-freezing    on timeout leave the cgroup FREEZING (freeze again to retry,\n"
+		"                     thaw to cancel) instead of thawing back\n"
+		"  --thaw-retry       retry by thawing and freezing again (default on cgroup v1)\n"
+		"  --deadline MS      thaw automatically MS from now unless `cryo thaw` comes first\n"
+		"  --hold MS          stay and hold the freeze for MS, then thaw; if cryo dies,\n"
+		"                     its watchdog thaws at once\n"
+		"  --cgroup PATH      freeze this cgroup directory instead of a container\n"
+		"\n"
+		"Exit status: 0 frozen, 1 error, 2 usage, 3 the cgroup did not freeze in time\n"
+		"(EBUSY; thawed back, or left FREEZING with --keep-freezing).\n",
+		name, name, DEFAULT_TIMEOUT_MS);
+}
+
+/* Sleep up to ms, cut short by SIGINT/SIGTERM so the hold ends cleanly. */
+static void hold_for(uint64_t ms)
+{
+	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
+	sigset_t set, old;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigprocmask(SIG_BLOCK, &set, &old);
+	while (sigtimedwait(&set, NULL, &ts) < 0 && errno == EINTR)
+		;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+}
+
+static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "timeout", required_argument, NULL, 't' },
+		{ "keep-freezing", no_argument, NULL, 'k' },
+		{ "thaw-retry", no_argument, NULL, 'r' },
+		{ "deadline", required_argument, NULL, 'd' },
+		{ "hold", required_argument, NULL, 'H' },
+		{ "cgroup", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cryo_error err = CRYO_ERROR_INIT;
+	uint64_t timeout = DEFAULT_TIMEOUT_MS, deadline = 0, hold_ms = 0;
+	const char *cgroup = NULL, *id = NULL;
+	unsigned flags = CRYO_FREEZER_STRICT;
+	bool thaw_retry = false;
+	struct cryo_hold *hold = NULL;
+	struct cgtarget t;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &timeout) < 0)
+				return cli_usage_error(name, "--timeout wants milliseconds, not `%s`", optarg);
+			break;
+		case 'k':
+			flags |= CRYO_FREEZER_KEEP_FREEZING;
+			break;
+		case 'r':
+			thaw_retry = true;
+			break;
+		case 'd':
+			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &deadline) < 0 || deadline == 0)
+				return cli_usage_error(name, "--deadline wants milliseconds > 0, not `%s`", optarg);
+			break;
+		case 'H':
+			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &hold_ms) < 0 || hold_ms == 0)
+				return cli_usage_error(name, "--hold wants milliseconds > 0, not `%s`", optarg);
+			break;
+		case 'c':
+			cgroup = optarg;
+			break;
+		case 'h':
+			usage(name, stdout);
+			return 0;
+		default:
+			return cli_usage_error(name, "unknown option");
+		}
+	}
+	if (optind < argc)
+		id = argv[optind++];
+	if (optind < argc)
+		return cli_usage_error(name, "unexpected argument `%s`", argv[optind]);
+	if (!!id == !!cgroup)
+		return cli_usage_error(name, "give a container ID or --cgroup PATH (exactly one)");
+	if (deadline && hold_ms)
+		return cli_usage_error(name, "--deadline and --hold exclude each other");
+	if (oci && cgroup)
+		return cli_usage_error(name, "works on containers; use `cryo freeze --cgroup`");
+
+	r = cgtarget_open(&t, cli->root, id, cgroup, &err);
+	if (r < 0)
+		return cli_fail(&err);
+	if (t.st && t.st->status != CRYO_STATUS_RUNNING && t.st->status != CRYO_STATUS_PAUSED) {
+		r = cryo_error_setx(&err, EINVAL, "container `%s` is %s, not running", id, cryo_status_names[t.st->status]);
+		goto fail;
+	}
+	/* v1 tasks can miss a single kick; a thaw + freeze catches them */
+	if (thaw_retry || cryo_freezer_backend_of(t.f) == CRYO_FREEZER_V1)
+		flags |= CRYO_FREEZER_THAW_RETRY;
+
+	/* the hold (watchdog + journal) exists before the freeze it guards */
+	if (deadline || hold_ms) {
+		r = cryo_hold_acquire(cli->root, t.hold_name, CRYO_HOLD_CGROUP_THAW, cryo_freezer_path(t.f),
+				      cryo_freezer_backend_names[cryo_freezer_backend_of(t.f)],
+				      deadline ? deadline : hold_ms + HOLD_GRACE_MS,
+				      hold_ms ? CRYO_HOLD_UNDO_ON_EXIT : 0, cryo_freezer_hold_undo, &hold, &err);
+		if (r < 0)
+			goto fail;
+	}
+	r = cryo_freezer_freeze(t.f, (int64_t)timeout, flags, &err);
+	if (r < 0) {
+		cryo_error_prefix(&err, "freeze %s", t.what);
+		goto fail_release;
+	}
+	r = cgtarget_set_status(&t, cli->root, CRYO_STATUS_PAUSED, &err);
+	if (r < 0)
+		goto fail_thaw;
+
+	if (hold_ms) {
+		hold_for(hold_ms);
+		r = cryo_hold_release(TAKE_PTR(hold), &err);
+		if (r < 0 && r != -ETIME)
+			goto fail_thaw;
+		cryo_error_clear(&err);
+		r = cryo_freezer_thaw(t.f, DEFAULT_TIMEOUT_MS, 0, &err);
+		if (r < 0)
+			goto fail;
+		r = cgtarget_set_status(&t, cli->root, CRYO_STATUS_RUNNING, &err);
+		if (r < 0)
+			goto fail;
+	} else if (hold) {
+		/* the watchdog and the journal carry the hold from here */
+		cryo_hold_free(TAKE_PTR(hold));
+	}
+	cgtarget_close(&t);
+	return 0;
+
+fail_thaw:
+	{
+		struct cryo_error terr = CRYO_ERROR_INIT;
+
+		if (cryo_freezer_thaw(t.f, DEFAULT_TIMEOUT_MS, 0, &terr) < 0) {
+			cryo_warn("thaw back %s: %s", t.what, terr.msg);
+			cryo_error_clear(&terr);
+		}
+	}
+fail_release:
+	if (hold) {
+		struct cryo_error herr = CRYO_ERROR_INIT;
+
+		/* KEEP_FREEZING leaves it FREEZING; the deadline still guards it */
+		if (flags & CRYO_FREEZER_KEEP_FREEZING)
+			cryo_hold_free(TAKE_PTR(hold));
+		else if (cryo_hold_release(TAKE_PTR(hold), &herr) < 0)
+			cryo_warn("release hold of %s: %s", t.what, herr.msg);
+		cryo_error_clear(&herr);
+	}
+fail:
+	cgtarget_close(&t);
+	return cgtarget_fail(r, &err);
+}
+
+int cmd_freeze(struct cryo_cli *cli, int argc, char **argv)
+{
+	return run_freeze("freeze", false, cli, argc, argv);
+}
+
+int cmd_pause(struct cryo_cli *cli, int argc, char **argv)
+{
+	return run_freeze("pause", true, cli, argc, argv);
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cryo thaw / cryo resume: thaw a container's cgroup (or --cgroup PATH);
+ * from FREEZING this cancels the freeze. A hold left by
+ * `cryo freeze --deadline` is released first so its watchdog stands down.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cgtarget.h"
+#include "cli.h"
+#include "hold.h"
+#include "util.h"
+
+#define DEFAULT_TIMEOUT_MS 5000
+
+static void usage(const char *name, FILE *out)
+{
+	fprintf(out,
+		"Usage: cryo %s [--timeout MS] ID\n"
+		"       cryo %s [--timeout MS] --cgroup PATH\n"
+		"\n"
+		"Thaw the container's cgroup (cancels a freeze still FREEZING) and wait\n"
+		"until it runs again.\n"
+		"\n"
+		"Exit status: 0 thawed, 1 error (e.g. it was not frozen), 2 usage.\n",
+		name, name);
+}
+
+static int run_thaw(const char *name, bool oci, struct cryo_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "timeout", required_argument, NULL, 't' },
+		{ "cgroup", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cryo_error err = CRYO_ERROR_INIT;
+	const char *cgroup = NULL, *id = NULL;
+	uint64_t timeout = DEFAULT_TIMEOUT_MS;
+	struct cgtarget t;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &timeout) < 0)
+				return cli_usage_error(name, "--timeout wants milliseconds, not `%s`", optarg);
+			break;
+		case 'c':
+			cgroup = optarg;
+			break;
+		case 'h':
+			usage(name, stdout);
+			return 0;
+		default:
+			return cli_usage_error(name, "unknown option");
+		}
+	}
+	if (optind < argc)
+		id = argv[optind++];
+	if (optind < argc)
+		return cli_usage_error(name, "unexpected argument `%s`", argv[optind]);
+	if (!!id == !!cgroup)
+		return cli_usage_error(name, "give a container ID or --cgroup PATH (exactly one)");
+	if (oci && cgroup)
+		return cli_usage_error(name, "works on containers; use `cryo thaw --cgroup`");
+
+	r = cgtarget_open(&t, cli->root, id, cgroup, &err);
+	if (r < 0)
+		return cli_fail(&err);
+	if (t.st && t.st->status != CRYO_STATUS_RUNNING && t.st->status != CRYO_STATUS_PAUSED) {
+		r = cryo_error_setx(&err, EINVAL, "container `%s` is %s, not paused", id, cryo_status_names[t.st->status]);
+		goto out;
+	}
+	r = cryo_hold_release_name(cli->root, t.hold_name, &err);
+	if (r < 0 && r != -ENOENT && r != -ETIME)
+		goto out;
+	cryo_error_clear(&err);
+	r = cryo_freezer_thaw(t.f, (int64_t)timeout, CRYO_FREEZER_STRICT, &err);
+	if (r < 0) {
+		cryo_error_prefix(&err, "thaw %s", t.what);
+		goto out;
+	}
+	r = cgtarget_set_status(&t, cli->root, CRYO_STATUS_RUNNING, &err);
+out:
+	cgtarget_close(&t);
+	return r < 0 ? cli_fail(&err) : 0;
+}
+
+int cmd_thaw(struct cryo_cli *cli, int argc, char **argv)
+{
+	return run_thaw("thaw", false, cli, argc, argv);
+}
+
+int cmd_resume(struct cryo_cli *cli, int argc, char **argv)
+{
+	return run_thaw("resume", true, cli, argc, argv);
+}

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <termios.h>
+
+#include "console.h"
+#include "util.h"
+
+#define NAME_MAX_LEN 4096
+
+int cryo_console_connect(const char *path, int *ret_fd, struct cryo_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return cryo_error_setx(err, ENAMETOOLONG, "console socket `%s`: path longer than %zu bytes", path,
+				       sizeof(sa.sun_path) - 1);
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "console socket `%s`: socket", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return cryo_error_set(err, errno, "connect to console socket `%s`", path);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int cryo_console_send_fd(int socket_fd, int fd, const char *name, struct cryo_error *err)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	/*
+	 * A stream socket drops ancillary data sent with an empty payload, so
+	 * an unnamed fd still travels with one NUL byte.
+	 */
+	struct iovec iov = { .iov_base = (void *)(name && *name ? name : ""),
+			     .iov_len = name && *name ? strlen(name) : 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	memset(&u, 0, sizeof(u));
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	do
+		n = sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return cryo_error_set(err, errno, "send the console fd");
+	if ((size_t)n != iov.iov_len)
+		return cryo_error_setx(err, EIO, "send the console fd: short write");
+	return 0;
+}
+
+int cryo_console_recv_fd(int socket_fd, int *ret_fd, char **ret_name, struct cryo_error *err)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} u;
+	_cleanup_free_ char *name = malloc(NAME_MAX_LEN + 1);
+	struct iovec iov = { .iov_base = name, .iov_len = NAME_MAX_LEN };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	int fd = -1;
+	ssize_t n;
+
+	if (!name)
+		return cryo_error_set(err, ENOMEM, "receive the console fd");
+	memset(&u, 0, sizeof(u));
+	do
+		n = recvmsg(socket_fd, &msg, MSG_CMSG_CLOEXEC);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return cryo_error_set(err, errno, "receive the console fd");
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		size_t nfds;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfds = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfds; i++) {
+			int f;
+
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (fd < 0)
+				fd = f;
+			else
+				close(f); /* more than one: keep the first, leak nothing */
+		}
+	}
+	if (fd < 0)
+		return cryo_error_setx(err, EBADMSG, "receive the console fd: %s",
+				       n == 0 ? "peer closed the socket" : "message carries no file descriptor");
+	if (msg.msg_flags & MSG_CTRUNC) {
+		close(fd);
+		return cryo_error_setx(err, EBADMSG, "receive the console fd: control data truncated");
+	}
+	name[n] = '\0';
+	if (ret_name)
+		*ret_name = TAKE_PTR(name);
+	*ret_fd = fd;
+	return 0;
+}
+
+/*
+ * Why TIOCGPTPEER rather than open(ptsname()): the name is resolved in
+ * whatever /dev/pts the process sees, which a hostile rootfs could have
+ * replaced; the peer ioctl gets the slave of exactly this master.
+ */
+int cryo_console_setup(int socket_fd, struct cryo_error *err)
+{
+	_cleanup_close_ int master = -1, slave = -1;
+	char name[256];
+
+	master = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (master < 0)
+		return cryo_error_set(err, errno, "console: open /dev/ptmx");
+	if (unlockpt(master) < 0)
+		return cryo_error_set(err, errno, "console: unlockpt");
+	if (ptsname_r(master, name, sizeof(name)) != 0)
+		return cryo_error_set(err, errno, "console: ptsname");
+	slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (slave < 0)
+		return cryo_error_set(err, errno, "console: open the pty slave %s", name);
+	if (cryo_console_send_fd(socket_fd, master, name, err) < 0)
+		return cryo_error_prefix(err, "console");
+	close(TAKE_FD(master));
+
+	if (setsid() < 0 && getsid(0) != getpid())
+		return cryo_error_set(err, errno, "console: setsid");
+	if (ioctl(slave, TIOCSCTTY, 0) < 0)
+		return cryo_error_set(err, errno, "console: make %s the controlling terminal", name);
+	for (int i = 0; i < 3; i++)
+		if (dup2(slave, i) < 0)
+			return cryo_error_set(err, errno, "console: dup %s onto fd %d", name, i);
+	if (slave <= 2)
+		TAKE_FD(slave); /* now one of 0..2: keep it open */
+	return 0;
+}
+
+int cryo_console_resize(int fd, unsigned int height, unsigned int width, struct cryo_error *err)
+{
+	struct winsize ws = { 0 };
+
+	if (height > UINT16_MAX || width > UINT16_MAX)
+		return cryo_error_setx(err, EINVAL, "process.consoleSize: %ux%u is larger than 65535x65535", height,
+				       width);
+	ws.ws_row = (unsigned short)height;
+	ws.ws_col = (unsigned short)width;
+	if (ioctl(fd, TIOCSWINSZ, &ws) < 0)
+		return cryo_error_set(err, errno, "console: set the window size to %ux%u", height, width);
+	return 0;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * process.terminal with --console-socket, runc's protocol: the container
+ * init opens a pty in the container's own devpts, sends the master fd over
+ * the unix socket (one message, SCM_RIGHTS, payload = the pty's name) and
+ * makes the slave its controlling terminal and stdin/stdout/stderr.
+ *
+ *  runtime parent:  cryo_console_connect(path, &fd)   before cloning init;
+ *                   the fd is inherited (or passed) to the init
+ *  container init:  cryo_console_setup(fd)   after pivot_root (so /dev/ptmx
+ *                   is the container's devpts), before setuid; then close fd
+ */
+#ifndef CRYO_CONSOLE_H
+#define CRYO_CONSOLE_H
+
+#include "error.h"
+
+/* Connect to the AF_UNIX stream socket at path; *ret_fd is O_CLOEXEC. */
+int cryo_console_connect(const char *path, int *ret_fd, struct cryo_error *err);
+
+/*
+ * Open a pty pair via /dev/ptmx, send the master over socket_fd, make the
+ * slave the controlling terminal (setsid, TIOCSCTTY) and dup it onto 0/1/2.
+ * The master is closed in this process afterwards.
+ */
+int cryo_console_setup(int socket_fd, struct cryo_error *err);
+
+/*
+ * process.consoleSize: set the window size of the terminal on fd (0 after
+ * cryo_console_setup) so the first program sees the right geometry.
+ */
+int cryo_console_resize(int fd, unsigned int height, unsigned int width, struct cryo_error *err);
+
+/*
+ * Send fd over the unix socket with payload name (runc's message). Exposed
+ * for tests and for a runtime that allocates the pty elsewhere.
+ */
+int cryo_console_send_fd(int socket_fd, int fd, const char *name, struct cryo_error *err);
+
+/* Receive one such message: *ret_fd (O_CLOEXEC), and the name when ret_name. */
+int cryo_console_recv_fd(int socket_fd, int *ret_fd, char **ret_name, struct cryo_error *err);
+
+#endif

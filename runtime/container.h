@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The OCI lifecycle: create (everything set up, the init waits on the
+ * exec fifo), start (release it), run (both, optionally waiting for the
+ * exit status), kill, delete, state. Each entry point takes the state root
+ * (--root) and a container id and holds the container's lock while it
+ * changes something.
+ */
+#ifndef CRYO_CONTAINER_H
+#define CRYO_CONTAINER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <json-c/json.h>
+
+#include "error.h"
+#include "freezer.h"
+#include "state.h"
+
+struct cryo_create_opts {
+	const char *root;            /* state root */
+	const char *id;
+	const char *bundle;          /* bundle dir (relative is fine) */
+	const char *pid_file;        /* write the init's pid here, or NULL */
+	const char *console_socket;  /* unix socket for the pty master, or NULL */
+};
+
+
+int cryo_container_create(const struct cryo_create_opts *o, struct cryo_error *err);
+int cryo_container_start(const char *root, const char *id, struct cryo_error *err);
+
+/*
+ * create + start. detach: return once started. Otherwise wait for the
+ * init, forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 to it,
+ * remove the container and set *ret_status to its exit code (128+n when
+ * killed by signal n).
+ */
+int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_status, struct cryo_error *err);
+
+/* Signal the init (all: every task of the cgroup). */
+int cryo_container_kill(const char *root, const char *id, int sig, bool all, struct cryo_error *err);
+
+/* Remove a stopped (or created) container; force kills a running one first. */
+int cryo_container_delete(const char *root, const char *id, bool force, struct cryo_error *err);
+
+/* Load + refresh: status from the kernel (stopped, paused when frozen). */
+int cryo_container_load(const char *root, const char *id, struct cryo_state **ret, struct cryo_error *err);
+
+/* The freezer state of the container's cgroup (backend from the state). */
+int cryo_container_freezer_state(const struct cryo_state *st, enum cryo_freezer_state *ret, struct cryo_error *err);
+
+/* The OCI state JSON (+ "org.cryo.freezer"). */
+int cryo_container_state_json(const char *root, const char *id, struct json_object **ret, struct cryo_error *err);
+
+/* The pids in the container's cgroup. */
+int cryo_container_pids(const char *root, const char *id, pid_t **ret, size_t *ret_n, struct cryo_error *err);
+
+/* Signal names and numbers: "KILL", "SIGKILL", "9". */
+int cryo_signal_parse(const char *s, int *ret);
+
+#endif

@@ -1,0 +1,491 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/stat.h>
+#include <sys/user.h>
+#include <sys/wait.h>
+
+#include <criu/criu.h>
+
+#include "criu.h"
+#include "criu-rpc.h"
+#include "image.h"
+#include "log.h"
+#include "util.h"
+
+#define CRIU_LOG_LEVEL 4
+#define CRIU_FAULT_NO_BREAKPOINTS "130"
+#define LOG_ERRORS_MAX_LINES 4
+#define LOG_ERRORS_MAX_LEN 1500
+
+const char *const cryo_criu_cg_mode_names[_CRYO_CRIU_CG_MAX] = {
+	[CRYO_CRIU_CG_DEFAULT] = "default",
+	[CRYO_CRIU_CG_SOFT] = "soft",
+	[CRYO_CRIU_CG_FULL] = "full",
+	[CRYO_CRIU_CG_STRICT] = "strict",
+	[CRYO_CRIU_CG_IGNORE] = "ignore",
+};
+
+int cryo_criu_cg_mode_from_string(const char *s, enum cryo_criu_cg_mode *ret, struct cryo_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cryo_criu_cg_mode_names); i++)
+		if (s && strcmp(s, cryo_criu_cg_mode_names[i]) == 0) {
+			*ret = (enum cryo_criu_cg_mode)i;
+			return 0;
+		}
+	return cryo_error_setx(err, EINVAL, "unknown cgroups mode `%s` (soft, full, strict or ignore)", s ? s : "");
+}
+
+static enum criu_cg_mode to_criu_cg_mode(enum cryo_criu_cg_mode m)
+{
+	switch (m) {
+	case CRYO_CRIU_CG_SOFT:
+		return CRIU_CG_MODE_SOFT;
+	case CRYO_CRIU_CG_FULL:
+		return CRIU_CG_MODE_FULL;
+	case CRYO_CRIU_CG_STRICT:
+		return CRIU_CG_MODE_STRICT;
+	case CRYO_CRIU_CG_IGNORE:
+		return CRIU_CG_MODE_IGNORE;
+	default:
+		return CRIU_CG_MODE_DEFAULT;
+	}
+}
+
+/*
+ * Collect Error lines. CRIU also logs the exit of every helper it ran
+ * (`exited, status=1` of an iptables probe...); those say nothing on
+ * their own, so they are skipped unless nothing else is there.
+ */
+static char *log_errors(const char *path, unsigned max_lines, bool skip_exits)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	char *out = NULL;
+	size_t cap = 0, len = 0;
+	unsigned n = 0;
+
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	while (n < max_lines && getline(&line, &cap, f) > 0) {
+		char *e = strstr(line, "Error (");
+		size_t l;
+		char *nb;
+
+		if (!e || (skip_exits && strstr(e, "exited, status=")))
+			continue;
+		l = strcspn(e, "\n");
+		if (len + l + 3 > LOG_ERRORS_MAX_LEN)
+			break;
+		nb = realloc(out, len + l + 3);
+		if (!nb)
+			break;
+		out = nb;
+		if (len > 0) {
+			memcpy(out + len, "; ", 2);
+			len += 2;
+		}
+		memcpy(out + len, e, l);
+		len += l;
+		out[len] = '\0';
+		n++;
+	}
+	return out;
+}
+
+char *cryo_criu_log_errors(const char *path, unsigned max_lines)
+{
+	char *s = log_errors(path, max_lines, true);
+
+	return s ? s : log_errors(path, max_lines, false);
+}
+
+/*
+ * The probe: a traced child stops, gets a hardware execution breakpoint
+ * (DR0 + DR7.L0) on a function it is about to call, and runs. A working
+ * breakpoint stops it with SIGTRAP; where debug registers are accepted
+ * but never fire (some hypervisors), it runs to its exit.
+ */
+static __attribute__((noinline)) void probe_target(void)
+{
+	__asm__ volatile("" ::: "memory");
+}
+
+int cryo_criu_probe_hw_breakpoints(const char **ret_why)
+{
+	static int cached = -1000;
+	static const char *cached_why;
+	const char *why = NULL;
+	int status, r;
+	pid_t pid;
+
+	if (cached != -1000) {
+		if (ret_why)
+			*ret_why = cached_why;
+		return cached;
+	}
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0)
+			_exit(2);
+		raise(SIGSTOP);
+		probe_target();
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFSTOPPED(status)) {
+		r = -ECHILD;
+		goto out;
+	}
+	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[0]), (void *)probe_target) < 0) {
+		why = "ptrace cannot set debug register DR0";
+		r = 0;
+		goto out;
+	}
+	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[7]), (void *)1L) < 0) {
+		why = "ptrace cannot enable DR7";
+		r = 0;
+		goto out;
+	}
+	if (ptrace(PTRACE_CONT, pid, NULL, NULL) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (waitpid(pid, &status, 0) != pid) {
+		r = -ECHILD;
+		goto out;
+	}
+	if (WIFSTOPPED(status) && WSTOPSIG(status) == SIGTRAP) {
+		why = "an execution breakpoint trapped";
+		r = 1;
+	} else {
+		why = "an execution breakpoint was accepted but never trapped";
+		r = 0;
+	}
+out:
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r >= 0) {
+		cached = r;
+		cached_why = why;
+	}
+	if (ret_why)
+		*ret_why = why;
+	return r;
+}
+
+static void criu_opts_freep(criu_opts **o)
+{
+	if (*o)
+		criu_local_free_opts(*o);
+}
+
+static int new_opts(criu_opts **ret, struct cryo_error *err)
+{
+	const char *bin = getenv("CRYO_CRIU");
+	criu_opts *o = NULL;
+	int r;
+
+	r = criu_local_init_opts(&o);
+	if (r < 0)
+		return cryo_error_set(err, -r, "libcriu: init options");
+	if (bin && *bin) {
+		r = criu_local_set_service_binary(o, bin);
+		if (r < 0) {
+			criu_local_free_opts(o);
+			return cryo_error_set(err, -r, "libcriu: service binary");
+		}
+	}
+	*ret = o;
+	return 0;
+}
+
+static int version_of(criu_opts *o, struct cryo_criu_version *ret, struct cryo_error *err)
+{
+	int v;
+
+	v = criu_local_get_version(o);
+	if (v <= 0)
+		return cryo_error_setx(err, ENOENT, "cannot run CRIU (`%s`) to ask its version: is the criu package installed?",
+				       getenv("CRYO_CRIU") ? getenv("CRYO_CRIU") : "criu");
+	ret->code = v;
+	ret->major = (unsigned)v / 10000;
+	ret->minor = (unsigned)v / 100 % 100;
+	ret->sublevel = (unsigned)v % 100;
+	return 0;
+}
+
+int cryo_criu_get_version(struct cryo_criu_version *ret, struct cryo_error *err)
+{
+	_cleanup_(criu_opts_freep) criu_opts *o = NULL;
+	int r;
+
+	r = new_opts(&o, err);
+	if (r < 0)
+		return r;
+	return version_of(o, ret, err);
+}
+
+/* CRIU >= 4 without working hardware breakpoints needs CRIU_FAULT=130. */
+static bool needs_fault_130(const struct cryo_criu_version *v)
+{
+	const char *why;
+
+	return v->major >= 4 && cryo_criu_probe_hw_breakpoints(&why) == 0;
+}
+
+static void prepare_env(const struct cryo_criu_version *v)
+{
+	if (getenv("CRIU_FAULT") || !needs_fault_130(v))
+		return;
+	/* libcriu forks `criu swrk`: it inherits our environment */
+	if (setenv("CRIU_FAULT", CRIU_FAULT_NO_BREAKPOINTS, 0) == 0)
+		cryo_debug("CRIU %u.%u.%u and no hardware breakpoints: running CRIU with CRIU_FAULT=130", v->major,
+			   v->minor, v->sublevel);
+}
+
+/* Path of CRIU's log for messages. */
+static char *log_path(const struct cryo_criu_opts *o, const char *name)
+{
+	char *p = NULL;
+
+	if (asprintf(&p, "%s/%s", o->work_dir ? o->work_dir : o->image_dir, name) < 0)
+		return NULL;
+	return p;
+}
+
+static int criu_failed(const struct cryo_criu_opts *o, const char *what, const char *name, int r,
+		       struct cryo_error *err)
+{
+	_cleanup_free_ char *path = log_path(o, name);
+	_cleanup_free_ char *errors = path ? cryo_criu_log_errors(path, LOG_ERRORS_MAX_LINES) : NULL;
+	int status = (r == -EBADE || r >= 0) ? EIO : -r;
+
+	if (errors)
+		return cryo_error_setx(err, status, "criu %s failed: %s (log: `%s`)", what, errors, path ? path : "?");
+	return cryo_error_setx(err, status, "criu %s failed (libcriu: %s); the log `%s` has no Error lines", what,
+			       r == -EBADE ? "CRIU reported a failure" : strerror(status), path ? path : "?");
+}
+
+/* Options common to dump and restore. */
+static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const char *log_name, int *ret_img_fd,
+			int *ret_work_fd, struct cryo_error *err)
+{
+	_cleanup_close_ int img = -1, work = -1;
+	const char *const *m;
+	int r;
+
+	img = open(o->image_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (img < 0)
+		return cryo_error_set(err, errno, "open image dir `%s`", o->image_dir);
+	criu_local_set_images_dir_fd(co, img);
+	if (o->work_dir) {
+		work = open(o->work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (work < 0)
+			return cryo_error_set(err, errno, "open work dir `%s`", o->work_dir);
+		criu_local_set_work_dir_fd(co, work);
+	}
+	criu_local_set_log_level(co, CRIU_LOG_LEVEL);
+	r = criu_local_set_log_file(co, log_name);
+	if (r < 0)
+		return cryo_error_set(err, -r, "libcriu: log file");
+	criu_local_set_ext_unix_sk(co, o->ext_unix_sk);
+	criu_local_set_tcp_established(co, o->tcp_established);
+	criu_local_set_shell_job(co, o->shell_job);
+	criu_local_set_file_locks(co, o->file_locks);
+	if (o->cg_mode != CRYO_CRIU_CG_DEFAULT)
+		criu_local_set_manage_cgroups_mode(co, to_criu_cg_mode(o->cg_mode));
+	if (o->timeout_s)
+		criu_local_set_timeout(co, o->timeout_s);
+	for (m = o->ext_mounts; m && m[0] && m[1]; m += 2) {
+		r = criu_local_add_ext_mount(co, m[0], m[1]);
+		if (r < 0)
+			return cryo_error_set(err, -r, "external mount `%s`", m[0]);
+	}
+	*ret_img_fd = TAKE_FD(img);
+	*ret_work_fd = TAKE_FD(work);
+	return 0;
+}
+
+int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
+{
+	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
+	_cleanup_close_ int img = -1, work = -1;
+	struct cryo_criu_version v;
+	const char *what = o->pre_dump ? "pre-dump" : "dump";
+	const char *name = o->log_name ? o->log_name : (o->pre_dump ? "pre-dump.log" : "dump.log");
+	int r;
+
+	if (o->pid <= 0)
+		return cryo_error_setx(err, EINVAL, "criu %s: no process to dump", what);
+	r = new_opts(&co, err);
+	if (r < 0)
+		return r;
+	r = version_of(co, &v, err);
+	if (r < 0)
+		return r;
+	prepare_env(&v);
+	r = setup_common(co, o, name, &img, &work, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "criu %s", what);
+	criu_local_set_pid(co, o->pid);
+	criu_local_set_leave_running(co, o->leave_running);
+	if (o->track_mem || o->pre_dump)
+		criu_local_set_track_mem(co, true);
+	if (o->parent_path) {
+		r = criu_local_set_parent_images(co, o->parent_path);
+		if (r < 0)
+			return cryo_error_set(err, -r, "criu %s: parent images", what);
+	}
+	if (o->freeze_cgroup) {
+		r = criu_local_set_freeze_cgroup(co, o->freeze_cgroup);
+		if (r < 0)
+			return cryo_error_set(err, -r, "criu %s: freeze cgroup", what);
+	}
+	if (cryo_fault("criu-dump"))
+		return cryo_error_setx(err, EIO, "criu %s: injected fault (CRYO_FAULT=criu-dump)", what);
+
+	r = o->pre_dump ? criu_local_pre_dump(co) : criu_local_dump(co);
+	if (r < 0)
+		return criu_failed(o, what, name, r, err);
+	return 0;
+}
+
+int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cryo_error *err)
+{
+	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
+	_cleanup_close_ int img = -1, work = -1;
+	struct cryo_criu_version v;
+	const char *name = o->log_name ? o->log_name : "restore.log";
+	int r;
+
+	r = new_opts(&co, err);
+	if (r < 0)
+		return r;
+	r = version_of(co, &v, err);
+	if (r < 0)
+		return r;
+	prepare_env(&v);
+	r = setup_common(co, o, name, &img, &work, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "criu restore");
+	criu_local_set_tcp_close(co, o->tcp_close);
+	if (o->root) {
+		r = criu_local_set_root(co, o->root);
+		if (r < 0)
+			return cryo_error_set(err, -r, "criu restore: root");
+	}
+	if (cryo_fault("criu-restore"))
+		return cryo_error_setx(err, EIO, "criu restore: injected fault (CRYO_FAULT=criu-restore)");
+
+	r = criu_local_restore_child(co);
+	if (r <= 0)
+		return criu_failed(o, "restore", name, r, err);
+	*ret_pid = r;
+	return 0;
+}
+
+void cryo_criu_host_done(struct cryo_criu_host *h)
+{
+	free(h->check_errors);
+	h->check_errors = NULL;
+}
+
+/* Dump (leaving it running) a child that only sleeps, images and log in dir. */
+static int probe_dump(const char *dir)
+{
+	struct cryo_criu_opts o = { .image_dir = dir, .leave_running = true };
+	struct cryo_error err = CRYO_ERROR_INIT;
+	int status, r;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		(void)setsid();
+		if (fd >= 0) {
+			(void)dup2(fd, 0);
+			(void)dup2(fd, 1);
+			(void)dup2(fd, 2);
+		}
+		(void)close_range(3, ~0U, 0);
+		for (;;)
+			pause();
+	}
+	o.pid = pid;
+	r = cryo_criu_dump(&o, &err);
+	cryo_error_clear(&err);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	return r;
+}
+
+int cryo_criu_check_host(struct cryo_criu_host *ret, struct cryo_error *err)
+{
+	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
+	_cleanup_close_ int dfd = -1, tmpfd = -1;
+	struct cryo_criu_host h = { 0 };
+	char dir[] = "/tmp/cryo-criu-check.XXXXXX";
+	_cleanup_error_ struct cryo_error cerr = CRYO_ERROR_INIT;
+	_cleanup_free_ char *log = NULL;
+	int r;
+
+	h.hw_breakpoints = cryo_criu_probe_hw_breakpoints(&h.hw_breakpoints_why);
+	r = new_opts(&co, err);
+	if (r < 0)
+		return r;
+	if (version_of(co, &h.version, NULL) < 0) {
+		*ret = h;
+		return 0;
+	}
+	h.found = true;
+	h.needs_fault_130 = needs_fault_130(&h.version);
+	prepare_env(&h.version);
+
+	if (!mkdtemp(dir))
+		return cryo_error_set(err, errno, "create a temp dir for CRIU's check log");
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		r = cryo_error_set(err, errno, "open `%s`", dir);
+		(void)rmdir(dir);
+		return r;
+	}
+	/* over our own RPC: libcriu's check crashes criu 3.17 (see criu-rpc.h) */
+	r = cryo_criu_rpc_check(dfd, "check.log", CRIU_LOG_LEVEL, &cerr);
+	h.check_ok = r == 0;
+	if (!h.check_ok) {
+		if (asprintf(&log, "%s/check.log", dir) < 0)
+			log = NULL;
+		h.check_errors = log ? cryo_criu_log_errors(log, LOG_ERRORS_MAX_LINES) : NULL;
+		/*
+		 * CRIU fails before it opens its log when it can't even
+		 * read the kernel's features: learn why from a real dump
+		 * of a sleeping child, whose log has the Error lines.
+		 */
+		free(log);
+		log = NULL;
+		if (!h.check_errors && asprintf(&log, "%s/dump.log", dir) >= 0 && probe_dump(dir) < 0)
+			h.check_errors = cryo_criu_log_errors(log, LOG_ERRORS_MAX_LINES);
+		if (!h.check_errors)
+			h.check_errors = strdup(cerr.msg ? cerr.msg : "criu check failed");
+	}
+	tmpfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (tmpfd >= 0)
+		(void)cryo_rm_rf_at(tmpfd, dir + strlen("/tmp/"));
+	*ret = h;
+	return 0;
+}

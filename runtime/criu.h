@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Dump and restore process trees through CRIU's library (libcriu, which
+ * runs `criu swrk` and speaks CRIU's RPC to it). The options are the ones
+ * runc hands to CRIU, so Podman/CRI-O flags map one to one.
+ *
+ * CRIU's own log (level 4, like runc) goes to <work dir>/<log name>; when
+ * CRIU fails, the error carries the `Error` lines of that log and its
+ * path: the user sees why, not "criu failed".
+ *
+ * CRIU >= 4 sets hardware breakpoints in compel's parasite code; where the
+ * CPU (or hypervisor) gives none, CRIU must be told CRIU_FAULT=130. cryo
+ * probes for working breakpoints once and sets it for CRIU's process when
+ * needed (never overriding a CRIU_FAULT the user set).
+ */
+#ifndef CRYO_CRIU_H
+#define CRYO_CRIU_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+/* runc's --manage-cgroups-mode values */
+enum cryo_criu_cg_mode {
+	CRYO_CRIU_CG_DEFAULT,  /* not given: CRIU's default (soft) */
+	CRYO_CRIU_CG_SOFT,
+	CRYO_CRIU_CG_FULL,
+	CRYO_CRIU_CG_STRICT,
+	CRYO_CRIU_CG_IGNORE,
+	_CRYO_CRIU_CG_MAX,
+};
+
+extern const char *const cryo_criu_cg_mode_names[_CRYO_CRIU_CG_MAX];
+int cryo_criu_cg_mode_from_string(const char *s, enum cryo_criu_cg_mode *ret, struct cryo_error *err);
+
+struct cryo_criu_opts {
+	pid_t pid;                 /* dump: root of the tree */
+	const char *image_dir;     /* where images go (dump) or come from (restore) */
+	const char *work_dir;      /* CRIU's work dir and log; NULL = image_dir */
+	const char *log_name;      /* NULL = "dump.log" / "restore.log" / "pre-dump.log" */
+	const char *parent_path;   /* previous (pre-)dump, relative to image_dir */
+	const char *root;          /* restore: the rootfs to restore into (containers); NULL = / */
+	const char *freeze_cgroup; /* dump: a cgroup cryo froze already; CRIU seizes its tasks without ptrace-freezing */
+	bool leave_running;
+	bool tcp_established;
+	bool tcp_close;            /* restore: drop established connections */
+	bool ext_unix_sk;
+	bool shell_job;
+	bool file_locks;
+	bool pre_dump;             /* dump: a pre-dump (memory only, tree keeps running) */
+	bool track_mem;            /* dump: keep soft-dirty tracking for a later incremental dump */
+	enum cryo_criu_cg_mode cg_mode;
+	unsigned timeout_s;        /* CRIU's own timeout for seizing tasks; 0 = CRIU's default */
+	/*
+	 * External (bind) mounts, NULL-terminated key, value pairs, may be NULL:
+	 * dump: mountpoint in the container, name; restore: name, host path.
+	 */
+	const char *const *ext_mounts;
+};
+
+struct cryo_criu_version {
+	unsigned major, minor, sublevel;
+	int code;                  /* major * 10000 + minor * 100 + sublevel */
+};
+
+/* Dump (or pre-dump) o->pid's tree into o->image_dir. */
+int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err);
+
+/*
+ * Restore the tree in o->image_dir as a child of the calling process and
+ * return the pid of its root.
+ */
+int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cryo_error *err);
+
+/* The CRIU that libcriu will run. */
+int cryo_criu_get_version(struct cryo_criu_version *ret, struct cryo_error *err);
+
+/*
+ * Whether a hardware execution breakpoint set with ptrace actually traps:
+ * 1 yes, 0 no (reason in *ret_why, static), -errno when the probe itself
+ * failed.
+ */
+int cryo_criu_probe_hw_breakpoints(const char **ret_why);
+
+/* What `cryo check` reports. */
+struct cryo_criu_host {
+	bool found;                    /* libcriu could talk to a criu binary */
+	struct cryo_criu_version version;
+	bool check_ok;                 /* `criu check` passed */
+	char *check_errors;            /* its Error lines when it did not (malloc'd) */
+	int hw_breakpoints;            /* 1 / 0 / -errno */
+	const char *hw_breakpoints_why;
+	bool needs_fault_130;          /* CRIU >= 4 without hardware breakpoints */
+};
+
+/* Run CRIU's self-check with its log in a temporary dir. */
+int cryo_criu_check_host(struct cryo_criu_host *ret, struct cryo_error *err);
+void cryo_criu_host_done(struct cryo_criu_host *h);
+
+/*
+ * The `Error` lines of a CRIU log (at most max_lines, joined with "; "),
+ * or NULL when it has none or can't be read.
+ */
+char *cryo_criu_log_errors(const char *path, unsigned max_lines);
+
+#endif

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * SHA-256 of files, through OpenSSL's libcrypto EVP interface. Checkpoint
+ * images are verified byte for byte before a restore touches anything.
+ */
+#ifndef CRYO_DIGEST_H
+#define CRYO_DIGEST_H
+
+#include <stdint.h>
+
+#include "error.h"
+
+#define CRYO_SHA256_LEN 32
+#define CRYO_SHA256_HEX_LEN (2 * CRYO_SHA256_LEN + 1)
+
+/*
+ * Hash the regular file dirfd/path (not following a symlink in its last
+ * component) and return its digest and the number of bytes hashed.
+ */
+int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size,
+			struct cryo_error *err);
+
+/* Hash an open fd from its current offset to EOF. */
+int cryo_digest_fd(int fd, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size, struct cryo_error *err);
+
+/* Hash a buffer. */
+int cryo_digest_buf(const void *buf, size_t len, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err);
+
+/* Lower-case hex of a digest into out (CRYO_SHA256_HEX_LEN bytes, NUL-terminated). */
+void cryo_digest_hex(const uint8_t sha[CRYO_SHA256_LEN], char out[CRYO_SHA256_HEX_LEN]);
+
+#endif

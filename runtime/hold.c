@@ -1,0 +1,795 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#include <json-c/json.h>
+
+#include "hold.h"
+#include "log.h"
+#include "state.h"
+#include "util.h"
+
+#define HOLDS_DIR "holds"
+#define LOCK_FILE ".lock"
+#define REC_MAX_BYTES 65536
+#define READY_TIMEOUT_MS 5000
+
+const char *const cryo_hold_kind_names[_CRYO_HOLD_KIND_MAX] = {
+	[CRYO_HOLD_CGROUP_THAW] = "cgroup-thaw",
+	[CRYO_HOLD_FS_THAW] = "fs-thaw",
+};
+
+struct cryo_hold {
+	char *root;
+	struct cryo_hold_rec *rec;
+	int watchdog_pidfd;
+};
+
+static int pidfd_open_(pid_t pid)
+{
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+}
+
+static int pidfd_signal(int pidfd, int sig)
+{
+	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+void cryo_hold_rec_free(struct cryo_hold_rec *rec)
+{
+	if (!rec)
+		return;
+	free(rec->name);
+	free(rec->target);
+	free(rec->backend);
+	free(rec->boot_id);
+	free(rec->nonce);
+	free(rec);
+}
+
+void cryo_hold_free(struct cryo_hold *h)
+{
+	if (!h)
+		return;
+	if (h->watchdog_pidfd >= 0)
+		close(h->watchdog_pidfd);
+	cryo_hold_rec_free(h->rec);
+	free(h->root);
+	free(h);
+}
+
+static char *read_boot_id(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+
+	if (cryo_read_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &buf, &len) < 0)
+		return strdup("");
+	if (len > 0 && buf[len - 1] == '\n')
+		buf[len - 1] = '\0';
+	return buf;
+}
+
+/* Open (creating) <root>/holds. */
+static int open_holds_dir(const char *root, bool create, int *ret, struct cryo_error *err)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/%s", root, HOLDS_DIR) >= (int)sizeof(path))
+		return cryo_error_setx(err, ENAMETOOLONG, "state dir `%s` is too long", root);
+	if (create) {
+		int r = cryo_mkdir_p(path, 0700);
+
+		if (r < 0)
+			return cryo_error_set(err, r, "create `%s`", path);
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", path);
+	*ret = fd;
+	return 0;
+}
+
+/* Serialises journal changes between holders, watchdogs and `cryo recover`. */
+static int lock_dir(int dfd)
+{
+	int fd = openat(dfd, LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return -errno;
+	while (flock(fd, LOCK_EX) < 0) {
+		if (errno != EINTR) {
+			int r = -errno;
+
+			close(fd);
+			return r;
+		}
+	}
+	return fd;
+}
+
+static int rec_to_json(const struct cryo_hold_rec *rec, char **ret)
+{
+	struct json_object *o = json_object_new_object();
+	char *s;
+
+	if (!o)
+		return -ENOMEM;
+	json_object_object_add(o, "name", json_object_new_string(rec->name));
+	json_object_object_add(o, "kind", json_object_new_string(cryo_hold_kind_names[rec->kind]));
+	json_object_object_add(o, "target", json_object_new_string(rec->target));
+	json_object_object_add(o, "backend", json_object_new_string(rec->backend));
+	json_object_object_add(o, "undoOnExit", json_object_new_boolean(rec->flags & CRYO_HOLD_UNDO_ON_EXIT));
+	json_object_object_add(o, "holderPid", json_object_new_int(rec->holder_pid));
+	json_object_object_add(o, "holderStartTime", json_object_new_uint64(rec->holder_start));
+	json_object_object_add(o, "watchdogPid", json_object_new_int(rec->watchdog_pid));
+	json_object_object_add(o, "watchdogStartTime", json_object_new_uint64(rec->watchdog_start));
+	json_object_object_add(o, "deadlineMonotonicMs", json_object_new_int64(rec->deadline_ms));
+	json_object_object_add(o, "bootId", json_object_new_string(rec->boot_id));
+	json_object_object_add(o, "nonce", json_object_new_string(rec->nonce));
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	if (!s)
+		return -ENOMEM;
+	*ret = s;
+	return 0;
+}
+
+static int get_str(struct json_object *o, const char *key, char **ret)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return -EINVAL;
+	*ret = strdup(json_object_get_string(v));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int get_int(struct json_object *o, const char *key, int64_t *ret)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return -EINVAL;
+	*ret = json_object_get_int64(v);
+	return 0;
+}
+
+static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err)
+{
+	_cleanup_free_ char *data = NULL;
+	char *kind = NULL;
+	struct cryo_hold_rec *rec;
+	struct json_object *o, *v;
+	char file[PATH_MAX];
+	int64_t i64 = 0;
+	size_t len = 0, k;
+	int r;
+
+	snprintf(file, sizeof(file), "%s.json", name);
+	r = cryo_read_file_at(dfd, file, REC_MAX_BYTES, &data, &len);
+	if (r == -ENOENT)
+		return cryo_error_setx(err, ENOENT, "no hold `%s`", name);
+	if (r < 0)
+		return cryo_error_set(err, r, "read hold `%s`", name);
+	o = json_tokener_parse(data);
+	if (!o)
+		return cryo_error_setx(err, EINVAL, "hold `%s`: journal entry is not JSON", name);
+	rec = calloc(1, sizeof(*rec));
+	if (!rec) {
+		json_object_put(o);
+		return cryo_error_set(err, ENOMEM, "hold `%s`", name);
+	}
+	r = get_str(o, "name", &rec->name);
+	if (r == 0)
+		r = get_str(o, "kind", &kind);
+	if (r == 0)
+		r = get_str(o, "target", &rec->target);
+	if (r == 0)
+		r = get_str(o, "backend", &rec->backend);
+	if (r == 0)
+		r = get_str(o, "bootId", &rec->boot_id);
+	if (r == 0)
+		r = get_str(o, "nonce", &rec->nonce);
+	if (r == 0 && (r = get_int(o, "holderPid", &i64)) == 0)
+		rec->holder_pid = (pid_t)i64;
+	if (r == 0 && (r = get_int(o, "holderStartTime", &i64)) == 0)
+		rec->holder_start = (uint64_t)i64;
+	if (r == 0 && (r = get_int(o, "watchdogPid", &i64)) == 0)
+		rec->watchdog_pid = (pid_t)i64;
+	if (r == 0 && (r = get_int(o, "watchdogStartTime", &i64)) == 0)
+		rec->watchdog_start = (uint64_t)i64;
+	if (r == 0)
+		r = get_int(o, "deadlineMonotonicMs", &rec->deadline_ms);
+	if (r == 0 && json_object_object_get_ex(o, "undoOnExit", &v) && json_object_get_boolean(v))
+		rec->flags |= CRYO_HOLD_UNDO_ON_EXIT;
+	json_object_put(o);
+	if (r < 0 || !kind) {
+		free(kind);
+		cryo_hold_rec_free(rec);
+		return cryo_error_setx(err, EINVAL, "hold `%s`: journal entry lacks a field or has a wrong type", name);
+	}
+	for (k = 0; k < _CRYO_HOLD_KIND_MAX; k++)
+		if (strcmp(kind, cryo_hold_kind_names[k]) == 0)
+			break;
+	if (k == _CRYO_HOLD_KIND_MAX) {
+		r = cryo_error_setx(err, EINVAL, "hold `%s`: unknown kind `%.32s`", name, kind);
+		free(kind);
+		cryo_hold_rec_free(rec);
+		return r;
+	}
+	free(kind);
+	rec->kind = (enum cryo_hold_kind)k;
+	*ret = rec;
+	return 0;
+}
+
+int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1;
+	int r;
+
+	r = cryo_validate_id(name, err);
+	if (r < 0)
+		return r;
+	r = open_holds_dir(root, false, &dfd, err);
+	if (r == -ENOENT) {
+		cryo_error_clear(err);
+		return cryo_error_setx(err, ENOENT, "no hold `%s`", name);
+	}
+	if (r < 0)
+		return r;
+	return load_at(dfd, name, ret, err);
+}
+
+static int save_at(int dfd, const struct cryo_hold_rec *rec)
+{
+	char tmp[PATH_MAX], file[PATH_MAX], *json = NULL;
+	int r;
+
+	r = rec_to_json(rec, &json);
+	if (r < 0)
+		return r;
+	snprintf(tmp, sizeof(tmp), ".%s.json.tmp", rec->name);
+	snprintf(file, sizeof(file), "%s.json", rec->name);
+	r = cryo_write_new_file_at(dfd, tmp, json, strlen(json), 0600);
+	free(json);
+	if (r < 0)
+		return r;
+	if (renameat(dfd, tmp, dfd, file) < 0) {
+		r = -errno;
+		unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	return 0;
+}
+
+/* Does the entry called name still carry this nonce? */
+static bool entry_is(int dfd, const char *name, const char *nonce)
+{
+	struct cryo_hold_rec *cur = NULL;
+	bool same;
+
+	if (load_at(dfd, name, &cur, NULL) < 0 || !cur)
+		return false;
+	same = strcmp(cur->nonce, nonce) == 0;
+	cryo_hold_rec_free(cur);
+	return same;
+}
+
+/* A zombie is dead for us: PID 1 of a sandbox may reap orphans late. */
+static bool pid_is_zombie(pid_t pid)
+{
+	_cleanup_free_ char *buf = NULL;
+	char path[64], *p;
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if (cryo_read_file_at(AT_FDCWD, path, 4096, &buf, &len) < 0)
+		return true;
+	p = strrchr(buf, ')');
+	return !p || p[1] != ' ' || p[2] == 'Z' || p[2] == 'X';
+}
+
+static bool pid_matches(pid_t pid, uint64_t start)
+{
+	uint64_t now = 0;
+
+	if (pid <= 0)
+		return false;
+	if (cryo_pid_start_time(pid, &now) < 0 || now != start)
+		return false;
+	return !pid_is_zombie(pid);
+}
+
+bool cryo_hold_is_live(const struct cryo_hold_rec *rec)
+{
+	char *boot = read_boot_id();
+	bool same_boot = boot && strcmp(boot, rec->boot_id) == 0;
+
+	free(boot);
+	if (!same_boot)
+		return false;
+	if (!pid_matches(rec->watchdog_pid, rec->watchdog_start))
+		return false;
+	if ((rec->flags & CRYO_HOLD_UNDO_ON_EXIT) && !pid_matches(rec->holder_pid, rec->holder_start))
+		return false;
+	if (rec->deadline_ms > 0 && cryo_now_ms() >= rec->deadline_ms)
+		return false;
+	return true;
+}
+
+/*
+ * The watchdog. It is a fork of the holder, so rec and undo are valid
+ * here; it only keeps the holds dir, the holder's pidfd and a signalfd.
+ */
+struct watchdog_args {
+	const struct cryo_hold_rec *rec;
+	cryo_hold_undo_fn undo;
+	int dfd;
+	int ready_fd;
+};
+
+struct ready_msg {
+	int status;
+	pid_t pid;
+	uint64_t start;
+};
+
+static void send_ready(int fd, int status)
+{
+	struct ready_msg m = { .status = status, .pid = getpid() };
+
+	if (status == 0 && cryo_pid_start_time(m.pid, &m.start) < 0)
+		m.status = EIO;
+	if (write(fd, &m, sizeof(m)) < 0) {
+		/* the holder is gone; the deadline still applies */
+	}
+}
+
+/* Fire: undo under the lock, unless the hold was released meanwhile. */
+static void watchdog_fire(struct watchdog_args *a)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	char file[PATH_MAX];
+	int lfd;
+
+	lfd = lock_dir(a->dfd);
+	if (entry_is(a->dfd, a->rec->name, a->rec->nonce)) {
+		if (a->undo(a->rec, &err) == 0) {
+			snprintf(file, sizeof(file), "%s.json", a->rec->name);
+			unlinkat(a->dfd, file, 0);
+		}
+		/* on failure the entry stays for `cryo recover` */
+		cryo_error_clear(&err);
+	}
+	if (lfd >= 0)
+		close(lfd);
+}
+
+static void detach_stdio(void)
+{
+	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (fd >= 0) {
+		dup2(fd, STDIN_FILENO);
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		if (fd > STDERR_FILENO)
+			close(fd);
+	}
+}
+
+static void close_all_but(const int *keep, size_t n)
+{
+	int fd;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	int dfd;
+
+	if (!d)
+		return;
+	dfd = dirfd(d);
+	while ((de = readdir(d))) {
+		uint64_t v;
+		size_t i;
+		bool kept = false;
+
+		if (cryo_parse_u64(de->d_name, INT32_MAX, &v) < 0)
+			continue;
+		fd = (int)v;
+		if (fd <= STDERR_FILENO || fd == dfd)
+			continue;
+		for (i = 0; i < n; i++)
+			kept |= keep[i] == fd;
+		if (!kept)
+			close(fd);
+	}
+	closedir(d);
+}
+
+static void watchdog_main(struct watchdog_args *a) __attribute__((noreturn));
+
+static void watchdog_main(struct watchdog_args *a)
+{
+	int holder = -1, sfd, keep[4];
+	sigset_t mask;
+	int sig;
+
+	for (sig = 1; sig < _NSIG; sig++)
+		signal(sig, SIG_DFL);
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGINT, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_SETMASK, &mask, NULL);
+	if (chdir("/") < 0) {
+		/* `/` exists */
+	}
+	cryo_log_close();
+	detach_stdio();
+
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (a->rec->flags & CRYO_HOLD_UNDO_ON_EXIT)
+		holder = pidfd_open_(a->rec->holder_pid);
+	if (sfd < 0 || ((a->rec->flags & CRYO_HOLD_UNDO_ON_EXIT) && holder < 0)) {
+		send_ready(a->ready_fd, errno ? errno : EIO);
+		_exit(1);
+	}
+	keep[0] = a->dfd;
+	keep[1] = sfd;
+	keep[2] = holder;
+	keep[3] = a->ready_fd;
+	close_all_but(keep, 4);
+	/* the safety net must not be the OOM killer's pick */
+	cryo_write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "-1000");
+
+	send_ready(a->ready_fd, 0);
+	close(a->ready_fd);
+
+	for (;;) {
+		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = holder, .events = POLLIN } };
+		int64_t left = a->rec->deadline_ms > 0 ? a->rec->deadline_ms - cryo_now_ms() : -1;
+		int r;
+
+		if (a->rec->deadline_ms > 0 && left <= 0) {
+			watchdog_fire(a);
+			_exit(0);
+		}
+		r = poll(p, holder >= 0 ? 2 : 1, left < 0 ? -1 : (left > INT32_MAX ? INT32_MAX : (int)left));
+		if (r < 0 && errno != EINTR)
+			_exit(1);
+		if (r > 0 && (p[0].revents & POLLIN)) {
+			struct signalfd_siginfo si;
+
+			if (read(sfd, &si, sizeof(si)) < 0) {
+				/* spurious: look at the journal anyway */
+			}
+			/* a release removed our entry: done; anything else: keep guarding */
+			if (!entry_is(a->dfd, a->rec->name, a->rec->nonce))
+				_exit(0);
+		}
+		if (r > 0 && holder >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
+			watchdog_fire(a);
+			_exit(0);
+		}
+	}
+}
+
+/* Double fork + setsid: no process group, session or terminal ties it to cryo. */
+static int spawn_watchdog(struct watchdog_args *a, pid_t *ret_pid, uint64_t *ret_start, struct cryo_error *err)
+{
+	struct ready_msg m = { 0 };
+	struct pollfd p;
+	int pfd[2], status, r;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return cryo_error_set(err, errno, "watchdog: pipe");
+	pid = fork();
+	if (pid < 0) {
+		r = -errno;
+		close(pfd[0]);
+		close(pfd[1]);
+		return cryo_error_set(err, -r, "watchdog: fork");
+	}
+	if (pid == 0) {
+		pid_t gc;
+
+		close(pfd[0]);
+		a->ready_fd = pfd[1];
+		if (setsid() < 0) {
+			send_ready(pfd[1], errno);
+			_exit(1);
+		}
+		gc = fork();
+		if (gc < 0) {
+			send_ready(pfd[1], errno);
+			_exit(1);
+		}
+		if (gc > 0)
+			_exit(0);
+		watchdog_main(a);
+	}
+	close(pfd[1]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	p = (struct pollfd){ .fd = pfd[0], .events = POLLIN };
+	do {
+		r = poll(&p, 1, READY_TIMEOUT_MS);
+	} while (r < 0 && errno == EINTR);
+	if (r <= 0) {
+		r = r < 0 ? -errno : -ETIMEDOUT;
+		close(pfd[0]);
+		return cryo_error_set(err, -r, "watchdog: wait for it to start");
+	}
+	n = read(pfd[0], &m, sizeof(m));
+	close(pfd[0]);
+	if (n != (ssize_t)sizeof(m))
+		return cryo_error_setx(err, EIO, "watchdog: exited before it was ready");
+	if (m.status != 0)
+		return cryo_error_set(err, m.status, "watchdog: start");
+	*ret_pid = m.pid;
+	*ret_start = m.start;
+	return 0;
+}
+
+static char *new_nonce(void)
+{
+	unsigned char raw[12];
+	char *s = malloc(sizeof(raw) * 2 + 1);
+	size_t i;
+
+	if (!s)
+		return NULL;
+	if (getrandom(raw, sizeof(raw), 0) != (ssize_t)sizeof(raw)) {
+		uint64_t t = (uint64_t)cryo_now_us() ^ ((uint64_t)getpid() << 32);
+
+		memcpy(raw, &t, sizeof(t));
+		memset(raw + sizeof(t), 0, sizeof(raw) - sizeof(t));
+	}
+	for (i = 0; i < sizeof(raw); i++)
+		snprintf(s + i * 2, 3, "%02x", raw[i]);
+	return s;
+}
+
+int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind kind, const char *target,
+		      const char *backend, uint64_t timeout_ms, unsigned flags, cryo_hold_undo_fn undo,
+		      struct cryo_hold **ret, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1, lfd = -1;
+	struct cryo_hold_rec *old = NULL;
+	struct watchdog_args a;
+	struct cryo_hold *h;
+	int r;
+
+	r = cryo_validate_id(name, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "hold name");
+	if ((unsigned)kind >= _CRYO_HOLD_KIND_MAX || !target || !backend || !undo)
+		return cryo_error_setx(err, EINVAL, "hold `%s`: invalid kind, target, backend or undo", name);
+	if (timeout_ms == 0 && !(flags & CRYO_HOLD_UNDO_ON_EXIT))
+		return cryo_error_setx(err, EINVAL, "hold `%s`: needs a deadline or undo-on-exit", name);
+	if (timeout_ms > (uint64_t)INT64_MAX / 2)
+		return cryo_error_setx(err, ERANGE, "hold `%s`: timeout too large", name);
+	r = open_holds_dir(root, true, &dfd, err);
+	if (r < 0)
+		return r;
+	lfd = lock_dir(dfd);
+	if (lfd < 0)
+		return cryo_error_set(err, lfd, "lock `%s/%s`", root, HOLDS_DIR);
+	if (load_at(dfd, name, &old, NULL) == 0 && old) {
+		bool live = cryo_hold_is_live(old);
+
+		if (live) {
+			r = cryo_error_setx(err, EEXIST, "`%s` is already held by pid %d (watchdog pid %d)", name,
+					    old->holder_pid, old->watchdog_pid);
+			cryo_hold_rec_free(old);
+			return r;
+		}
+		cryo_hold_rec_free(old);
+		r = cryo_error_setx(err, EEXIST, "a stale hold `%s` exists (its holder died); run `cryo recover` first",
+				    name);
+		return r;
+	}
+
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return cryo_error_set(err, ENOMEM, "hold `%s`", name);
+	h->watchdog_pidfd = -1;
+	h->root = strdup(root);
+	h->rec = calloc(1, sizeof(*h->rec));
+	if (!h->root || !h->rec)
+		goto nomem;
+	h->rec->name = strdup(name);
+	h->rec->kind = kind;
+	h->rec->target = strdup(target);
+	h->rec->backend = strdup(backend);
+	h->rec->flags = flags;
+	h->rec->holder_pid = getpid();
+	h->rec->boot_id = read_boot_id();
+	h->rec->nonce = new_nonce();
+	h->rec->deadline_ms = timeout_ms ? cryo_now_ms() + (int64_t)timeout_ms : 0;
+	if (!h->rec->name || !h->rec->target || !h->rec->backend || !h->rec->boot_id || !h->rec->nonce)
+		goto nomem;
+	r = cryo_pid_start_time(h->rec->holder_pid, &h->rec->holder_start);
+	if (r < 0) {
+		r = cryo_error_set(err, r, "hold `%s`: read own start time", name);
+		goto fail;
+	}
+
+	a = (struct watchdog_args){ .rec = h->rec, .undo = undo, .dfd = dfd, .ready_fd = -1 };
+	r = spawn_watchdog(&a, &h->rec->watchdog_pid, &h->rec->watchdog_start, err);
+	if (r < 0) {
+		cryo_error_prefix(err, "hold `%s`", name);
+		goto fail;
+	}
+	h->watchdog_pidfd = pidfd_open_(h->rec->watchdog_pid);
+	if (cryo_fault("hold-journal"))
+		r = -EIO;
+	else
+		r = save_at(dfd, h->rec);
+	if (r < 0) {
+		/* without its entry the watchdog exits at the next look */
+		if (h->watchdog_pidfd >= 0)
+			pidfd_signal(h->watchdog_pidfd, SIGUSR1);
+		r = cryo_error_set(err, r, "hold `%s`: write journal entry", name);
+		goto fail;
+	}
+	cryo_debug("hold `%s` on `%s` (%s), watchdog pid %d, deadline in %llu ms", name, target,
+		   cryo_hold_kind_names[kind], h->rec->watchdog_pid, (unsigned long long)timeout_ms);
+	*ret = h;
+	return 0;
+
+nomem:
+	r = cryo_error_set(err, ENOMEM, "hold `%s`", name);
+fail:
+	cryo_hold_free(h);
+	return r;
+}
+
+/* Remove the entry if it is still ours; -ETIME if the watchdog beat us. */
+static int drop_entry(int dfd, const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	char file[PATH_MAX];
+	int lfd, r = 0;
+
+	lfd = lock_dir(dfd);
+	if (lfd < 0)
+		return cryo_error_set(err, lfd, "lock holds of `%s`", rec->name);
+	if (!entry_is(dfd, rec->name, rec->nonce)) {
+		r = cryo_error_setx(err, ETIME, "hold `%s` was already undone by its watchdog (deadline passed)",
+				    rec->name);
+	} else {
+		snprintf(file, sizeof(file), "%s.json", rec->name);
+		if (unlinkat(dfd, file, 0) < 0)
+			r = cryo_error_set(err, errno, "remove hold `%s`", rec->name);
+	}
+	close(lfd);
+	return r;
+}
+
+int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1;
+	int r;
+
+	if (!h)
+		return 0;
+	r = open_holds_dir(h->root, false, &dfd, err);
+	if (r == 0)
+		r = drop_entry(dfd, h->rec, err);
+	if (h->watchdog_pidfd >= 0)
+		pidfd_signal(h->watchdog_pidfd, SIGUSR1);
+	cryo_hold_free(h);
+	return r;
+}
+
+int cryo_hold_release_name(const char *root, const char *name, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1;
+	struct cryo_hold_rec *rec = NULL;
+	int r;
+
+	r = cryo_validate_id(name, err);
+	if (r < 0)
+		return r;
+	r = open_holds_dir(root, false, &dfd, err);
+	if (r == -ENOENT) {
+		cryo_error_clear(err);
+		return cryo_error_setx(err, ENOENT, "no hold `%s`", name);
+	}
+	if (r < 0)
+		return r;
+	r = load_at(dfd, name, &rec, err);
+	if (r < 0 || !rec)
+		return r < 0 ? r : -EIO;
+	r = drop_entry(dfd, rec, err);
+	if (r == 0 && pid_matches(rec->watchdog_pid, rec->watchdog_start))
+		kill(rec->watchdog_pid, SIGUSR1);
+	cryo_hold_rec_free(rec);
+	return r;
+}
+
+int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX], cryo_hold_report_fn report,
+		      void *userdata, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1;
+	struct cryo_error first = CRYO_ERROR_INIT;
+	struct dirent *de;
+	DIR *d;
+	int r, ret = 0;
+
+	r = open_holds_dir(root, false, &dfd, err);
+	if (r == -ENOENT) {
+		cryo_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	d = fdopendir(dup(dfd));
+	if (!d)
+		return cryo_error_set(err, errno, "list `%s/%s`", root, HOLDS_DIR);
+	while ((de = readdir(d))) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+		struct cryo_hold_rec *rec = NULL;
+		char name[256], file[PATH_MAX];
+		size_t len = strlen(de->d_name);
+		int lfd;
+
+		if (de->d_name[0] == '.' || len <= 5 || len - 5 >= sizeof(name) ||
+		    strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
+		lfd = lock_dir(dfd);
+		r = load_at(dfd, name, &rec, &e);
+		if (r < 0 || !rec) {
+			if (report)
+				report(NULL, e.msg, r, userdata);
+		} else if (cryo_hold_is_live(rec)) {
+			if (report)
+				report(rec, "held", 0, userdata);
+		} else {
+			r = undo[rec->kind] ? undo[rec->kind](rec, &e)
+					    : cryo_error_setx(&e, EOPNOTSUPP, "no undo action for %s",
+							      cryo_hold_kind_names[rec->kind]);
+			if (r == 0) {
+				snprintf(file, sizeof(file), "%s.json", name);
+				unlinkat(dfd, file, 0);
+				if (pid_matches(rec->watchdog_pid, rec->watchdog_start))
+					kill(rec->watchdog_pid, SIGUSR1);
+			}
+			if (report)
+				report(rec, r == 0 ? "undone" : e.msg, r, userdata);
+		}
+		if (r < 0 && ret == 0) {
+			ret = r;
+			cryo_error_move(&first, &e);
+			cryo_error_prefix(&first, "hold `%s`", name);
+		}
+		cryo_error_clear(&e);
+		cryo_hold_rec_free(rec);
+		if (lfd >= 0)
+			close(lfd);
+	}
+	closedir(d);
+	if (ret < 0)
+		cryo_error_move(err, &first);
+	return ret;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Holds: a state change that must not outlive its owner — a cgroup
+ * freeze, a filesystem freeze — taken with a deadline and an undo action.
+ *
+ * Nothing in the kernel thaws a frozen cgroup (or filesystem) whose owner
+ * died, so every hold is backed twice:
+ *
+ *  - a journal entry <root>/holds/<name>.json (kind, target, backend,
+ *    holder pid + start time, watchdog pid + start time, deadline, nonce)
+ *    from which `cryo recover` undoes whatever a dead cryo left behind;
+ *  - a watchdog process (double-forked, setsid'd, cwd `/`, stdio on
+ *    /dev/null, no inherited fds) that runs the undo action when the
+ *    deadline passes or, with CRYO_HOLD_UNDO_ON_EXIT, as soon as the
+ *    holder dies (pidfd), unless the hold was released first.
+ *
+ * The deadline is on CLOCK_MONOTONIC, which stops during suspend: a
+ * system that sleeps does not eat a container's frozen window.
+ *
+ * The module is generic: it knows kinds and names, not cgroups or
+ * filesystems. The undo action is a callback given at acquire time (it
+ * runs in the watchdog, a fork of the caller) and, for `cryo recover`, a
+ * table indexed by kind.
+ */
+#ifndef CRYO_HOLD_H
+#define CRYO_HOLD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+enum cryo_hold_kind {
+	CRYO_HOLD_CGROUP_THAW, /* target: cgroup dir; backend: freezer backend name */
+	CRYO_HOLD_FS_THAW,     /* target: mount point; backend: "ioctl" or "kmod" */
+	_CRYO_HOLD_KIND_MAX,
+};
+
+extern const char *const cryo_hold_kind_names[_CRYO_HOLD_KIND_MAX];
+
+enum cryo_hold_flag {
+	/* also undo as soon as the holder process exits without releasing */
+	CRYO_HOLD_UNDO_ON_EXIT = 1U << 0,
+};
+
+/* One journal entry, as read back from <root>/holds/<name>.json. */
+struct cryo_hold_rec {
+	char *name;
+	enum cryo_hold_kind kind;
+	char *target;
+	char *backend;
+	unsigned flags;
+	pid_t holder_pid;
+	uint64_t holder_start;   /* /proc/PID/stat field 22 */
+	pid_t watchdog_pid;
+	uint64_t watchdog_start;
+	int64_t deadline_ms;     /* CLOCK_MONOTONIC; 0 = none */
+	char *boot_id;           /* the journal of another boot is stale */
+	char *nonce;             /* identifies this hold across release/undo races */
+};
+
+/* Undo the state change recorded in rec (thaw the cgroup, FITHAW the fs). */
+typedef int (*cryo_hold_undo_fn)(const struct cryo_hold_rec *rec, struct cryo_error *err);
+
+/* An acquired hold (owned by the process that acquired it). */
+struct cryo_hold;
+
+/*
+ * Journal and arm a hold called name (a container id or any
+ * cryo_validate_id()-valid word) before making the state change: the
+ * watchdog is started first, the journal entry written second, so a
+ * crash at any point leaves either nothing or a recoverable entry.
+ * timeout_ms is relative to now (0 = no deadline, only with
+ * CRYO_HOLD_UNDO_ON_EXIT). -EEXIST if a hold of that name exists (live, or
+ * stale until `cryo recover`).
+ */
+int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind kind, const char *target,
+		      const char *backend, uint64_t timeout_ms, unsigned flags, cryo_hold_undo_fn undo,
+		      struct cryo_hold **ret, struct cryo_error *err);
+
+/*
+ * Release: remove the journal entry and stop the watchdog without undoing.
+ * The caller undoes (or keeps) the state change itself. Frees h. Returns
+ * -ETIME (and frees h) when the watchdog already fired: the caller's
+ * window was lost. Accepts NULL.
+ */
+int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err);
+
+/*
+ * Release a hold by name from another process (`cryo thaw` of a cgroup
+ * that `cryo freeze --deadline` left held). -ENOENT if there is none.
+ */
+int cryo_hold_release_name(const char *root, const char *name, struct cryo_error *err);
+
+/* Forget h without releasing (the process is handing the hold over). */
+void cryo_hold_free(struct cryo_hold *h);
+
+/* Read one entry. -ENOENT if there is none. */
+int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err);
+void cryo_hold_rec_free(struct cryo_hold_rec *rec);
+
+/*
+ * True while the hold still protects: its watchdog lives, and (with
+ * CRYO_HOLD_UNDO_ON_EXIT) its holder lives, and its deadline has not
+ * passed.
+ */
+bool cryo_hold_is_live(const struct cryo_hold_rec *rec);
+
+/* Called by cryo_hold_recover() for each entry it handles. */
+typedef void (*cryo_hold_report_fn)(const struct cryo_hold_rec *rec, const char *what, int r, void *userdata);
+
+/*
+ * Undo every hold whose owner is gone (see cryo_hold_is_live()) with
+ * undo[rec->kind] and remove its entry; live holds are reported and kept.
+ * A failing undo is reported and keeps its entry; the first failure is
+ * returned after all entries were tried.
+ */
+int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX], cryo_hold_report_fn report,
+		      void *userdata, struct cryo_error *err);
+
+#endif

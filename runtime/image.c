@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "image.h"
+#include "log.h"
+#include "manifest.h"
+#include "util.h"
+
+#define STAGING_TAG ".staging-"
+#define RM_MAX_DEPTH 32
+
+/* Remove `.<name>.staging-<pid>` dirs whose cryo is gone. */
+static void remove_stale_staging(int parent_fd, const char *final_name)
+{
+	_cleanup_free_ char *prefix = NULL;
+	struct dirent *de;
+	size_t plen;
+	DIR *d;
+	int fd;
+
+	if (asprintf(&prefix, ".%s" STAGING_TAG, final_name) < 0) {
+		prefix = NULL;
+		return;
+	}
+	plen = strlen(prefix);
+	fd = openat(parent_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		uint64_t pid;
+
+		if (strncmp(de->d_name, prefix, plen) != 0)
+			continue;
+		if (cryo_parse_u64(de->d_name + plen, INT_MAX, &pid) < 0 || pid == 0)
+			continue;
+		if ((pid_t)pid == getpid() || kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+			continue;
+		cryo_debug("removing stale checkpoint staging dir `%s` of dead pid %llu", de->d_name,
+			   (unsigned long long)pid);
+		if (cryo_rm_rf_at(parent_fd, de->d_name) < 0)
+			cryo_warn("could not remove stale staging dir `%s`", de->d_name);
+	}
+	closedir(d);
+}
+
+static void image_free(struct cryo_image *img)
+{
+	if (!img)
+		return;
+	if (img->dirfd >= 0)
+		close(img->dirfd);
+	if (img->parent_fd >= 0)
+		close(img->parent_fd);
+	free(img->final_path);
+	free(img->staging_path);
+	free(img->final_name);
+	free(img->staging_name);
+	free(img);
+}
+
+void cryo_image_abort(struct cryo_image *img)
+{
+	int r;
+
+	if (!img)
+		return;
+	if (!img->committed && img->staging_name && img->parent_fd >= 0) {
+		r = cryo_rm_rf_at(img->parent_fd, img->staging_name);
+		if (r < 0)
+			cryo_warn("could not remove checkpoint staging dir `%s`: %s", img->staging_path, strerror(-r));
+		else
+			(void)fsync(img->parent_fd);
+	}
+	image_free(img);
+}
+
+static void image_abortp(struct cryo_image **img)
+{
+	cryo_image_abort(*img);
+}
+
+int cryo_image_stage(const char *final_path, struct cryo_image **ret, struct cryo_error *err)
+{
+	_cleanup_(image_abortp) struct cryo_image *img = NULL;
+	_cleanup_free_ char *copy1 = NULL, *copy2 = NULL;
+	char parent_real[PATH_MAX];
+	const char *base, *parent;
+	size_t n;
+	int r;
+
+	if (!final_path || !*final_path)
+		return cryo_error_setx(err, EINVAL, "image path is empty");
+	copy1 = strdup(final_path);
+	copy2 = strdup(final_path);
+	img = calloc(1, sizeof(*img));
+	if (!copy1 || !copy2 || !img)
+		return cryo_error_set(err, ENOMEM, "image `%s`", final_path);
+	img->parent_fd = img->dirfd = -1;
+	n = strlen(copy1);
+	while (n > 1 && copy1[n - 1] == '/') {
+		n--;
+		copy1[n] = '\0';
+		copy2[n] = '\0';
+	}
+	base = basename(copy1);
+	parent = dirname(copy2);
+	if (strcmp(base, "/") == 0 || strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+		return cryo_error_setx(err, EINVAL, "image path `%s` does not name a directory to create", final_path);
+
+	r = cryo_mkdir_p(parent, 0700);
+	if (r < 0)
+		return cryo_error_set(err, -r, "create `%s`", parent);
+	if (!realpath(parent, parent_real))
+		return cryo_error_set(err, errno, "resolve `%s`", parent);
+	img->parent_fd = open(parent_real, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (img->parent_fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", parent_real);
+	img->final_name = strdup(base);
+	if (!img->final_name || asprintf(&img->staging_name, ".%s" STAGING_TAG "%d", base, (int)getpid()) < 0 ||
+	    asprintf(&img->final_path, "%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real, base) < 0 ||
+	    asprintf(&img->staging_path, "%s/%s", strcmp(parent_real, "/") == 0 ? "" : parent_real,
+		     img->staging_name) < 0) {
+		img->staging_name = NULL; /* never unlink what we did not create */
+		return cryo_error_set(err, ENOMEM, "image `%s`", final_path);
+	}
+
+	remove_stale_staging(img->parent_fd, img->final_name);
+	if (mkdirat(img->parent_fd, img->staging_name, 0700) < 0) {
+		r = -errno;
+		if (r == -EEXIST) {
+			/* ours from an earlier, failed attempt in this very process */
+			r = cryo_rm_rf_at(img->parent_fd, img->staging_name);
+			if (r == 0 && mkdirat(img->parent_fd, img->staging_name, 0700) < 0)
+				r = -errno;
+		}
+		if (r < 0) {
+			free(img->staging_name);
+			img->staging_name = NULL;
+			return cryo_error_set(err, -r, "create staging dir `%s`", img->staging_path);
+		}
+	}
+	img->dirfd = openat(img->parent_fd, img->staging_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (img->dirfd < 0)
+		return cryo_error_set(err, errno, "open staging dir `%s`", img->staging_path);
+	if (fchmod(img->dirfd, 0700) < 0)
+		return cryo_error_set(err, errno, "chmod staging dir `%s`", img->staging_path);
+	*ret = TAKE_PTR(img);
+	return 0;
+}
+
+/* CRIU writes its images without fsync: do it for every file before the rename publishes them. */
+static int fsync_tree(int dfd, int depth, struct cryo_error *err)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, r = 0;
+
+	if (depth > RM_MAX_DEPTH)
+		return cryo_error_setx(err, ELOOP, "image directory nests too deep");
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open image dir");
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return cryo_error_set(err, -r, "open image dir");
+	}
+	while (r == 0 && (de = readdir(d))) {
+		struct stat st;
+		int cfd;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			r = cryo_error_set(err, errno, "stat `%s`", de->d_name);
+			break;
+		}
+		if (!S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+			continue;
+		cfd = openat(dirfd(d), de->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0) {
+			r = cryo_error_set(err, errno, "open `%s`", de->d_name);
+			break;
+		}
+		/* images hold the container's memory: 0600 files, 0700 dirs, whatever CRIU's umask made */
+		if ((st.st_mode & 077) && fchmod(cfd, S_ISDIR(st.st_mode) ? 0700 : (st.st_mode & 0700)) < 0)
+			r = cryo_error_set(err, errno, "chmod `%s`", de->d_name);
+		if (r < 0)
+			;
+		else if (S_ISDIR(st.st_mode))
+			r = fsync_tree(cfd, depth + 1, err);
+		else if (fsync(cfd) < 0)
+			r = cryo_error_set(err, errno, "fsync `%s`", de->d_name);
+		close(cfd);
+	}
+	if (r == 0 && fsync(dirfd(d)) < 0)
+		r = cryo_error_set(err, errno, "fsync image dir");
+	closedir(d);
+	return r;
+}
+
+/* 1 if dirfd/name is an empty dir, 0 if not empty, -errno. */
+static int dir_is_empty_at(int dirfd, const char *name)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd, r = 1;
+
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+			r = 0;
+			break;
+		}
+	closedir(d);
+	return r;
+}
+
+int cryo_image_commit(struct cryo_image *img, struct cryo_error *err)
+{
+	struct stat st;
+	bool exchanged = false;
+	int r;
+
+	if (img->committed)
+		return cryo_error_setx(err, EALREADY, "image `%s` is already committed", img->final_path);
+	r = fsync_tree(img->dirfd, 0, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "commit `%s`", img->final_path);
+	if (cryo_fault("image-commit"))
+		return cryo_error_setx(err, EIO, "commit `%s`: injected fault (CRYO_FAULT=image-commit)",
+				       img->final_path);
+
+	if (fstatat(img->parent_fd, img->final_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT)
+			return cryo_error_set(err, errno, "commit: stat `%s`", img->final_path);
+		if (renameat2(img->parent_fd, img->staging_name, img->parent_fd, img->final_name, RENAME_NOREPLACE) < 0)
+			return cryo_error_set(err, errno, "commit: rename `%s` to `%s`", img->staging_path,
+					      img->final_path);
+	} else if (!S_ISDIR(st.st_mode)) {
+		return cryo_error_setx(err, ENOTDIR, "commit: `%s` exists and is not a directory", img->final_path);
+	} else {
+		r = dir_is_empty_at(img->parent_fd, img->final_name);
+		if (r < 0)
+			return cryo_error_set(err, -r, "commit: read `%s`", img->final_path);
+		if (r == 1) {
+			/* rename(2) replaces an empty directory atomically */
+			if (renameat(img->parent_fd, img->staging_name, img->parent_fd, img->final_name) < 0)
+				return cryo_error_set(err, errno, "commit: rename `%s` to `%s`", img->staging_path,
+						      img->final_path);
+		} else {
+			_cleanup_close_ int ofd = -1;
+
+			ofd = openat(img->parent_fd, img->final_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (ofd < 0)
+				return cryo_error_set(err, errno, "commit: open `%s`", img->final_path);
+			if (faccessat(ofd, CRYO_MANIFEST_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0)
+				return cryo_error_setx(err, EEXIST,
+						       "commit: `%s` exists, is not empty and holds no cryo checkpoint: refusing to replace it",
+						       img->final_path);
+			if (renameat2(img->parent_fd, img->staging_name, img->parent_fd, img->final_name,
+				      RENAME_EXCHANGE) < 0)
+				return cryo_error_set(err, errno, "commit: exchange `%s` with `%s`", img->staging_path,
+						      img->final_path);
+			exchanged = true;
+		}
+	}
+	img->committed = 1;
+	if (fsync(img->parent_fd) < 0)
+		return cryo_error_set(err, errno, "commit: fsync the parent of `%s`", img->final_path);
+	if (exchanged) {
+		/* the previous checkpoint now sits under the staging name */
+		r = cryo_rm_rf_at(img->parent_fd, img->staging_name);
+		if (r < 0)
+			cryo_warn("could not remove the replaced checkpoint at `%s`: %s", img->staging_path,
+				  strerror(-r));
+		(void)fsync(img->parent_fd);
+	}
+	return 0;
+}

@@ -1,0 +1,477 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * On disk a manifest is
+ *
+ *   "CRYOMAN1" (8 bytes) | SHA-256 of the payload (32 bytes) | payload
+ *
+ * where the payload is the packed Cryo__Manifest. The protobuf alone
+ * would accept most flipped bytes inside a string (config.json, a file
+ * name), so the manifest carries its own digest; the magic tells a cryo
+ * manifest from anything else at a glance. Compatibility lives in the
+ * payload's format_version, not in the framing.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "digest.h"
+#include "manifest.h"
+#include "util.h"
+
+#define MANIFEST_MAGIC "CRYOMAN1"
+#define MANIFEST_MAGIC_LEN 8
+#define MANIFEST_HEADER_LEN (MANIFEST_MAGIC_LEN + CRYO_SHA256_LEN)
+#define MANIFEST_TMP_NAME ".manifest.pb.tmp"
+
+void cryo_manifest_free(Cryo__Manifest *m)
+{
+	if (m)
+		cryo__manifest__free_unpacked(m, NULL);
+}
+
+static void manifest_freep(Cryo__Manifest **m)
+{
+	cryo_manifest_free(*m);
+}
+
+int cryo_manifest_set_string(char **field, const char *s)
+{
+	char *c = NULL;
+
+	if (s) {
+		c = strdup(s);
+		if (!c)
+			return -ENOMEM;
+	}
+	free(*field);
+	*field = c;
+	return 0;
+}
+
+int cryo_manifest_new(const char *id, const char *config_json, Cryo__Manifest **ret, struct cryo_error *err)
+{
+	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
+
+	m = malloc(sizeof(*m));
+	if (!m)
+		return cryo_error_set(err, ENOMEM, "manifest");
+	cryo__manifest__init(m);
+	m->format_version = CRYO_MANIFEST_VERSION;
+	if (cryo_manifest_set_string(&m->container_id, id) < 0 ||
+	    cryo_manifest_set_string(&m->config_json, config_json ? config_json : "") < 0)
+		return cryo_error_set(err, ENOMEM, "manifest");
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+int cryo_manifest_add_timing(Cryo__Manifest *m, const char *step, uint64_t start_usec, uint64_t usec)
+{
+	Cryo__StepTiming **v, *t;
+
+	t = malloc(sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	cryo__step_timing__init(t);
+	t->step = strdup(step);
+	if (!t->step) {
+		free(t);
+		return -ENOMEM;
+	}
+	t->usec = usec;
+	t->has_start_usec = 1;
+	t->start_usec = start_usec;
+	v = realloc(m->timings, (m->n_timings + 1) * sizeof(*v));
+	if (!v) {
+		cryo__step_timing__free_unpacked(t, NULL);
+		return -ENOMEM;
+	}
+	m->timings = v;
+	m->timings[m->n_timings++] = t;
+	return 0;
+}
+
+/* One path component, not hidden tricks: no `/`, not `.`/`..`, bounded. */
+static bool valid_name(const char *name)
+{
+	size_t n = strlen(name);
+
+	return n > 0 && n <= 255 && !strchr(name, '/') && strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+static int cmp_strp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void strv_freep(char ***v)
+{
+	char **p;
+
+	if (!*v)
+		return;
+	for (p = *v; *p; p++)
+		free(*p);
+	free(*v);
+}
+
+/*
+ * The names in directory dirfd, sorted, without `.`, `..` and the
+ * manifest's own files. Bounded by CRYO_MANIFEST_MAX_FILES.
+ */
+static int list_dir(int dirfd, char ***ret, size_t *ret_n, struct cryo_error *err)
+{
+	_cleanup_(strv_freep) char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open image dir");
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		close(fd);
+		return cryo_error_set(err, e, "open image dir");
+	}
+	while ((errno = 0, de = readdir(d))) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
+		    strcmp(de->d_name, CRYO_MANIFEST_NAME) == 0 || strcmp(de->d_name, MANIFEST_TMP_NAME) == 0)
+			continue;
+		if (n >= CRYO_MANIFEST_MAX_FILES) {
+			closedir(d);
+			return cryo_error_setx(err, E2BIG, "image dir has more than %u files", CRYO_MANIFEST_MAX_FILES);
+		}
+		if (n + 2 > cap) {
+			char **nv;
+
+			cap = cap ? cap * 2 : 64;
+			nv = realloc(names, cap * sizeof(*nv));
+			if (!nv) {
+				closedir(d);
+				return cryo_error_set(err, ENOMEM, "list image dir");
+			}
+			names = nv;
+		}
+		names[n] = strdup(de->d_name);
+		if (!names[n]) {
+			closedir(d);
+			return cryo_error_set(err, ENOMEM, "list image dir");
+		}
+		names[++n] = NULL;
+	}
+	if (errno != 0) {
+		int e = errno;
+
+		closedir(d);
+		return cryo_error_set(err, e, "read image dir");
+	}
+	closedir(d);
+	if (!names) {
+		names = calloc(1, sizeof(*names));
+		if (!names)
+			return cryo_error_set(err, ENOMEM, "list image dir");
+	}
+	qsort(names, n, sizeof(*names), cmp_strp);
+	*ret = TAKE_PTR(names);
+	*ret_n = n;
+	return 0;
+}
+
+static int read_symlink_at(int dirfd, const char *name, char **ret, struct cryo_error *err)
+{
+	char buf[4096];
+	ssize_t n;
+
+	n = readlinkat(dirfd, name, buf, sizeof(buf));
+	if (n < 0)
+		return cryo_error_set(err, errno, "readlink `%s`", name);
+	if ((size_t)n >= sizeof(buf))
+		return cryo_error_setx(err, ENAMETOOLONG, "symlink `%s` is too long", name);
+	buf[n] = '\0';
+	*ret = strdup(buf);
+	return *ret ? 0 : cryo_error_set(err, ENOMEM, "readlink");
+}
+
+static int hash_entry(int dirfd, const char *name, Cryo__FileDigest **ret, struct cryo_error *err)
+{
+	Cryo__FileDigest *f;
+	struct stat st;
+	uint64_t size = 0;
+	int r;
+
+	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return cryo_error_set(err, errno, "stat `%s`", name);
+	if (!S_ISREG(st.st_mode) && !S_ISLNK(st.st_mode))
+		return cryo_error_setx(err, EINVAL, "`%s` is neither a regular file nor a symlink", name);
+
+	f = malloc(sizeof(*f));
+	if (!f)
+		return cryo_error_set(err, ENOMEM, "hash `%s`", name);
+	cryo__file_digest__init(f);
+	f->name = strdup(name);
+	f->sha256.data = malloc(CRYO_SHA256_LEN);
+	if (!f->name || !f->sha256.data) {
+		cryo__file_digest__free_unpacked(f, NULL);
+		return cryo_error_set(err, ENOMEM, "hash `%s`", name);
+	}
+	f->sha256.len = CRYO_SHA256_LEN;
+	f->has_mode = 1;
+	f->mode = st.st_mode & 07777;
+	if (S_ISLNK(st.st_mode)) {
+		r = read_symlink_at(dirfd, name, &f->symlink, err);
+		if (r >= 0) {
+			size = strlen(f->symlink);
+			r = cryo_digest_buf(f->symlink, size, f->sha256.data, err);
+		}
+	} else {
+		r = cryo_digest_file_at(dirfd, name, f->sha256.data, &size, err);
+	}
+	if (r < 0) {
+		cryo__file_digest__free_unpacked(f, NULL);
+		return r;
+	}
+	f->size = size;
+	*ret = f;
+	return 0;
+}
+
+int cryo_manifest_hash_dir(Cryo__Manifest *m, int dirfd, struct cryo_error *err)
+{
+	_cleanup_(strv_freep) char **names = NULL;
+	Cryo__FileDigest **files;
+	size_t n = 0, i;
+	int r;
+
+	r = list_dir(dirfd, &names, &n, err);
+	if (r < 0)
+		return r;
+	files = calloc(n + 1, sizeof(*files));
+	if (!files)
+		return cryo_error_set(err, ENOMEM, "hash image dir");
+	for (i = 0; i < n; i++) {
+		r = hash_entry(dirfd, names[i], &files[i], err);
+		if (r < 0) {
+			while (i-- > 0)
+				cryo__file_digest__free_unpacked(files[i], NULL);
+			free(files);
+			return r;
+		}
+	}
+	for (i = 0; i < m->n_files; i++)
+		cryo__file_digest__free_unpacked(m->files[i], NULL);
+	free(m->files);
+	m->files = files;
+	m->n_files = n;
+	return 0;
+}
+
+int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err)
+{
+	_cleanup_free_ uint8_t *buf = NULL;
+	size_t len;
+	int r;
+
+	len = cryo__manifest__get_packed_size(m);
+	if (len > CRYO_MANIFEST_MAX_SIZE - MANIFEST_HEADER_LEN)
+		return cryo_error_setx(err, EFBIG, "manifest would be %zu bytes, more than the limit of %u", len,
+				       CRYO_MANIFEST_MAX_SIZE - MANIFEST_HEADER_LEN);
+	buf = malloc(MANIFEST_HEADER_LEN + len);
+	if (!buf)
+		return cryo_error_set(err, ENOMEM, "write manifest");
+	memcpy(buf, MANIFEST_MAGIC, MANIFEST_MAGIC_LEN);
+	if (cryo__manifest__pack(m, buf + MANIFEST_HEADER_LEN) != len)
+		return cryo_error_setx(err, EIO, "write manifest: protobuf-c packed a different size");
+	r = cryo_digest_buf(buf + MANIFEST_HEADER_LEN, len, buf + MANIFEST_MAGIC_LEN, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "write manifest");
+
+	r = cryo_write_new_file_at(dirfd, MANIFEST_TMP_NAME, buf, MANIFEST_HEADER_LEN + len, 0600);
+	if (r < 0) {
+		(void)unlinkat(dirfd, MANIFEST_TMP_NAME, 0);
+		return cryo_error_set(err, -r, "write `%s`", MANIFEST_TMP_NAME);
+	}
+	if (renameat(dirfd, MANIFEST_TMP_NAME, dirfd, CRYO_MANIFEST_NAME) < 0) {
+		r = -errno;
+		(void)unlinkat(dirfd, MANIFEST_TMP_NAME, 0);
+		return cryo_error_set(err, -r, "rename manifest into place");
+	}
+	if (fsync(dirfd) < 0)
+		return cryo_error_set(err, errno, "fsync image dir");
+	return 0;
+}
+
+/* Shape checks that don't need the directory. */
+static int check_manifest(const Cryo__Manifest *m, struct cryo_error *err)
+{
+	_cleanup_free_ char **names = NULL;
+	size_t i;
+
+	if (m->format_version == 0)
+		return cryo_error_setx(err, EBADMSG, "manifest has format version 0");
+	if (m->format_version > CRYO_MANIFEST_VERSION)
+		return cryo_error_setx(err, EPROTONOSUPPORT,
+				       "manifest format version %u is newer than this cryo understands (%u): use a newer cryo",
+				       m->format_version, CRYO_MANIFEST_VERSION);
+	if (cryo_validate_id(m->container_id, NULL) < 0)
+		return cryo_error_setx(err, EBADMSG, "manifest names an invalid container id");
+	if (m->n_files > CRYO_MANIFEST_MAX_FILES)
+		return cryo_error_setx(err, EBADMSG, "manifest lists %zu files, at most %u are allowed", m->n_files,
+				       CRYO_MANIFEST_MAX_FILES);
+	names = calloc(m->n_files + 1, sizeof(*names));
+	if (!names)
+		return cryo_error_set(err, ENOMEM, "check manifest");
+	for (i = 0; i < m->n_files; i++) {
+		const Cryo__FileDigest *f = m->files[i];
+
+		if (!valid_name(f->name) || strcmp(f->name, CRYO_MANIFEST_NAME) == 0)
+			return cryo_error_setx(err, EBADMSG, "manifest lists an invalid file name `%.64s`", f->name);
+		if (f->sha256.len != CRYO_SHA256_LEN)
+			return cryo_error_setx(err, EBADMSG, "manifest entry `%s` has a %zu-byte digest, not %d", f->name,
+					       f->sha256.len, CRYO_SHA256_LEN);
+		names[i] = f->name;
+	}
+	qsort(names, m->n_files, sizeof(*names), cmp_strp);
+	for (i = 1; i < m->n_files; i++)
+		if (strcmp(names[i - 1], names[i]) == 0)
+			return cryo_error_setx(err, EBADMSG, "manifest lists `%s` twice", names[i]);
+	if (m->rootfs && m->rootfs->name) {
+		if (!bsearch(&m->rootfs->name, names, m->n_files, sizeof(*names), cmp_strp))
+			return cryo_error_setx(err, EBADMSG, "manifest's rootfs snapshot `%.64s` is not among its files",
+					       m->rootfs->name);
+	}
+	return 0;
+}
+
+int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *err)
+{
+	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
+	_cleanup_free_ char *buf = NULL;
+	uint8_t sha[CRYO_SHA256_LEN];
+	size_t len = 0;
+	int r;
+
+	r = cryo_read_file_at(dirfd, CRYO_MANIFEST_NAME, CRYO_MANIFEST_MAX_SIZE, &buf, &len);
+	if (r == -EFBIG)
+		return cryo_error_setx(err, EFBIG, "`%s` is larger than %u bytes", CRYO_MANIFEST_NAME,
+				       CRYO_MANIFEST_MAX_SIZE);
+	if (r < 0)
+		return cryo_error_set(err, -r, "read `%s`", CRYO_MANIFEST_NAME);
+	if (len < MANIFEST_HEADER_LEN || memcmp(buf, MANIFEST_MAGIC, MANIFEST_MAGIC_LEN) != 0)
+		return cryo_error_setx(err, EBADMSG, "`%s` is not a cryo manifest (bad magic or too short: %zu bytes)",
+				       CRYO_MANIFEST_NAME, len);
+	r = cryo_digest_buf(buf + MANIFEST_HEADER_LEN, len - MANIFEST_HEADER_LEN, sha, err);
+	if (r < 0)
+		return r;
+	if (memcmp(sha, buf + MANIFEST_MAGIC_LEN, CRYO_SHA256_LEN) != 0)
+		return cryo_error_setx(err, EBADMSG, "`%s` is corrupted: its content does not match its own sha256",
+				       CRYO_MANIFEST_NAME);
+	m = cryo__manifest__unpack(NULL, len - MANIFEST_HEADER_LEN, (const uint8_t *)buf + MANIFEST_HEADER_LEN);
+	if (!m)
+		return cryo_error_setx(err, EBADMSG, "`%s` is not a valid manifest message", CRYO_MANIFEST_NAME);
+	r = check_manifest(m, err);
+	if (r < 0)
+		return r;
+	*ret = TAKE_PTR(m);
+	return 0;
+}
+
+static int verify_entry(int dirfd, const Cryo__FileDigest *f, struct cryo_error *err)
+{
+	uint8_t sha[CRYO_SHA256_LEN];
+	char want[CRYO_SHA256_HEX_LEN], got[CRYO_SHA256_HEX_LEN];
+	struct stat st;
+	uint64_t size = 0;
+	int r;
+
+	if (fstatat(dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno == ENOENT)
+			return cryo_error_setx(err, ENOENT, "file `%s` listed in the manifest is missing", f->name);
+		return cryo_error_set(err, errno, "stat `%s`", f->name);
+	}
+	if (f->symlink) {
+		_cleanup_free_ char *target = NULL;
+
+		if (!S_ISLNK(st.st_mode))
+			return cryo_error_setx(err, EBADMSG, "`%s` should be a symlink", f->name);
+		r = read_symlink_at(dirfd, f->name, &target, err);
+		if (r < 0)
+			return r;
+		if (strcmp(target, f->symlink) != 0)
+			return cryo_error_setx(err, EBADMSG, "symlink `%s` points to `%s`, the manifest says `%s`",
+					       f->name, target, f->symlink);
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return cryo_error_setx(err, EBADMSG, "`%s` is not a regular file", f->name);
+	if ((uint64_t)st.st_size != f->size)
+		return cryo_error_setx(err, EBADMSG, "file `%s` is %llu bytes, the manifest says %llu (%s)", f->name,
+				       (unsigned long long)st.st_size, (unsigned long long)f->size,
+				       (uint64_t)st.st_size < f->size ? "truncated" : "grown");
+	r = cryo_digest_file_at(dirfd, f->name, sha, &size, err);
+	if (r < 0)
+		return r;
+	if (size != f->size)
+		return cryo_error_setx(err, EBADMSG, "file `%s` changed size while being verified", f->name);
+	if (memcmp(sha, f->sha256.data, CRYO_SHA256_LEN) != 0) {
+		cryo_digest_hex(f->sha256.data, want);
+		cryo_digest_hex(sha, got);
+		return cryo_error_setx(err, EBADMSG, "file `%s` is corrupted: sha256 %.16s…, the manifest says %.16s…",
+				       f->name, got, want);
+	}
+	return 0;
+}
+
+int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err)
+{
+	_cleanup_(strv_freep) char **present = NULL;
+	_cleanup_free_ char **listed = NULL;
+	size_t n = 0, i;
+	int r;
+
+	r = check_manifest(m, err);
+	if (r < 0)
+		return r;
+	r = list_dir(dirfd, &present, &n, err);
+	if (r < 0)
+		return r;
+	listed = calloc(m->n_files + 1, sizeof(*listed));
+	if (!listed)
+		return cryo_error_set(err, ENOMEM, "verify image");
+	for (i = 0; i < m->n_files; i++)
+		listed[i] = m->files[i]->name;
+	qsort(listed, m->n_files, sizeof(*listed), cmp_strp);
+	/* extra files first: cheap, and a stray file is a clear sign of tampering */
+	for (i = 0; i < n; i++)
+		if (!bsearch(&present[i], listed, m->n_files, sizeof(*listed), cmp_strp))
+			return cryo_error_setx(err, EBADMSG, "unexpected file `%s` that the manifest does not list",
+					       present[i]);
+	for (i = 0; i < m->n_files; i++) {
+		r = verify_entry(dirfd, m->files[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+int cryo_manifest_load_verified(const char *dir, Cryo__Manifest **ret, struct cryo_error *err)
+{
+	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
+	_cleanup_close_ int dfd = -1;
+	int r;
+
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return cryo_error_set(err, errno, "image `%s`", dir);
+	r = cryo_manifest_read_at(dfd, &m, err);
+	if (r >= 0)
+		r = cryo_manifest_verify_at(dfd, m, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "image `%s`", dir);
+	*ret = TAKE_PTR(m);
+	return 0;
+}

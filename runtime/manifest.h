@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The checkpoint manifest (proto/manifest.proto): what a checkpoint image
+ * directory holds, down to every file's size and SHA-256. It is written
+ * last, just before the image is committed, and verified before a restore
+ * touches anything: a manifest from a newer cryo, a missing, extra,
+ * truncated or altered file are all refused with the file named.
+ *
+ * A Cryo__Manifest here is always heap-owned in protobuf-c's "unpacked"
+ * shape (every string, array and sub-message malloc'd), whether it was
+ * read from disk or built with the helpers below, so one
+ * cryo_manifest_free() releases either.
+ */
+#ifndef CRYO_MANIFEST_H
+#define CRYO_MANIFEST_H
+
+#include <stdint.h>
+
+#include "manifest.pb-c.h"
+#include "error.h"
+
+#define CRYO_MANIFEST_NAME "manifest.pb"
+#define CRYO_MANIFEST_VERSION 1
+/* config.json plus a few thousand file entries fit easily. */
+#define CRYO_MANIFEST_MAX_SIZE (8U << 20)
+#define CRYO_MANIFEST_MAX_FILES 65536
+
+/* A new manifest for container id, format_version set. */
+int cryo_manifest_new(const char *id, const char *config_json, Cryo__Manifest **ret, struct cryo_error *err);
+void cryo_manifest_free(Cryo__Manifest *m);
+
+/* Replace *field (a malloc'd string of m) by a copy of s (NULL clears). */
+int cryo_manifest_set_string(char **field, const char *s);
+
+/* Append a step timing. */
+int cryo_manifest_add_timing(Cryo__Manifest *m, const char *step, uint64_t start_usec, uint64_t usec);
+
+/*
+ * Hash every entry of the directory dirfd (regular files and symlinks,
+ * one level: CRIU's images are flat) except the manifest itself into
+ * m->files, sorted by name. Any other kind of entry is an error.
+ */
+int cryo_manifest_hash_dir(Cryo__Manifest *m, int dirfd, struct cryo_error *err);
+
+/* Write m as dirfd/manifest.pb (0600, fsync'd, via a temp file + rename). */
+int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err);
+
+/*
+ * Read dirfd/manifest.pb (at most CRYO_MANIFEST_MAX_SIZE bytes) and check
+ * its shape: known format_version, sane file names, digests 32 bytes.
+ */
+int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *err);
+
+/*
+ * Verify the directory against m: every listed file present with its
+ * size and SHA-256, nothing unlisted. -EBADMSG (or -ENOENT for a missing
+ * file) with the file named.
+ */
+int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err);
+
+/* cryo_manifest_read_at() + cryo_manifest_verify_at() on a directory path. */
+int cryo_manifest_load_verified(const char *dir, Cryo__Manifest **ret, struct cryo_error *err);
+
+#endif

@@ -1,0 +1,400 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * Mount setup for the container's init.
+ *
+ * Every destination is resolved inside the rootfs with openat2()'s
+ * RESOLVE_IN_ROOT, so a symlink in the image (`/proc -> /`) can't make us
+ * mount over a host path; the mount then targets the resolved O_PATH fd
+ * through /proc/self/fd/N, which still names the host's /proc because we
+ * have not pivoted yet.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <linux/openat2.h>
+
+#include "log.h"
+#include "mount.h"
+#include "util.h"
+
+static int openat2_in_root(int rootfd, const char *path, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd;
+
+	while (*path == '/')
+		path++;
+	if (!*path)
+		path = ".";
+	fd = syscall(SYS_openat2, rootfd, path, &how, sizeof(how));
+	return fd < 0 ? -errno : (int)fd;
+}
+
+/*
+ * Open path inside rootfd (O_PATH), creating missing components as
+ * directories, the last one as a file when as_file.
+ */
+static int open_create_in_root(int rootfd, const char *path, bool as_file, int *ret_fd)
+{
+	_cleanup_free_ char *p = strdup(path);
+	_cleanup_close_ int parent = -1;
+	char *s, *comp;
+	int fd;
+
+	if (!p)
+		return -ENOMEM;
+	fd = openat2_in_root(rootfd, p, O_PATH);
+	if (fd >= 0) {
+		*ret_fd = fd;
+		return 0;
+	}
+	if (fd != -ENOENT)
+		return fd;
+	parent = openat2_in_root(rootfd, "/", O_PATH | O_DIRECTORY);
+	if (parent < 0)
+		return parent;
+	comp = p;
+	for (;;) {
+		bool last;
+
+		while (*comp == '/')
+			comp++;
+		s = strchr(comp, '/');
+		if (s)
+			*s = '\0';
+		last = !s || !s[1 + strspn(s + 1, "/")];
+		if (*comp) {
+			fd = openat2_in_root(rootfd, p, O_PATH);
+			if (fd == -ENOENT) {
+				if (last && as_file) {
+					int f = openat(parent, comp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+
+					if (f < 0 && errno != EEXIST)
+						return -errno;
+					if (f >= 0)
+						close(f);
+				} else if (mkdirat(parent, comp, 0755) < 0 && errno != EEXIST) {
+					return -errno;
+				}
+				fd = openat2_in_root(rootfd, p, O_PATH);
+			}
+			if (fd < 0)
+				return fd;
+			close(parent);
+			parent = fd;
+		}
+		if (last)
+			break;
+		*s = '/';
+		comp = s + 1;
+	}
+	*ret_fd = TAKE_FD(parent);
+	return 0;
+}
+
+static void fd_path(int fd, char buf[static 32])
+{
+	snprintf(buf, 32, "/proc/self/fd/%d", fd);
+}
+
+static const char *const default_devices[] = { "null", "zero", "full", "random", "urandom", "tty" };
+
+static bool is_default_device(const char *path)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(default_devices); i++)
+		if (strncmp(path, "/dev/", 5) == 0 && strcmp(path + 5, default_devices[i]) == 0)
+			return true;
+	return false;
+}
+
+static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, struct cryo_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	char target[32];
+	bool as_file = false;
+	const char *type = m->type;
+	unsigned long flags = m->flags & ~MS_REMOUNT;
+	int r;
+
+	if (m->bind) {
+		struct stat st;
+
+		if (stat(m->source, &st) < 0)
+			return cryo_error_set(err, errno, "bind mount source `%s`", m->source);
+		as_file = !S_ISDIR(st.st_mode);
+	}
+	r = open_create_in_root(rootfd, m->destination, as_file, &fd);
+	if (r < 0)
+		return cryo_error_set(err, -r, "mount destination `%s`", m->destination);
+	fd_path(fd, target);
+
+	if (m->bind) {
+		if (mount(m->source, target, NULL, MS_BIND | (m->recursive_bind ? MS_REC : 0), NULL) < 0)
+			return cryo_error_set(err, errno, "bind mount `%s` on `%s`", m->source, m->destination);
+		/* bind ignores other flags: apply them by remounting the new mount */
+		if (flags & ~(MS_REC)) {
+			_cleanup_close_ int nfd = -1;
+			char ntarget[32];
+
+			nfd = openat2_in_root(rootfd, m->destination, O_PATH);
+			if (nfd < 0)
+				return cryo_error_set(err, -nfd, "reopen `%s`", m->destination);
+			fd_path(nfd, ntarget);
+			if (mount(NULL, ntarget, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
+				return cryo_error_set(err, errno, "remount `%s` with its options", m->destination);
+		}
+	} else {
+		/*
+		 * A "cgroup" mount on this hybrid host would need one mount per v1
+		 * hierarchy; the container gets the cgroup2 hierarchy instead.
+		 */
+		if (strcmp(type, "cgroup") == 0)
+			type = "cgroup2";
+		if (mount(m->source ? m->source : type, target, type, flags, m->data) < 0) {
+			int e = errno;
+
+			/* sysfs in a user ns without its own net ns: bind the host's, read-only */
+			if (strcmp(type, "sysfs") == 0 && (e == EPERM || e == EBUSY) && userns) {
+				if (mount("/sys", target, NULL, MS_BIND | MS_REC, NULL) == 0)
+					return 0;
+			}
+			return cryo_error_set(err, e, "mount %s on `%s`%s%s", type, m->destination,
+					      m->data ? " with " : "", m->data ? m->data : "");
+		}
+	}
+	if (m->propagation) {
+		_cleanup_close_ int nfd = openat2_in_root(rootfd, m->destination, O_PATH);
+		char ntarget[32];
+
+		if (nfd < 0)
+			return cryo_error_set(err, -nfd, "reopen `%s`", m->destination);
+		fd_path(nfd, ntarget);
+		/* shared would join the host's peer group: never propagate out */
+		if (!(m->propagation & MS_SHARED) && mount(NULL, ntarget, NULL, m->propagation, NULL) < 0)
+			return cryo_error_set(err, errno, "set propagation of `%s`", m->destination);
+	}
+	return 0;
+}
+
+/*
+ * Host device nodes are bind-mounted onto empty files in the container's
+ * /dev: creating our own nodes is impossible in a user namespace, and
+ * touching the host's inodes (chown/chmod) is what broke hosts before.
+ */
+static int bind_default_devices(int rootfd, struct cryo_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(default_devices); i++) {
+		_cleanup_close_ int fd = -1;
+		char host[64], dest[64], target[32];
+		struct stat st;
+		int r;
+
+		snprintf(host, sizeof(host), "/dev/%s", default_devices[i]);
+		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
+			continue;
+		snprintf(dest, sizeof(dest), "/dev/%s", default_devices[i]);
+		r = open_create_in_root(rootfd, dest, true, &fd);
+		if (r < 0)
+			return cryo_error_set(err, -r, "create `%s` in the container", dest);
+		fd_path(fd, target);
+		if (mount(host, target, NULL, MS_BIND, NULL) < 0)
+			return cryo_error_set(err, errno, "bind `%s` into the container", host);
+	}
+	return 0;
+}
+
+static int make_devices(int rootfd, const struct cryo_spec *spec, bool userns, struct cryo_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < spec->n_devices; i++) {
+		const struct cryo_spec_device *d = &spec->devices[i];
+		_cleanup_free_ char *dir = strdup(d->path);
+		_cleanup_close_ int dfd = -1;
+		char *base;
+		mode_t type;
+		int r;
+
+		if (is_default_device(d->path))
+			continue;
+		if (!dir)
+			return cryo_error_set(err, ENOMEM, "device `%s`", d->path);
+		base = strrchr(dir, '/');
+		*base++ = '\0';
+		r = open_create_in_root(rootfd, dir, false, &dfd);
+		if (r < 0)
+			return cryo_error_set(err, -r, "device `%s`: parent directory", d->path);
+		if (userns) {
+			_cleanup_close_ int fd = -1;
+			char target[32];
+			struct stat st;
+
+			if (stat(d->path, &st) < 0)
+				return cryo_error_set(err, errno, "device `%s`: can't bind it from the host in a user namespace", d->path);
+			r = open_create_in_root(rootfd, d->path, true, &fd);
+			if (r < 0)
+				return cryo_error_set(err, -r, "device `%s`", d->path);
+			fd_path(fd, target);
+			if (mount(d->path, target, NULL, MS_BIND, NULL) < 0)
+				return cryo_error_set(err, errno, "bind device `%s`", d->path);
+			continue;
+		}
+		type = d->type == 'b' ? S_IFBLK : d->type == 'p' ? S_IFIFO : S_IFCHR;
+		{
+			_cleanup_close_ int real = -1;
+
+			/* mknodat needs a real directory fd, not O_PATH */
+			real = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (real < 0)
+				return cryo_error_set(err, errno, "device `%s`: open parent", d->path);
+			if (mknodat(real, base, type | (d->has_file_mode ? (d->file_mode & 07777) : 0666),
+				    makedev((unsigned)d->major, (unsigned)d->minor)) < 0) {
+				/* an existing node may be a host bind: never touch it */
+				if (errno == EEXIST)
+					continue;
+				return cryo_error_set(err, errno, "mknod `%s`", d->path);
+			}
+			/* only the node we just created in the container's own /dev */
+			if ((d->has_uid || d->has_gid) &&
+			    fchownat(real, base, d->has_uid ? d->uid : (uid_t)-1, d->has_gid ? d->gid : (gid_t)-1,
+				     AT_SYMLINK_NOFOLLOW) < 0)
+				return cryo_error_set(err, errno, "chown `%s`", d->path);
+			if (d->has_file_mode && fchmodat(real, base, d->file_mode & 07777, 0) < 0)
+				return cryo_error_set(err, errno, "chmod `%s`", d->path);
+		}
+	}
+	return 0;
+}
+
+static int dev_symlinks(int rootfd, struct cryo_error *err)
+{
+	static const char *const links[][2] = {
+		{ "/proc/self/fd", "fd" },     { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" },
+		{ "/proc/self/fd/2", "stderr" }, { "/proc/kcore", "core" },   { "pts/ptmx", "ptmx" },
+	};
+	_cleanup_close_ int dev = -1, real = -1;
+	size_t i;
+	int r;
+
+	r = open_create_in_root(rootfd, "/dev", false, &dev);
+	if (r < 0)
+		return cryo_error_set(err, -r, "open /dev in the container");
+	real = openat(dev, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (real < 0)
+		return cryo_error_set(err, errno, "open /dev in the container");
+	for (i = 0; i < ARRAY_SIZE(links); i++) {
+		struct stat st;
+
+		/* ptmx only points somewhere when devpts is mounted */
+		if (strcmp(links[i][1], "ptmx") == 0 && fstatat(real, "pts/ptmx", &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (strcmp(links[i][1], "ptmx") == 0)
+			(void)unlinkat(real, "ptmx", 0);
+		if (symlinkat(links[i][0], real, links[i][1]) < 0 && errno != EEXIST)
+			return cryo_error_set(err, errno, "symlink /dev/%s", links[i][1]);
+	}
+	if (mkdirat(real, "shm", 01777) < 0 && errno != EEXIST)
+		return cryo_error_set(err, errno, "mkdir /dev/shm");
+	return 0;
+}
+
+int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, int *ret_rootfd,
+		       struct cryo_error *err)
+{
+	_cleanup_close_ int rootfd = -1;
+	size_t i;
+	int r;
+
+	/*
+	 * Slave first: the new mount namespace starts out in the host's peer
+	 * groups, so without this our mounts would show up on the host.
+	 */
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return cryo_error_set(err, errno, "make / a recursive slave");
+	if (spec->rootfs_propagation && !(spec->rootfs_propagation & MS_SHARED) &&
+	    mount(NULL, "/", NULL, spec->rootfs_propagation, NULL) < 0)
+		return cryo_error_set(err, errno, "set rootfs propagation");
+	if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
+		return cryo_error_set(err, errno, "bind the rootfs `%s` onto itself", rootfs);
+	rootfd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0)
+		return cryo_error_set(err, errno, "open rootfs `%s`", rootfs);
+
+	for (i = 0; i < spec->n_mounts; i++) {
+		r = do_mount(rootfd, &spec->mounts[i], userns, err);
+		if (r < 0)
+			return cryo_error_prefix(err, "mounts[%zu]", i);
+	}
+	r = bind_default_devices(rootfd, err);
+	if (r >= 0)
+		r = make_devices(rootfd, spec, userns, err);
+	if (r >= 0)
+		r = dev_symlinks(rootfd, err);
+	if (r < 0)
+		return r;
+	*ret_rootfd = TAKE_FD(rootfd);
+	return 0;
+}
+
+int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err)
+{
+	/* pivot_root(".", "."): the old root ends up stacked on /, then detached */
+	if (fchdir(rootfd) < 0)
+		return cryo_error_set(err, errno, "chdir into the rootfs");
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return cryo_error_set(err, errno, "pivot_root into `%s`", rootfs);
+	if (umount2(".", MNT_DETACH) < 0)
+		return cryo_error_set(err, errno, "detach the old root");
+	if (chdir("/") < 0)
+		return cryo_error_set(err, errno, "chdir /");
+	return 0;
+}
+
+int cryo_mount_finish(const struct cryo_spec *spec, struct cryo_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < spec->n_masked_paths; i++) {
+		const char *p = spec->masked_paths[i];
+		struct stat st;
+
+		if (lstat(p, &st) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return cryo_error_set(err, errno, "masked path `%s`", p);
+		}
+		if (S_ISDIR(st.st_mode)) {
+			if (mount("tmpfs", p, "tmpfs", MS_RDONLY, "size=0") < 0)
+				return cryo_error_set(err, errno, "mask `%s` with an empty tmpfs", p);
+		} else if (mount("/dev/null", p, NULL, MS_BIND, NULL) < 0) {
+			return cryo_error_set(err, errno, "mask `%s` with /dev/null", p);
+		}
+	}
+	for (i = 0; i < spec->n_readonly_paths; i++) {
+		const char *p = spec->readonly_paths[i];
+
+		if (mount(p, p, NULL, MS_BIND | MS_REC, NULL) < 0) {
+			if (errno == ENOENT)
+				continue;
+			return cryo_error_set(err, errno, "bind read-only path `%s`", p);
+		}
+		if (mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+			return cryo_error_set(err, errno, "make `%s` read-only", p);
+	}
+	if (spec->root_readonly && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+		return cryo_error_set(err, errno, "make the root read-only");
+	return 0;
+}

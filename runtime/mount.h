@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The container's filesystem view, built inside its fresh mount
+ * namespace by the container's init: rootfs bind + config mounts + /dev,
+ * pivot_root, then masked and read-only paths. Nothing here may reach the
+ * host: the whole tree is made a slave of the host first, and host device
+ * nodes are only ever bind-mounted, never created, chowned or chmodded.
+ */
+#ifndef CRYO_MOUNT_H
+#define CRYO_MOUNT_H
+
+#include <stdbool.h>
+
+#include "error.h"
+#include "spec.h"
+
+/*
+ * Run in the container's mount namespace: bind rootfs (absolute host path)
+ * onto itself, the config's mounts, /dev. *ret_rootfd is an O_PATH fd of
+ * the rootfs for cryo_mount_pivot(). userns: the process is in a user
+ * namespace (no mknod; sysfs may need a bind). The createContainer hooks
+ * run between the two.
+ */
+int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, int *ret_rootfd,
+		       struct cryo_error *err);
+
+/* pivot_root into rootfd and detach the old root. */
+int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err);
+
+/* After pivot_root: masked paths, read-only paths, read-only root. */
+int cryo_mount_finish(const struct cryo_spec *spec, struct cryo_error *err);
+
+#endif

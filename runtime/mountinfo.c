@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "mountinfo.h"
+#include "util.h"
+
+/* mountinfo escapes space, tab, newline and backslash as \ooo. */
+static char *unescape(const char *s)
+{
+	char *out = malloc(strlen(s) + 1), *o = out;
+
+	if (!out)
+		return NULL;
+	while (*s) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*o++ = (char)(((s[1] - '0') << 6) | ((s[2] - '0') << 3) | (s[3] - '0'));
+			s += 4;
+		} else {
+			*o++ = *s++;
+		}
+	}
+	*o = '\0';
+	return out;
+}
+
+void cryo_mount_done(struct cryo_mount *m)
+{
+	if (!m)
+		return;
+	free(m->root);
+	free(m->mountpoint);
+	free(m->fstype);
+	free(m->source);
+	*m = (struct cryo_mount){ 0 };
+}
+
+/*
+ * Parse one mountinfo line:
+ *   36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+ * Optional fields end at the lone "-".
+ */
+static int parse_line(char *line, struct cryo_mount *ret)
+{
+	char *f[64] = { 0 }, *save = NULL, *tok;
+	size_t n = 0, dash;
+	unsigned long long id;
+	unsigned maj, min;
+	struct cryo_mount m = { 0 };
+
+	for (tok = strtok_r(line, " \n", &save); tok && n < ARRAY_SIZE(f); tok = strtok_r(NULL, " \n", &save))
+		f[n++] = tok;
+	if (n < 7)
+		return -EINVAL;
+	for (dash = 6; dash < n && strcmp(f[dash], "-") != 0; dash++)
+		;
+	if (dash + 2 >= n)
+		return -EINVAL;
+	if (sscanf(f[0], "%llu", &id) != 1 || sscanf(f[2], "%u:%u", &maj, &min) != 2)
+		return -EINVAL;
+	m.mnt_id = id;
+	m.dev = makedev(maj, min);
+	m.root = unescape(f[3]);
+	m.mountpoint = unescape(f[4]);
+	m.fstype = unescape(f[dash + 1]);
+	m.source = unescape(f[dash + 2]);
+	if (!m.root || !m.mountpoint || !m.fstype || !m.source) {
+		cryo_mount_done(&m);
+		return -ENOMEM;
+	}
+	*ret = m;
+	return 0;
+}
+
+static bool path_under(const char *path, const char *dir)
+{
+	size_t n = strlen(dir);
+
+	if (strcmp(dir, "/") == 0)
+		return true;
+	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
+}
+
+int cryo_mountinfo_find_fd(int fd, struct cryo_mount *ret, struct cryo_error *err)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	char self[64], target[4096];
+	struct cryo_mount best = { 0 };
+	struct statx stx;
+	size_t cap = 0;
+	bool have_id;
+	ssize_t len;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID | STATX_BASIC_STATS, &stx) < 0)
+		return cryo_error_set(err, errno, "statx");
+	have_id = stx.stx_mask & STATX_MNT_ID;
+
+	/* only needed when the kernel predates STATX_MNT_ID (5.8) */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	len = readlink(self, target, sizeof(target) - 1);
+	if (len < 0)
+		return cryo_error_set(err, errno, "readlink `%s`", self);
+	target[len] = '\0';
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return cryo_error_set(err, errno, "open /proc/self/mountinfo");
+	while (getline(&line, &cap, f) > 0) {
+		struct cryo_mount m;
+		int r = parse_line(line, &m);
+
+		if (r == -ENOMEM)
+			return cryo_error_set(err, ENOMEM, "parse /proc/self/mountinfo");
+		if (r < 0)
+			continue;
+		if (have_id ? m.mnt_id == stx.stx_mnt_id
+			    : (m.dev == makedev(stx.stx_dev_major, stx.stx_dev_minor) &&
+			       path_under(target, m.mountpoint))) {
+			/* later lines are mounted on top of earlier ones */
+			cryo_mount_done(&best);
+			best = m;
+			if (have_id)
+				break;
+		} else {
+			cryo_mount_done(&m);
+		}
+	}
+	if (!best.mountpoint)
+		return cryo_error_setx(err, ENOENT, "`%s` is on no mount listed in /proc/self/mountinfo", target);
+	/* mountinfo shows a btrfs subvolume's anonymous dev only on recent kernels */
+	best.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	*ret = best;
+	return 0;
+}
+
+int cryo_mountinfo_find(const char *path, struct cryo_mount *ret, struct cryo_error *err)
+{
+	_cleanup_close_ int fd = open(path, O_PATH | O_CLOEXEC);
+
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", path);
+	return cryo_mountinfo_find_fd(fd, ret, err);
+}
+
+int cryo_mount_same_fs(const struct cryo_mount *a, const struct cryo_mount *b)
+{
+	if (a->dev == b->dev)
+		return 1;
+	return strcmp(a->fstype, b->fstype) == 0 && a->source[0] == '/' && strcmp(a->source, b->source) == 0;
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Which mount holds a path: the mount id from statx(STATX_MNT_ID) looked
+ * up in /proc/self/mountinfo, so bind mounts and mounts stacked on the
+ * same directory resolve to the mount the kernel actually walks through.
+ */
+#ifndef CRYO_MOUNTINFO_H
+#define CRYO_MOUNTINFO_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+struct cryo_mount {
+	uint64_t mnt_id;
+	dev_t dev;          /* st_dev of the filesystem (mountinfo major:minor) */
+	char *root;         /* the directory of the filesystem mounted here ("/" unless a bind mount) */
+	char *mountpoint;   /* absolute, unescaped */
+	char *fstype;       /* "ext4", "xfs", "overlay", ... */
+	char *source;       /* "/dev/loop3", "overlay", ... */
+};
+
+/*
+ * Find the mount holding the file open at fd (any fd, also O_PATH).
+ * Returns 0 and fills *ret (free with cryo_mount_done()), or -errno.
+ */
+int cryo_mountinfo_find_fd(int fd, struct cryo_mount *ret, struct cryo_error *err);
+
+/* Same, for a path (followed if it is a symlink). */
+int cryo_mountinfo_find(const char *path, struct cryo_mount *ret, struct cryo_error *err);
+
+/* Free the strings of m; accepts a zeroed struct. */
+void cryo_mount_done(struct cryo_mount *m);
+
+/*
+ * Do a and b belong to one superblock? Same device number, or, for
+ * filesystems whose subvolumes get distinct device numbers (btrfs), the
+ * same fstype on the same block device.
+ */
+int cryo_mount_same_fs(const struct cryo_mount *a, const struct cryo_mount *b);
+
+#endif

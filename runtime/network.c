@@ -1,0 +1,462 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/rtnetlink.h>
+#include <net/if.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <netlink/netlink.h>
+#include <netlink/route/addr.h>
+#include <netlink/route/link.h>
+#include <netlink/route/link/veth.h>
+#include <netlink/route/route.h>
+
+#include "network.h"
+#include "util.h"
+
+#define ANN "annotation " CRYO_NETWORK_ANNOTATION
+
+static bool valid_ifname(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= IFNAMSIZ || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/' || s[i] == ':' || s[i] == '=' || (unsigned char)s[i] <= ' ' || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* "A.B.C.D/P" with 1 <= P <= 32 */
+static int parse_cidr(const char *s, const char *what, struct in_addr *addr, unsigned int *prefix,
+		      struct cryo_error *err)
+{
+	char buf[INET_ADDRSTRLEN + 4];
+	const char *slash = strchr(s, '/');
+	uint64_t p;
+
+	if (!slash || (size_t)(slash - s) >= INET_ADDRSTRLEN)
+		return cryo_error_setx(err, EINVAL, ANN ": %s `%s` is not ADDRESS/PREFIX", what, s);
+	memcpy(buf, s, (size_t)(slash - s));
+	buf[slash - s] = '\0';
+	if (inet_pton(AF_INET, buf, addr) != 1)
+		return cryo_error_setx(err, EINVAL, ANN ": %s `%s` is not an IPv4 address", what, s);
+	if (cryo_parse_u64(slash + 1, 32, &p) < 0 || p == 0)
+		return cryo_error_setx(err, EINVAL, ANN ": %s `%s` needs a prefix length 1..32", what, s);
+	*prefix = (unsigned int)p;
+	return 0;
+}
+
+int cryo_network_parse_string(const char *value, struct cryo_network_spec *out, struct cryo_error *err)
+{
+	struct cryo_network_spec spec = { .present = true };
+	char copy[513], *save, *tok;
+	int field = 0, r;
+
+	memset(out, 0, sizeof(*out));
+	if (strlen(value) >= sizeof(copy))
+		return cryo_error_setx(err, EINVAL, ANN ": longer than %zu bytes", sizeof(copy) - 1);
+	memcpy(copy, value, strlen(value) + 1);
+	snprintf(spec.ifname, sizeof(spec.ifname), "eth0");
+	/* strtok_r would merge empty fields; strsep keeps them so "veth::x" is caught */
+	save = copy;
+	while ((tok = strsep(&save, ":")) != NULL) {
+		char *eq = strchr(tok, '=');
+
+		if (field == 0) {
+			if (strcmp(tok, "veth") != 0)
+				return cryo_error_setx(err, EINVAL, ANN ": unknown kind `%s` (expected veth:HOSTIF:ADDR/PREFIX[:gw=A][:host=A/P][:name=IF][:mtu=N])",
+						       tok);
+		} else if (field == 1) {
+			if (!valid_ifname(tok))
+				return cryo_error_setx(err, EINVAL, ANN ": invalid host interface name `%s`", tok);
+			snprintf(spec.host_ifname, sizeof(spec.host_ifname), "%s", tok);
+		} else if (field == 2) {
+			r = parse_cidr(tok, "container address", &spec.addr, &spec.prefix, err);
+			if (r < 0)
+				return r;
+		} else if (!eq) {
+			return cryo_error_setx(err, EINVAL, ANN ": option `%s` is not KEY=VALUE", tok);
+		} else {
+			const char *v = eq + 1;
+
+			*eq = '\0';
+			if (strcmp(tok, "gw") == 0) {
+				if (spec.has_gw)
+					goto dup;
+				if (inet_pton(AF_INET, v, &spec.gw) != 1)
+					return cryo_error_setx(err, EINVAL, ANN ": gw `%s` is not an IPv4 address", v);
+				spec.has_gw = true;
+			} else if (strcmp(tok, "host") == 0) {
+				if (spec.has_host_addr)
+					goto dup;
+				r = parse_cidr(v, "host address", &spec.host_addr, &spec.host_prefix, err);
+				if (r < 0)
+					return r;
+				spec.has_host_addr = true;
+			} else if (strcmp(tok, "name") == 0) {
+				if (!valid_ifname(v))
+					return cryo_error_setx(err, EINVAL, ANN ": invalid interface name `%s`", v);
+				snprintf(spec.ifname, sizeof(spec.ifname), "%s", v);
+			} else if (strcmp(tok, "mtu") == 0) {
+				uint64_t m;
+
+				if (spec.mtu)
+					goto dup;
+				if (cryo_parse_u64(v, 65535, &m) < 0 || m < 68)
+					return cryo_error_setx(err, EINVAL, ANN ": mtu `%s` is not in 68..65535", v);
+				spec.mtu = (unsigned int)m;
+			} else {
+				return cryo_error_setx(err, EINVAL, ANN ": unknown option `%s` (known: gw, host, name, mtu)", tok);
+			}
+		}
+		field++;
+		continue;
+dup:
+		return cryo_error_setx(err, EINVAL, ANN ": option `%s` given twice", tok);
+	}
+	if (field < 3)
+		return cryo_error_setx(err, EINVAL, ANN ": `%s` is not veth:HOSTIF:ADDR/PREFIX[:key=value...]", value);
+	/* no onlink routes: the gateway must be reachable on the container's subnet */
+	if (spec.has_gw) {
+		uint32_t mask = spec.prefix == 32 ? UINT32_MAX : ~(UINT32_MAX >> spec.prefix);
+		char gw[INET_ADDRSTRLEN];
+
+		if ((ntohl(spec.gw.s_addr) & mask) != (ntohl(spec.addr.s_addr) & mask) ||
+		    spec.gw.s_addr == spec.addr.s_addr)
+			return cryo_error_setx(err, EINVAL, ANN ": gw %s is not another address on the container's /%u subnet",
+					       inet_ntop(AF_INET, &spec.gw, gw, sizeof(gw)), spec.prefix);
+	}
+	*out = spec;
+	return 0;
+}
+
+int cryo_network_parse(struct json_object *annotations, struct cryo_network_spec *out, struct cryo_error *err)
+{
+	struct json_object *v;
+
+	memset(out, 0, sizeof(*out));
+	if (!annotations || !json_object_is_type(annotations, json_type_object) ||
+	    !json_object_object_get_ex(annotations, CRYO_NETWORK_ANNOTATION, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return cryo_error_setx(err, EINVAL, ANN ": must be a string");
+	return cryo_network_parse_string(json_object_get_string(v), out, err);
+}
+
+void cryo_network_spec_free(struct cryo_network_spec *spec)
+{
+	if (spec)
+		memset(spec, 0, sizeof(*spec));
+}
+
+/* libnl speaks NLE_* codes; callers test -errno */
+static int nl_errno(int nle)
+{
+	switch (nle < 0 ? -nle : nle) {
+	case NLE_EXIST: return EEXIST;
+	case NLE_OBJ_NOTFOUND: return ENOENT;
+	case NLE_NODEV: return ENODEV;
+	case NLE_PERM: return EPERM;
+	case NLE_NOACCESS: return EACCES;
+	case NLE_NOMEM: return ENOMEM;
+	case NLE_BUSY: return EBUSY;
+	case NLE_INVAL: return EINVAL;
+	case NLE_RANGE: return ERANGE;
+	case NLE_OPNOTSUPP: return EOPNOTSUPP;
+	case NLE_AF_NOSUPPORT: return EAFNOSUPPORT;
+	default: return EIO;
+	}
+}
+
+static int nl_fail(struct cryo_error *err, int nle, const char *what, const char *ifname)
+{
+	return cryo_error_setx(err, nl_errno(nle), "%s `%s`: %s", what, ifname, nl_geterror(nle));
+}
+
+static int open_sock(struct nl_sock **ret, struct cryo_error *err)
+{
+	struct nl_sock *sk = nl_socket_alloc();
+	int r;
+
+	if (!sk)
+		return cryo_error_set(err, ENOMEM, "allocate netlink socket");
+	r = nl_connect(sk, NETLINK_ROUTE);
+	if (r < 0) {
+		nl_socket_free(sk);
+		return cryo_error_setx(err, nl_errno(r), "connect rtnetlink: %s", nl_geterror(r));
+	}
+	*ret = sk;
+	return 0;
+}
+
+static int link_up(struct nl_sock *sk, const char *ifname, int *ret_index, struct cryo_error *err)
+{
+	struct rtnl_link *l = NULL, *change;
+	int r;
+
+	r = rtnl_link_get_kernel(sk, 0, ifname, &l);
+	if (r < 0)
+		return nl_fail(err, r, "find link", ifname);
+	change = rtnl_link_alloc();
+	if (!change) {
+		rtnl_link_put(l);
+		return cryo_error_set(err, ENOMEM, "bring up `%s`", ifname);
+	}
+	rtnl_link_set_flags(change, IFF_UP);
+	r = rtnl_link_change(sk, l, change, 0);
+	if (ret_index)
+		*ret_index = rtnl_link_get_ifindex(l);
+	rtnl_link_put(change);
+	rtnl_link_put(l);
+	if (r < 0)
+		return nl_fail(err, r, "bring up", ifname);
+	return 0;
+}
+
+static int add_addr(struct nl_sock *sk, int ifindex, const char *ifname, struct in_addr a, unsigned int prefix,
+		    struct cryo_error *err)
+{
+	struct rtnl_addr *ra = rtnl_addr_alloc();
+	struct nl_addr *local = nl_addr_build(AF_INET, &a, sizeof(a));
+	int r = -NLE_NOMEM;
+
+	if (ra && local) {
+		nl_addr_set_prefixlen(local, (int)prefix);
+		rtnl_addr_set_ifindex(ra, ifindex);
+		r = rtnl_addr_set_local(ra, local);
+		if (r >= 0)
+			r = rtnl_addr_add(sk, ra, 0);
+	}
+	nl_addr_put(local);
+	rtnl_addr_put(ra);
+	if (r < 0)
+		return nl_fail(err, r, "add address to", ifname);
+	return 0;
+}
+
+static int add_default_route(struct nl_sock *sk, int ifindex, const char *ifname, struct in_addr gw,
+			     struct cryo_error *err)
+{
+	struct in_addr any = { 0 };
+	struct rtnl_route *rt = rtnl_route_alloc();
+	struct rtnl_nexthop *nh = rtnl_route_nh_alloc();
+	struct nl_addr *dst = nl_addr_build(AF_INET, &any, sizeof(any));
+	struct nl_addr *via = nl_addr_build(AF_INET, &gw, sizeof(gw));
+	int r = -NLE_NOMEM;
+
+	if (rt && nh && dst && via) {
+		nl_addr_set_prefixlen(dst, 0);
+		rtnl_route_set_family(rt, AF_INET);
+		rtnl_route_set_table(rt, RT_TABLE_MAIN);
+		rtnl_route_set_scope(rt, RT_SCOPE_UNIVERSE);
+		rtnl_route_set_protocol(rt, RTPROT_BOOT);
+		rtnl_route_set_type(rt, RTN_UNICAST);
+		r = rtnl_route_set_dst(rt, dst);
+		rtnl_route_nh_set_ifindex(nh, ifindex);
+		rtnl_route_nh_set_gateway(nh, via);
+		rtnl_route_add_nexthop(rt, nh);
+		nh = NULL; /* owned by the route now */
+		if (r >= 0)
+			r = rtnl_route_add(sk, rt, NLM_F_CREATE | NLM_F_EXCL);
+	}
+	if (nh)
+		rtnl_route_nh_free(nh);
+	nl_addr_put(dst);
+	nl_addr_put(via);
+	rtnl_route_put(rt);
+	if (r < 0)
+		return nl_fail(err, r, "add default route via the gateway on", ifname);
+	return 0;
+}
+
+struct inside {
+	const struct cryo_network_spec *spec;
+	int netns_fd;
+	int r;
+	struct cryo_error err;
+};
+
+/*
+ * Runs on its own thread: setns(CLONE_NEWNET) changes only the calling
+ * thread, so the runtime's other threads and its own netlink socket stay
+ * in the runtime's namespace, and a netlink socket opened here talks to
+ * the container's.
+ */
+static void *configure_inside(void *arg)
+{
+	struct inside *in = arg;
+	const struct cryo_network_spec *spec = in->spec;
+	struct nl_sock *sk = NULL;
+	int ifindex = 0;
+
+	if (setns(in->netns_fd, CLONE_NEWNET) < 0) {
+		in->r = cryo_error_set(&in->err, errno, "enter the container's network namespace");
+		return NULL;
+	}
+	in->r = open_sock(&sk, &in->err);
+	if (in->r < 0)
+		return NULL;
+	in->r = link_up(sk, "lo", NULL, &in->err);
+	if (in->r >= 0)
+		in->r = link_up(sk, spec->ifname, &ifindex, &in->err);
+	if (in->r >= 0)
+		in->r = add_addr(sk, ifindex, spec->ifname, spec->addr, spec->prefix, &in->err);
+	if (in->r >= 0 && cryo_fault("network-inside"))
+		in->r = cryo_error_setx(&in->err, EIO, "fault injected at network-inside");
+	if (in->r >= 0 && spec->has_gw)
+		in->r = add_default_route(sk, ifindex, spec->ifname, spec->gw, &in->err);
+	nl_socket_free(sk);
+	return NULL;
+}
+
+static int same_netns(int fd, bool *ret)
+{
+	struct stat a, b;
+
+	if (fstat(fd, &a) < 0 || stat("/proc/self/ns/net", &b) < 0)
+		return -errno;
+	*ret = a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+	return 0;
+}
+
+static void delete_link(struct nl_sock *sk, const char *ifname)
+{
+	struct rtnl_link *l = rtnl_link_alloc();
+
+	if (!l)
+		return;
+	rtnl_link_set_name(l, ifname);
+	(void)rtnl_link_delete(sk, l);
+	rtnl_link_put(l);
+}
+
+int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct cryo_error *err)
+{
+	_cleanup_close_ int netns_fd = -1;
+	struct inside in = { .spec = spec, .err = CRYO_ERROR_INIT };
+	struct rtnl_link *veth = NULL, *peer;
+	struct nl_sock *sk = NULL;
+	char path[64];
+	pthread_t th;
+	bool same = false;
+	int host_index = 0, r;
+
+	if (!spec->present)
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	netns_fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (netns_fd < 0)
+		return cryo_error_set(err, errno, "network: open %s", path);
+	r = same_netns(netns_fd, &same);
+	if (r < 0)
+		return cryo_error_set(err, -r, "network: compare network namespaces");
+	/* moving a veth end "into" our own netns would wire up the host itself */
+	if (same)
+		return cryo_error_setx(err, EINVAL,
+				       "network: the container shares the runtime's network namespace; " ANN
+				       " needs a network namespace of its own (linux.namespaces: network)");
+	r = open_sock(&sk, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "network");
+
+	veth = rtnl_link_veth_alloc();
+	if (!veth) {
+		r = cryo_error_set(err, ENOMEM, "network: allocate veth");
+		goto out;
+	}
+	peer = rtnl_link_veth_get_peer(veth);
+	rtnl_link_set_name(veth, spec->host_ifname);
+	rtnl_link_set_name(peer, spec->ifname);
+	/* the peer is born inside the container: its name never clashes on the host */
+	rtnl_link_set_ns_fd(peer, netns_fd);
+	if (spec->mtu) {
+		rtnl_link_set_mtu(veth, spec->mtu);
+		rtnl_link_set_mtu(peer, spec->mtu);
+	}
+	rtnl_link_put(peer);
+	r = rtnl_link_add(sk, veth, NLM_F_CREATE | NLM_F_EXCL);
+	if (r < 0) {
+		r = nl_fail(err, r, "create veth pair", spec->host_ifname);
+		goto prefix;
+	}
+
+	r = link_up(sk, spec->host_ifname, &host_index, err);
+	if (r < 0)
+		goto undo;
+	if (spec->has_host_addr) {
+		r = add_addr(sk, host_index, spec->host_ifname, spec->host_addr, spec->host_prefix, err);
+		if (r < 0)
+			goto undo;
+	}
+
+	in.netns_fd = netns_fd;
+	r = pthread_create(&th, NULL, configure_inside, &in);
+	if (r != 0) {
+		r = cryo_error_set(err, r, "start the netns helper thread");
+		goto undo;
+	}
+	pthread_join(th, NULL);
+	if (in.r < 0) {
+		cryo_error_move(err, &in.err);
+		r = cryo_error_prefix(err, "in the container's netns");
+		goto undo;
+	}
+	r = 0;
+	goto out;
+undo:
+	/* deleting one end removes the pair, the container end included */
+	delete_link(sk, spec->host_ifname);
+prefix:
+	cryo_error_prefix(err, "network");
+out:
+	cryo_error_clear(&in.err);
+	if (veth)
+		rtnl_link_veth_release(veth);
+	nl_socket_free(sk);
+	return r;
+}
+
+int cryo_network_teardown(const struct cryo_network_spec *spec, struct cryo_error *err)
+{
+	struct rtnl_link *l = NULL;
+	struct nl_sock *sk = NULL;
+	const char *type;
+	int r;
+
+	if (!spec->present)
+		return 0;
+	r = open_sock(&sk, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "network teardown");
+	r = rtnl_link_get_kernel(sk, 0, spec->host_ifname, &l);
+	if (r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV) {
+		r = 0; /* gone with the container's netns */
+		goto out;
+	}
+	if (r < 0) {
+		r = nl_fail(err, r, "network teardown: find link", spec->host_ifname);
+		goto out;
+	}
+	/* never delete a host interface we did not create */
+	type = rtnl_link_get_type(l);
+	if (!type || strcmp(type, "veth") != 0) {
+		r = cryo_error_setx(err, EINVAL, "network teardown: `%s` is not a veth, refusing to delete it",
+				    spec->host_ifname);
+		goto out;
+	}
+	r = rtnl_link_delete(sk, l);
+	if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV)
+		r = nl_fail(err, r, "network teardown: delete", spec->host_ifname);
+	else
+		r = 0;
+out:
+	rtnl_link_put(l);
+	nl_socket_free(sk);
+	return r;
+}

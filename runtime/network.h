@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Container network through libnl-route-3, asked for by the annotation
+ * org.cryo.network:
+ *
+ *	veth:HOSTIF:ADDR/PREFIX[:key=value]...
+ *
+ *	HOSTIF        name of the host end of the veth pair (created; must not exist)
+ *	ADDR/PREFIX   IPv4 address of the container end, e.g. 10.88.0.2/24
+ *	gw=A          default route inside the container via A
+ *	host=A/P      address for the host end (else it is only brought up)
+ *	name=IF       name of the container end (default eth0)
+ *	mtu=N         MTU of both ends (68..65535)
+ *
+ * e.g. "veth:cryo0:10.88.0.2/24:gw=10.88.0.1:host=10.88.0.1/24". The
+ * container's loopback is brought up too. Without the annotation the
+ * container's netns is left exactly as the config made it.
+ *
+ * The runtime parent calls cryo_network_apply() once the container init
+ * exists in its new netns (after clone, before `start`), and
+ * cryo_network_teardown() on delete (destroying the netns removes the
+ * pair anyway; teardown makes it explicit and handles a leftover).
+ */
+#ifndef CRYO_NETWORK_H
+#define CRYO_NETWORK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <netinet/in.h>
+
+#include <json-c/json.h>
+
+#include "error.h"
+
+#define CRYO_NETWORK_ANNOTATION "org.cryo.network"
+
+struct cryo_network_spec {
+	bool present;
+	char host_ifname[16];      /* IFNAMSIZ */
+	char ifname[16];
+	struct in_addr addr;
+	unsigned int prefix;
+	bool has_gw;
+	struct in_addr gw;
+	bool has_host_addr;
+	struct in_addr host_addr;
+	unsigned int host_prefix;
+	unsigned int mtu;          /* 0: kernel default */
+};
+
+/* Parse annotations[org.cryo.network] (annotations may be NULL). */
+int cryo_network_parse(struct json_object *annotations, struct cryo_network_spec *out,
+		       struct cryo_error *err);
+
+/* Same, from the annotation's value. */
+int cryo_network_parse_string(const char *value, struct cryo_network_spec *out,
+			      struct cryo_error *err);
+
+/*
+ * Create the veth pair with its container end directly inside the netns
+ * of pid, configure both ends. On failure nothing is left behind.
+ */
+int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct cryo_error *err);
+
+/* Delete the host end (and so the pair) if it still exists; 0 if absent. */
+int cryo_network_teardown(const struct cryo_network_spec *spec, struct cryo_error *err);
+
+void cryo_network_spec_free(struct cryo_network_spec *spec);
+
+#endif

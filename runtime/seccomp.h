@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * linux.seccomp of config.json, validated at parse time (actions, ops,
+ * architectures, flags, syscall names resolved by libseccomp) and turned
+ * into a BPF filter with libseccomp when applied.
+ *
+ * Where to load it (the kernel refuses a filter from a process that has
+ * neither NO_NEW_PRIVS nor CAP_SYS_ADMIN):
+ *  - process.noNewPrivileges true: the runtime sets PR_SET_NO_NEW_PRIVS,
+ *    then calls cryo_seccomp_apply() as the very last step before execve
+ *    (after setuid and cryo_caps_apply), so the filter only has to allow
+ *    execve itself;
+ *  - noNewPrivileges false: call it while CAP_SYS_ADMIN is still held, i.e.
+ *    before cryo_caps_prepare()/setuid; the filter then also sees the
+ *    runtime's own remaining syscalls (setresuid, capset, prctl, execve).
+ * cryo_seccomp_apply() never sets NO_NEW_PRIVS by itself.
+ */
+#ifndef CRYO_SECCOMP_H
+#define CRYO_SECCOMP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "error.h"
+
+#define CRYO_SECCOMP_MAX_SYSCALLS 4096 /* rules and names, each */
+#define CRYO_SECCOMP_MAX_ARCHES 16
+#define CRYO_SECCOMP_MAX_ARGS 6
+
+struct cryo_seccomp_arg {
+	unsigned int index;  /* 0..5 */
+	uint64_t value;
+	uint64_t value_two;
+	int op;              /* enum scmp_compare */
+};
+
+struct cryo_seccomp_rule {
+	char **names;        /* NULL-terminated */
+	int *nrs;            /* syscall numbers resolved for the native arch, n_names */
+	size_t n_names;
+	uint32_t action;     /* libseccomp SCMP_ACT_* value with errno/trace data */
+	struct cryo_seccomp_arg args[CRYO_SECCOMP_MAX_ARGS];
+	size_t n_args;
+};
+
+struct cryo_seccomp_spec {
+	bool present;        /* false: no linux.seccomp, apply is a no-op */
+	uint32_t default_action;
+	uint32_t arches[CRYO_SECCOMP_MAX_ARCHES]; /* SCMP_ARCH_* tokens */
+	size_t n_arches;
+	bool flag_tsync, flag_log, flag_spec_allow;
+	struct cryo_seccomp_rule *rules;
+	size_t n_rules;
+};
+
+/*
+ * Parse linux.seccomp (may be NULL: absent). Every invalid value is
+ * -EINVAL with an error naming the field and the value, e.g.
+ * "linux.seccomp.syscalls[3].action: unknown action `SCMP_ACT_FOO`".
+ * SCMP_ACT_NOTIFY is rejected (no listenerPath support).
+ */
+int cryo_seccomp_parse(struct json_object *seccomp, struct cryo_seccomp_spec *out,
+		       struct cryo_error *err);
+
+/* Build and load the filter into the calling thread (see above for when). */
+int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, struct cryo_error *err);
+
+void cryo_seccomp_spec_free(struct cryo_seccomp_spec *spec);
+
+#endif

@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * An OCI bundle's config.json (runtime-spec 1.x) as a plain struct.
+ * Parsing validates every field it reads and names the bad one
+ * ("config.json: process.args: must be a non-empty array of strings");
+ * unknown fields are ignored. Sections owned by other modules
+ * (capabilities, seccomp, rlimits, hooks, the network annotation) are
+ * parsed by those modules' parsers into their structs, embedded here.
+ */
+#ifndef CRYO_SPEC_H
+#define CRYO_SPEC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <json-c/json.h>
+
+#include "caps.h"
+#include "error.h"
+#include "hooks.h"
+#include "network.h"
+#include "rlimits.h"
+#include "seccomp.h"
+
+/* Bounds on what a config may ask for. */
+#define CRYO_SPEC_MAX_BYTES (4u << 20)
+#define CRYO_SPEC_MAX_ARGS 4096
+#define CRYO_SPEC_MAX_ENV 4096
+#define CRYO_SPEC_MAX_MOUNTS 1024
+#define CRYO_SPEC_MAX_LIST 1024  /* devices, masked/readonly paths, id maps, gids, sysctls */
+
+enum cryo_ns_type {
+	CRYO_NS_PID,
+	CRYO_NS_NET,
+	CRYO_NS_MOUNT,
+	CRYO_NS_IPC,
+	CRYO_NS_UTS,
+	CRYO_NS_USER,
+	CRYO_NS_CGROUP,
+	_CRYO_NS_MAX,
+};
+
+/* OCI names: "pid", "network", "mount", "ipc", "uts", "user", "cgroup" */
+extern const char *const cryo_ns_type_names[_CRYO_NS_MAX];
+/* CLONE_NEW* flag of each type */
+extern const int cryo_ns_type_flags[_CRYO_NS_MAX];
+
+struct cryo_spec_namespace {
+	bool enabled;   /* listed in linux.namespaces */
+	char *path;     /* join this one instead of creating; NULL = new */
+};
+
+struct cryo_spec_idmap {
+	uint32_t container_id;
+	uint32_t host_id;
+	uint32_t size;
+};
+
+struct cryo_spec_mount {
+	char *destination;       /* absolute path inside the container */
+	char *type;              /* may be NULL for bind mounts */
+	char *source;            /* may be NULL */
+	unsigned long flags;     /* MS_* from options */
+	unsigned long propagation; /* MS_PRIVATE/MS_SLAVE/... from options, 0 = none */
+	bool bind;               /* bind or rbind */
+	bool recursive_bind;     /* rbind */
+	char *data;              /* options the kernel parses (size=, mode=, ...) or NULL */
+};
+
+struct cryo_spec_device {
+	char *path;
+	char type;        /* 'c', 'b', 'u' (= 'c') or 'p' */
+	int64_t major, minor;
+	uint32_t file_mode;
+	bool has_file_mode;
+	uint32_t uid, gid;
+	bool has_uid, has_gid;
+};
+
+struct cryo_spec_sysctl {
+	char *key;
+	char *value;
+};
+
+struct cryo_spec_resources {
+	bool has_memory_limit;
+	int64_t memory_limit;       /* bytes, -1 = unlimited */
+	bool has_memory_swap;
+	int64_t memory_swap;
+	bool has_cpu_shares;
+	uint64_t cpu_shares;
+	bool has_cpu_quota;
+	int64_t cpu_quota;          /* us per period, -1 = unlimited */
+	bool has_cpu_period;
+	uint64_t cpu_period;        /* us */
+	bool has_pids_limit;
+	int64_t pids_limit;         /* <= 0 = unlimited */
+};
+
+struct cryo_spec {
+	char *oci_version;
+
+	/* root */
+	char *root_path;        /* as written in the config */
+	bool root_readonly;
+
+	/* process */
+	bool terminal;
+	uint32_t uid, gid;
+	uint32_t *additional_gids;
+	size_t n_additional_gids;
+	bool has_umask;
+	uint32_t umask;
+	char **args;            /* NULL-terminated, n_args >= 1 */
+	size_t n_args;
+	char **env;             /* NULL-terminated */
+	size_t n_env;
+	char *cwd;              /* absolute */
+	bool no_new_privileges;
+	bool has_oom_score_adj;
+	int oom_score_adj;
+	struct cryo_caps_spec caps;        /* process.capabilities */
+	struct cryo_rlimits_spec rlimits;  /* process.rlimits */
+
+	char *hostname;
+	char *domainname;
+
+	struct cryo_spec_mount *mounts;
+	size_t n_mounts;
+
+	struct cryo_hooks_spec hooks;      /* hooks */
+	struct json_object *annotations;   /* annotations object, or NULL */
+	struct cryo_network_spec network;  /* annotations["org.cryo.network"] */
+
+	/* linux */
+	struct cryo_spec_namespace namespaces[_CRYO_NS_MAX];
+	struct cryo_spec_idmap *uid_mappings;
+	size_t n_uid_mappings;
+	struct cryo_spec_idmap *gid_mappings;
+	size_t n_gid_mappings;
+	struct cryo_spec_resources resources;
+	char *cgroups_path;     /* NULL = runtime default */
+	struct cryo_spec_device *devices;
+	size_t n_devices;
+	char **masked_paths;    /* NULL-terminated */
+	size_t n_masked_paths;
+	char **readonly_paths;  /* NULL-terminated */
+	size_t n_readonly_paths;
+	struct cryo_spec_sysctl *sysctls;
+	size_t n_sysctls;
+	unsigned long rootfs_propagation; /* MS_* propagation, 0 = runtime default */
+	struct cryo_seccomp_spec seccomp;  /* linux.seccomp */
+};
+
+/*
+ * Parse config.json text. Errors name the field: "config.json: <field>:
+ * <problem>".
+ */
+int cryo_spec_parse(const char *text, size_t len, struct cryo_spec **ret, struct cryo_error *err);
+
+/* Read and parse <bundle>/config.json (bounded by CRYO_SPEC_MAX_BYTES). */
+int cryo_spec_load(const char *bundle, struct cryo_spec **ret, struct cryo_error *err);
+
+void cryo_spec_free(struct cryo_spec *spec);
+
+/* The annotation value for key, or NULL. */
+const char *cryo_spec_annotation(const struct cryo_spec *spec, const char *key);
+
+/*
+ * A default config.json like `runc spec`: busybox-friendly sh, the usual
+ * mounts, masked paths and namespaces. Returns a malloc'd JSON text.
+ */
+int cryo_spec_default_json(bool rootless, char **ret, struct cryo_error *err);
+
+#endif

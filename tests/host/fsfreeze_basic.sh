@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# cryo fsfreeze / fsthaw on real loop-mounted ext4 and xfs: a frozen
+# filesystem blocks a writer in D state, thaw releases it with its data;
+# the seed's errors (EOPNOTSUPP on tmpfs/overlay, EINVAL on thawing an
+# unfrozen fs, EPERM without CAP_SYS_ADMIN, EBUSY on a foreign freeze);
+# nested holds of two owners; a container ID resolves to its rootfs.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/fsimg.sh"
+
+need_root
+need_cmd losetup
+need_cmd mkfs.ext4
+need_cmd mkfs.xfs
+need_cmd fsfreeze
+need_cmd setpriv
+R=$T/root
+
+for fs in ext4 xfs; do
+	mp=$T/$fs
+	if [ $fs = xfs ]; then size=320M; else size=64M; fi
+	fsimg_mount $fs $fs $size
+	log "$fs: freeze blocks a writer, thaw releases it"
+	check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+	start_writer "$mp/data" "payload-$fs"
+	wait_dstate $WRITER || fail "$fs: writer is not in D state on the frozen fs: $(task_state $WRITER)"
+	sleep 0.3
+	[ "$(task_state $WRITER)" = D ] || fail "$fs: writer left D state while frozen"
+	out=$(cryo --root "$R" fsthaw --path "$mp") || fail "$fs: fsthaw failed: $out"
+	echo "$out" | grep -q "thawed \`$mp\` (frozen [0-9]*\.[0-9]* ms)" || fail "$fs: fsthaw printed: $out"
+	wait_gone $WRITER 50 || fail "$fs: writer still blocked after thaw"
+	[ "$(cat "$mp/data")" = "payload-$fs" ] || fail "$fs: data after thaw: $(cat "$mp/data")"
+
+	log "$fs: double thaw is EINVAL, not frozen"
+	expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+	echo "$LAST_OUTPUT" | grep -q "it is not frozen" || fail "$fs: double thaw: $LAST_OUTPUT"
+	expect_fail 1 cryo --root "$R" fsthaw --force --path "$mp"
+	echo "$LAST_OUTPUT" | grep -q "not frozen (FITHAW: Invalid argument)" || fail "$fs: forced thaw of unfrozen: $LAST_OUTPUT"
+
+	log "$fs: nested holds of two owners, each thaws only its own"
+	check cryo --root "$R" fsfreeze --path "$mp" --owner a --timeout 60
+	check cryo --root "$R" fsfreeze --path "$mp" --owner b --timeout 60
+	expect_fail 1 cryo --root "$R" fsfreeze --path "$mp" --owner a
+	echo "$LAST_OUTPUT" | grep -q "owner \`a\` already holds" || fail "$fs: second hold of a: $LAST_OUTPUT"
+	expect_fail 1 cryo --root "$R" fsthaw --path "$mp" --owner c
+	echo "$LAST_OUTPUT" | grep -q "not for owner \`c\`" || fail "$fs: thaw by non-owner: $LAST_OUTPUT"
+	start_writer "$mp/nested" "n"
+	wait_dstate $WRITER || fail "$fs: writer not blocked by the nested freeze"
+	out=$(cryo --root "$R" fsthaw --path "$mp" --owner a) || fail "$fs: thaw a: $out"
+	echo "$out" | grep -q "stays frozen: 1 other hold" || fail "$fs: thaw a printed: $out"
+	sleep 0.3
+	[ "$(task_state $WRITER)" = D ] || fail "$fs: b's hold did not keep it frozen"
+	check cryo --root "$R" fsthaw --path "$mp" --owner b
+	wait_gone $WRITER 50 || fail "$fs: writer blocked after the last hold went"
+
+	log "$fs: a thaw behind cryo's back is a lost window for thaw, reset and the holds a new hold finds"
+	check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+	check fsfreeze -u "$mp"
+	expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+	echo "$LAST_OUTPUT" | grep -q "already thawed by a thaw behind cryo's back.*the consistency window was lost" ||
+		fail "$fs: thaw after fsfreeze -u: $LAST_OUTPUT"
+	check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+	check fsfreeze -u "$mp"
+	expect_fail 1 cryo --root "$R" fsfreeze --reset-timeout 30 --path "$mp"
+	echo "$LAST_OUTPUT" | grep -q "the consistency window was lost" || fail "$fs: reset after fsfreeze -u: $LAST_OUTPUT"
+	start_writer "$mp/behind" "b"
+	wait_gone $WRITER 50 || fail "$fs: the reset probe left it frozen"
+	check cryo --root "$R" fsfreeze --path "$mp" --owner a --timeout 60
+	check fsfreeze -u "$mp"
+	check cryo --root "$R" fsfreeze --path "$mp" --owner b --timeout 60
+	start_writer "$mp/behind2" "b2"
+	wait_dstate $WRITER || fail "$fs: b's hold after a thaw behind cryo's back did not freeze"
+	expect_fail 1 cryo --root "$R" fsthaw --path "$mp" --owner a
+	echo "$LAST_OUTPUT" | grep -q "the consistency window was lost" || fail "$fs: a's hold survived: $LAST_OUTPUT"
+	check cryo --root "$R" fsthaw --path "$mp" --owner b
+	wait_gone $WRITER 50 || fail "$fs: not thawed after b"
+
+	log "$fs: a freeze cryo did not make is EBUSY and not cryo's to thaw"
+	check fsfreeze -f "$mp"
+	expect_fail 1 cryo --root "$R" fsfreeze --path "$mp"
+	echo "$LAST_OUTPUT" | grep -q "already frozen, and not by cryo" || fail "$fs: foreign freeze: $LAST_OUTPUT"
+	expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+	check cryo --root "$R" fsthaw --force --path "$mp"
+	expect_fail 1 fsfreeze -u "$mp"
+done
+
+log "EOPNOTSUPP: tmpfs and overlayfs cannot freeze"
+mkdir -p "$T/tmpfs" "$T/lower" "$T/upper" "$T/work" "$T/ovl"
+mount -t tmpfs cryo-test-fsfreeze "$T/tmpfs" || fail "mount tmpfs"
+at_exit "umount $T/tmpfs"
+mount -t overlay cryo-test-fsfreeze -o "lowerdir=$T/lower,upperdir=$T/upper,workdir=$T/work" "$T/ovl" || fail "mount overlay"
+at_exit "umount $T/ovl"
+for m in tmpfs ovl; do
+	expect_fail 1 cryo --root "$R" fsfreeze --path "$T/$m"
+	echo "$LAST_OUTPUT" | grep -q "does not support freezing (FIFREEZE: Operation not supported)" ||
+		fail "$m: $LAST_OUTPUT"
+	echo "$LAST_OUTPUT" | grep -q "rootfs on a filesystem of its own" || fail "$m: no advice: $LAST_OUTPUT"
+done
+
+log "EPERM without CAP_SYS_ADMIN"
+expect_fail 1 setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$CRYO_BIN" --root "$R" fsfreeze --path "$T/ext4"
+echo "$LAST_OUTPUT" | grep -q "needs CAP_SYS_ADMIN" || fail "EPERM: $LAST_OUTPUT"
+check cryo --root "$R" fsfreeze --path "$T/ext4" --timeout 60
+for sub in "fsthaw --path $T/ext4" "fsfreeze --reset-timeout 9 --path $T/ext4"; do
+	# shellcheck disable=SC2086
+	expect_fail 1 setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$CRYO_BIN" --root "$R" $sub
+	echo "$LAST_OUTPUT" | grep -q "needs CAP_SYS_ADMIN" || fail "EPERM for $sub: $LAST_OUTPUT"
+done
+check cryo --root "$R" fsthaw --path "$T/ext4"
+
+log "a container ID resolves to its rootfs, and is the owner"
+mkdir -p "$R/fsfz-c1"
+printf '{"id":"fsfz-c1","status":"created","pid":0,"rootfs":"%s","bundle":"%s"}\n' "$T/ext4" "$T" > "$R/fsfz-c1/state.json"
+check cryo --root "$R" fsfreeze fsfz-c1 --timeout 60
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [h["owner"] for h in d["holds"]]==["fsfz-c1"], d' \
+	"$(ls "$R"/.fsfreeze/*.json | head -1)" 2>/dev/null || grep -l fsfz-c1 "$R"/.fsfreeze/*.json >/dev/null ||
+	fail "the hold is not owned by the container id"
+start_writer "$T/ext4/by-id" "id"
+wait_dstate $WRITER || fail "freeze by id did not freeze the rootfs"
+check cryo --root "$R" fsthaw fsfz-c1
+wait_gone $WRITER 50 || fail "thaw by id did not thaw"
+expect_fail 1 cryo --root "$R" fsfreeze fsfz-nope
+echo "$LAST_OUTPUT" | grep -q "does not exist" || fail "unknown id: $LAST_OUTPUT"
+echo ok

@@ -1,0 +1,178 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The deadline of a filesystem freeze, kept by cryo's watchdog: the fs
+# thaws by itself within the timeout (+ margin); --reset-timeout extends
+# it; a reset or thaw after it fired reports the lost window (EINVAL);
+# kill -9 of cryo, and of its whole process group, leaves the watchdog
+# running and the fs is thawed by the deadline; --thaw-on-exit thaws at
+# the holder's death; SIGTERM to the watchdog thaws.
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/fsimg.sh"
+
+need_root
+need_cmd losetup
+need_cmd mkfs.ext4
+need_cmd mkfs.xfs
+need_cmd setsid
+R=$T/root
+MARGIN=1500  # ms past the deadline that still counts as "by the deadline"
+
+# the journal of the filesystem mounted on $mp
+journal() { grep -l "\"mountpoint\":\"${mp//\//\\\\/}\"" "$R"/.fsfreeze/*.json 2>/dev/null | xargs -r cat; }
+watchdog_pid() { journal | python3 -c 'import json,sys; print(json.load(sys.stdin)["watchdog_pid"])'; }
+
+# freeze mp with timeout S, then time how long a writer stays blocked
+deadline_run() {
+	local mp=$1 s=$2 t0 t1
+	check cryo --root "$R" fsfreeze --path "$mp" --timeout "$s"
+	t0=$(now_ms)
+	start_writer "$mp/w" "x"
+	wait_dstate $WRITER || fail "writer not blocked"
+	wait_gone $WRITER $(( s * 10 + 50 )) || fail "not thawed $s s + 5 s after the freeze"
+	t1=$(now_ms)
+	echo $(( t1 - t0 ))
+}
+
+for fs in ext4 xfs; do
+	mp=$T/$fs
+	if [ $fs = xfs ]; then size=320M; else size=64M; fi
+	fsimg_mount $fs $fs $size
+
+	log "$fs: the deadline thaws by itself"
+	ms=$(deadline_run "$mp" 2)
+	log "$fs: thawed ${ms} ms after a 2 s freeze"
+	[ "$ms" -ge 1500 ] || fail "$fs: thawed too early (${ms} ms < 2 s)"
+	[ "$ms" -le $(( 2000 + MARGIN )) ] || fail "$fs: thawed too late (${ms} ms)"
+	journal | grep -q '"state":"thawed-by-timeout"' || fail "$fs: journal: $(journal)"
+
+	log "$fs: reset or thaw after the deadline fired: the window was lost"
+	expect_fail 1 cryo --root "$R" fsfreeze --reset-timeout 10 --path "$mp"
+	echo "$LAST_OUTPUT" | grep -q "already thawed by timeout .*the consistency window was lost" ||
+		fail "$fs: reset after timeout: $LAST_OUTPUT"
+	expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+	echo "$LAST_OUTPUT" | grep -q "the consistency window was lost" || fail "$fs: thaw after timeout: $LAST_OUTPUT"
+done
+
+mp=$T/ext4
+log "reset extends the deadline"
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 2
+t0=$(now_ms)
+start_writer "$mp/r" "r"
+wait_dstate $WRITER || fail "writer not blocked"
+sleep 1
+check cryo --root "$R" fsfreeze --reset-timeout 3 --path "$mp"
+sleep 1.6   # past the first deadline (2 s)
+[ "$(task_state $WRITER)" = D ] || fail "thawed at the old deadline despite the reset"
+wait_gone $WRITER 60 || fail "not thawed by the reset deadline"
+ms=$(( $(now_ms) - t0 ))
+log "reset at 1 s to 3 s: thawed after ${ms} ms"
+[ "$ms" -ge 3500 ] && [ "$ms" -le $(( 4000 + MARGIN )) ] || fail "reset deadline: thawed after ${ms} ms, expected ~4000"
+
+log "--timeout 0 without --force is refused"
+expect_fail 2 cryo --root "$R" fsfreeze --path "$mp" --timeout 0
+echo "$LAST_OUTPUT" | grep -q "without a deadline" || fail "timeout 0: $LAST_OUTPUT"
+
+log "kill -9 of cryo and of its process group while it holds a freeze"
+setsid "$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 3 -- sleep 60 &
+holder=$!
+for _ in $(seq 50); do journal 2>/dev/null | grep -q '"state":"frozen"' && break; sleep 0.1; done
+journal | grep -q '"state":"frozen"' || fail "cryo fsfreeze -- sleep did not freeze"
+t0=$(now_ms)
+wd=$(watchdog_pid)
+[ "$(ps -o sid= -p "$wd" | tr -d ' ')" != "$(ps -o sid= -p "$holder" | tr -d ' ')" ] || fail "watchdog shares cryo's session"
+[ "$(ps -o pgid= -p "$wd" | tr -d ' ')" != "$holder" ] || fail "watchdog is in cryo's process group"
+kill -9 -- -"$holder" || fail "kill -9 of the process group"
+wait "$holder" 2>/dev/null
+start_writer "$mp/k" "k"
+wait_dstate $WRITER || fail "not frozen after kill -9 (it must stay frozen until the deadline)"
+kill -0 "$wd" || fail "the watchdog died with cryo's process group"
+wait_gone $WRITER 60 || fail "not thawed by the deadline after kill -9"
+ms=$(( $(now_ms) - t0 ))
+log "after kill -9 of the group: thawed ${ms} ms later (deadline 3 s)"
+[ "$ms" -le $(( 3000 + MARGIN )) ] || fail "thawed ${ms} ms after the kill, deadline was 3 s"
+journal | grep -q '"state":"thawed-by-timeout"' || fail "journal after kill: $(journal)"
+wait_gone "$wd" 20 || fail "watchdog still running after the thaw"
+
+log "kill -9 of cryo alone (the command it runs lives on)"
+"$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 2 -- sleep 30 &
+holder=$!
+for _ in $(seq 50); do journal 2>/dev/null | grep -q '"state":"frozen"' && break; sleep 0.1; done
+sleeper=$(pgrep -P "$holder" sleep)
+at_exit "kill $sleeper"
+kill -9 "$holder"
+wait "$holder" 2>/dev/null
+start_writer "$mp/k2" "k2"
+wait_dstate $WRITER || fail "not frozen after kill -9 of cryo"
+wait_gone $WRITER 45 || fail "not thawed by the deadline after kill -9 of cryo"
+kill "$sleeper" 2>/dev/null
+
+log "--thaw-on-exit: the holder's death thaws at once"
+"$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 60 --thaw-on-exit -- sleep 60 &
+holder=$!
+for _ in $(seq 50); do journal 2>/dev/null | grep -q '"state":"frozen"' && break; sleep 0.1; done
+sleeper=$(pgrep -P "$holder" sleep)
+at_exit "kill $sleeper"
+start_writer "$mp/e" "e"
+wait_dstate $WRITER || fail "--thaw-on-exit: not frozen"
+t0=$(now_ms)
+kill -9 "$holder"
+wait "$holder" 2>/dev/null
+wait_gone $WRITER 30 || fail "--thaw-on-exit: not thawed after the holder died"
+ms=$(( $(now_ms) - t0 ))
+[ "$ms" -le 1500 ] || fail "--thaw-on-exit: thawed ${ms} ms after the holder's death"
+journal | grep -q '"state":"thawed-holder-exited"' || fail "journal: $(journal)"
+kill "$sleeper" 2>/dev/null
+
+log "--timeout 0 --force: no deadline at all"
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 0 --force
+journal | python3 -c 'import json,sys; d=json.load(sys.stdin); assert d["holds"][0]["deadline_ms"]==0, d' ||
+	fail "timeout 0 has a deadline: $(journal)"
+start_writer "$mp/z" "z"
+wait_dstate $WRITER || fail "timeout 0: not frozen"
+check cryo --root "$R" fsthaw --path "$mp"
+wait_gone $WRITER 50 || fail "timeout 0: not thawed"
+
+log "a failure after FIFREEZE inside the watchdog is rolled back (CRYO_FAULT=fsfreeze-hold)"
+expect_fail 1 env CRYO_FAULT=fsfreeze-hold "$CRYO_BIN" --root "$R" fsfreeze --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "Input/output error" || fail "fault after freeze: $LAST_OUTPUT"
+start_writer "$mp/f" "f"
+wait_gone $WRITER 50 || fail "left frozen after a failed hold"
+
+log "kill -9 of the watchdog itself: cryo says so, --force thaws"
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+wd=$(watchdog_pid)
+kill -9 "$wd"
+wait_gone "$wd" 30 || fail "watchdog survived kill -9"
+expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "its watchdog (pid $wd) is gone, so no deadline will thaw it" || fail "dead watchdog: $LAST_OUTPUT"
+expect_fail 1 cryo --root "$R" fsfreeze --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "still frozen by cryo (1 hold(s) in its journal), but their watchdog (pid $wd) is gone" ||
+	fail "freeze over a dead watchdog: $LAST_OUTPUT"
+out=$(cryo --root "$R" recover) || fail "recover failed: $out"
+echo "$out" | grep -q "fs-thaw \`$mp\`: its watchdog died" || fail "recover printed: $out"
+start_writer "$mp/d" "d"
+wait_gone $WRITER 50 || fail "cryo recover did not thaw"
+expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "already thawed by \`cryo recover\` after its watchdog died" || fail "thaw after recover: $LAST_OUTPUT"
+
+log "the same, thawed by hand with fsthaw --force; recover keeps a live hold"
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+wd=$(watchdog_pid)
+out=$(cryo --root "$R" recover) || fail "recover failed: $out"
+echo "$out" | grep -q "kept fs-freeze \`$mp\`: its watchdog is live" || fail "recover of a live hold: $out"
+kill -9 "$wd"
+wait_gone "$wd" 30 || fail "watchdog survived kill -9"
+check cryo --root "$R" fsthaw --force --path "$mp"
+start_writer "$mp/d2" "d2"
+wait_gone $WRITER 50 || fail "--force did not thaw"
+
+log "SIGTERM to the watchdog thaws"
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+wd=$(watchdog_pid)
+start_writer "$mp/t" "t"
+wait_dstate $WRITER || fail "not frozen"
+kill -TERM "$wd"
+wait_gone $WRITER 30 || fail "SIGTERM to the watchdog did not thaw"
+expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "already thawed by SIGTERM" || fail "thaw after SIGTERM: $LAST_OUTPUT"
+echo ok

@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Sourced by the fsfreeze tests after common.sh: loop-mounted filesystem
+# images under $T, writers that block on a frozen filesystem, and a
+# cleanup that thaws from this test process before anything else (a
+# writer in D state cannot be killed, and a watchdog's fd keeps the mount
+# busy).
+#
+#   fsimg_mount FSTYPE NAME SIZE   image $T/NAME.img mounted on $T/NAME
+#   start_writer FILE DATA         background write; pid in $WRITER
+#   task_state PID                 one letter from /proc/PID/stat
+#   wait_dstate PID [TENTHS]       until PID sleeps in D state
+#   wait_gone PID [TENTHS]         until PID exited; also reaps it
+#   now_ms                         CLOCK_REALTIME in ms
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
+
+wait_dstate() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do
+		[ "$(task_state "$1")" = D ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+wait_gone() {
+	local i
+	for ((i = 0; i < ${2:-50}; i++)); do
+		if ! kill -0 "$1" 2>/dev/null; then
+			wait "$1" 2>/dev/null
+			return 0
+		fi
+		# a zombie child of ours counts as gone
+		[ "$(task_state "$1")" = Z ] && { wait "$1" 2>/dev/null; return 0; }
+		sleep 0.1
+	done
+	return 1
+}
+
+start_writer() {
+	( echo "$2" > "$1" ) &
+	WRITER=$!
+}
+
+# Thaw every filesystem a cryo watchdog of this test holds (SIGTERM makes
+# it FITHAW and exit), then FITHAW whatever is left on mp.
+fsimg_release() {
+	local mp=$1 j pid
+	for j in $(find "$T" -path '*/.fsfreeze/*.json' 2>/dev/null); do
+		pid=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["watchdog_pid"] if d.get("mountpoint")==sys.argv[2] else "")' "$j" "$mp" 2>/dev/null)
+		[ -n "$pid" ] || continue
+		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = cryo-fsfreeze ] || continue
+		kill -TERM "$pid" 2>/dev/null
+		for _ in $(seq 30); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	done
+	fsfreeze -u "$mp" 2>/dev/null
+	return 0
+}
+
+fsimg_mount() {
+	local fs=$1 name=$2 size=$3 img=$T/$2.img mp=$T/$2 dev
+	truncate -s "$size" "$img" || fail "truncate $img"
+	case $fs in
+	ext4) mkfs.ext4 -q -F "$img" >/dev/null 2>&1 ;;
+	xfs) mkfs.xfs -q -f "$img" >/dev/null 2>&1 ;;
+	btrfs) mkfs.btrfs -q -f "$img" >/dev/null 2>&1 ;;
+	*) fail "fsimg_mount: unknown fstype $fs" ;;
+	esac || fail "mkfs.$fs $img failed"
+	dev=$(losetup -f --show "$img") || fail "losetup $img failed"
+	at_exit "losetup -d $dev"
+	mkdir -p "$mp"
+	mount "$dev" "$mp" || fail "mount $dev ($fs) failed"
+	at_exit "umount $mp"
+	at_exit "fsimg_release $mp"
+}

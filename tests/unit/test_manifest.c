@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The checkpoint manifest and the digests it carries: round trip, and
+ * every way an image can be damaged is refused with the file named.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+
+#include "digest.h"
+#include "image.h"
+#include "manifest.h"
+#include "util.h"
+
+struct fixture {
+	char dir[64];
+	int dfd;
+};
+
+static void put(int dfd, const char *name, const char *content)
+{
+	assert_int_equal(cryo_write_new_file_at(dfd, name, content, strlen(content), 0600), 0);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	strcpy(f->dir, "/tmp/cryo-unit-manifest.XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	f->dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(f->dfd >= 0);
+	put(f->dfd, "core-1.img", "core image of pid 1");
+	put(f->dfd, "pages-1.img", "0123456789abcdef0123456789abcdef");
+	put(f->dfd, "rootfs.img", "ext4 bytes");
+	assert_int_equal(symlinkat("../parent-img", f->dfd, "parent"), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+	int pfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	close(f->dfd);
+	assert_int_equal(cryo_rm_rf_at(pfd, f->dir + strlen("/tmp/")), 0);
+	close(pfd);
+	free(f);
+	return 0;
+}
+
+/* Build, hash and write a manifest for the fixture dir. */
+static void write_manifest(struct fixture *f, uint32_t version)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	Cryo__Manifest *m = NULL;
+
+	assert_int_equal(cryo_manifest_new("web-1", "{\"ociVersion\":\"1.0.2\"}", &m, &err), 0);
+	m->rootfs = malloc(sizeof(*m->rootfs));
+	assert_non_null(m->rootfs);
+	cryo__rootfs_snapshot__init(m->rootfs);
+	m->rootfs->kind = CRYO__ROOTFS_SNAPSHOT__KIND__COPY;
+	assert_int_equal(cryo_manifest_set_string(&m->rootfs->name, "rootfs.img"), 0);
+	assert_int_equal(cryo_manifest_add_timing(m, "freeze-cgroup", 0, 1234), 0);
+	assert_int_equal(cryo_manifest_add_timing(m, "criu-dump", 2000, 99999), 0);
+	assert_int_equal(cryo_manifest_hash_dir(m, f->dfd, &err), 0);
+	assert_int_equal(m->n_files, 4);
+	m->format_version = version;
+	assert_int_equal(cryo_manifest_write_at(f->dfd, m, &err), 0);
+	cryo_manifest_free(m);
+}
+
+static int verify(struct fixture *f, struct cryo_error *err)
+{
+	Cryo__Manifest *m = NULL;
+	int r;
+
+	r = cryo_manifest_load_verified(f->dir, &m, err);
+	cryo_manifest_free(m);
+	return r;
+}
+
+static void expect_refused(struct fixture *f, int want, const char *needle)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+
+	assert_int_equal(verify(f, &err), want);
+	assert_non_null(err.msg);
+	if (!strstr(err.msg, needle))
+		fail_msg("error `%s` does not mention `%s`", err.msg, needle);
+	cryo_error_clear(&err);
+}
+
+static void test_digest_known(void **state)
+{
+	struct fixture *f = *state;
+	struct cryo_error err = CRYO_ERROR_INIT;
+	uint8_t sha[CRYO_SHA256_LEN];
+	char hex[CRYO_SHA256_HEX_LEN];
+	uint64_t size = 1;
+
+	assert_int_equal(cryo_digest_buf("abc", 3, sha, &err), 0);
+	cryo_digest_hex(sha, hex);
+	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+	put(f->dfd, "empty", "");
+	assert_int_equal(cryo_digest_file_at(f->dfd, "empty", sha, &size, &err), 0);
+	assert_int_equal(size, 0);
+	cryo_digest_hex(sha, hex);
+	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+	/* a symlink is not followed, a directory is not hashed */
+	assert_int_equal(cryo_digest_file_at(f->dfd, "parent", sha, &size, &err), -ELOOP);
+	cryo_error_clear(&err);
+	assert_int_equal(mkdirat(f->dfd, "sub", 0700), 0);
+	assert_int_equal(cryo_digest_file_at(f->dfd, "sub", sha, &size, &err), -EINVAL);
+	cryo_error_clear(&err);
+	assert_int_equal(cryo_digest_file_at(f->dfd, "nope", sha, &size, &err), -ENOENT);
+	assert_non_null(strstr(err.msg, "`nope`"));
+	cryo_error_clear(&err);
+}
+
+static void test_round_trip(void **state)
+{
+	struct fixture *f = *state;
+	struct cryo_error err = CRYO_ERROR_INIT;
+	Cryo__Manifest *m = NULL;
+	struct stat st;
+	size_t i;
+	bool saw_link = false;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(fstatat(f->dfd, CRYO_MANIFEST_NAME, &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0600);
+	assert_int_equal(faccessat(f->dfd, ".manifest.pb.tmp", F_OK, 0), -1);
+
+	assert_int_equal(cryo_manifest_load_verified(f->dir, &m, &err), 0);
+	assert_null(err.msg);
+	assert_string_equal(m->container_id, "web-1");
+	assert_string_equal(m->config_json, "{\"ociVersion\":\"1.0.2\"}");
+	assert_int_equal(m->n_timings, 2);
+	assert_string_equal(m->timings[1]->step, "criu-dump");
+	assert_int_equal(m->timings[1]->usec, 99999);
+	assert_int_equal(m->n_files, 4);
+	for (i = 0; i < m->n_files; i++) {
+		if (strcmp(m->files[i]->name, "pages-1.img") == 0)
+			assert_int_equal(m->files[i]->size, 32);
+		if (strcmp(m->files[i]->name, "parent") == 0) {
+			assert_string_equal(m->files[i]->symlink, "../parent-img");
+			saw_link = true;
+		}
+	}
+	assert_true(saw_link);
+	/* sorted by name */
+	for (i = 1; i < m->n_files; i++)
+		assert_true(strcmp(m->files[i - 1]->name, m->files[i]->name) < 0);
+	cryo_manifest_free(m);
+}
+
+static void test_flipped_byte(void **state)
+{
+	struct fixture *f = *state;
+	int fd;
+	char c;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	fd = openat(f->dfd, "pages-1.img", O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, 17), 1);
+	c ^= 0x01;
+	assert_int_equal(pwrite(fd, &c, 1, 17), 1);
+	close(fd);
+	expect_refused(f, -EBADMSG, "file `pages-1.img` is corrupted");
+}
+
+static void test_truncated(void **state)
+{
+	struct fixture *f = *state;
+	int fd;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	fd = openat(f->dfd, "core-1.img", O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 5), 0);
+	close(fd);
+	expect_refused(f, -EBADMSG, "file `core-1.img` is 5 bytes, the manifest says 19 (truncated)");
+}
+
+static void test_missing(void **state)
+{
+	struct fixture *f = *state;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(unlinkat(f->dfd, "rootfs.img", 0), 0);
+	expect_refused(f, -ENOENT, "file `rootfs.img` listed in the manifest is missing");
+}
+
+static void test_extra(void **state)
+{
+	struct fixture *f = *state;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	put(f->dfd, "pages-2.img", "smuggled");
+	expect_refused(f, -EBADMSG, "unexpected file `pages-2.img`");
+}
+
+static void test_symlink_changed(void **state)
+{
+	struct fixture *f = *state;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(unlinkat(f->dfd, "parent", 0), 0);
+	assert_int_equal(symlinkat("/etc", f->dfd, "parent"), 0);
+	expect_refused(f, -EBADMSG, "symlink `parent` points to `/etc`");
+}
+
+static void test_future_version(void **state)
+{
+	struct fixture *f = *state;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION + 1);
+	expect_refused(f, -EPROTONOSUPPORT, "newer than this cryo understands");
+}
+
+static void test_manifest_corrupted(void **state)
+{
+	struct fixture *f = *state;
+	struct stat st;
+	int fd;
+	char c;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(fstatat(f->dfd, CRYO_MANIFEST_NAME, &st, 0), 0);
+	/* a byte inside config_json: protobuf would still parse it */
+	fd = openat(f->dfd, CRYO_MANIFEST_NAME, O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, st.st_size / 2), 1);
+	c ^= 0x20;
+	assert_int_equal(pwrite(fd, &c, 1, st.st_size / 2), 1);
+	close(fd);
+	expect_refused(f, -EBADMSG, "does not match its own sha256");
+
+	/* magic gone */
+	put(f->dfd, CRYO_MANIFEST_NAME, "not a manifest at all, but long enough to have a header of 40 bytes");
+	expect_refused(f, -EBADMSG, "is not a cryo manifest");
+	/* truncated to nothing */
+	put(f->dfd, CRYO_MANIFEST_NAME, "");
+	expect_refused(f, -EBADMSG, "is not a cryo manifest");
+	/* absent */
+	assert_int_equal(unlinkat(f->dfd, CRYO_MANIFEST_NAME, 0), 0);
+	expect_refused(f, -ENOENT, "read `manifest.pb`");
+}
+
+static void test_manifest_too_big(void **state)
+{
+	struct fixture *f = *state;
+	size_t len = CRYO_MANIFEST_MAX_SIZE + 1;
+	char *big = calloc(1, len);
+
+	assert_non_null(big);
+	memcpy(big, "CRYOMAN1", 8);
+	assert_int_equal(cryo_write_new_file_at(f->dfd, CRYO_MANIFEST_NAME, big, len, 0600), 0);
+	free(big);
+	expect_refused(f, -EFBIG, "larger than");
+}
+
+/* A manifest that names files outside the image, or twice, is malformed. */
+static void test_bad_names(void **state)
+{
+	static const char *const bad[] = { "../etc/shadow", "a/b", ".", "..", "", CRYO_MANIFEST_NAME };
+	struct fixture *f = *state;
+	struct cryo_error err = CRYO_ERROR_INIT;
+	Cryo__Manifest *m = NULL;
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(bad); i++) {
+		assert_int_equal(cryo_manifest_new("x", "{}", &m, &err), 0);
+		assert_int_equal(cryo_manifest_hash_dir(m, f->dfd, &err), 0);
+		assert_int_equal(cryo_manifest_set_string(&m->files[0]->name, bad[i]), 0);
+		assert_int_equal(cryo_manifest_write_at(f->dfd, m, &err), 0);
+		cryo_manifest_free(m);
+		m = NULL;
+		expect_refused(f, -EBADMSG, "invalid file name");
+	}
+
+	assert_int_equal(cryo_manifest_new("x", "{}", &m, &err), 0);
+	assert_int_equal(cryo_manifest_hash_dir(m, f->dfd, &err), 0);
+	assert_int_equal(cryo_manifest_set_string(&m->files[0]->name, m->files[1]->name), 0);
+	assert_int_equal(cryo_manifest_write_at(f->dfd, m, &err), 0);
+	cryo_manifest_free(m);
+	expect_refused(f, -EBADMSG, "twice");
+
+	/* an invalid container id (could become a path) */
+	assert_int_equal(cryo_manifest_new("../../x", "{}", &m, &err), 0);
+	assert_int_equal(cryo_manifest_write_at(f->dfd, m, &err), 0);
+	cryo_manifest_free(m);
+	expect_refused(f, -EBADMSG, "invalid container id");
+}
+
+static void test_rejects_subdir(void **state)
+{
+	struct fixture *f = *state;
+	struct cryo_error err = CRYO_ERROR_INIT;
+	Cryo__Manifest *m = NULL;
+
+	assert_int_equal(mkdirat(f->dfd, "sub", 0700), 0);
+	assert_int_equal(cryo_manifest_new("x", "{}", &m, &err), 0);
+	assert_int_equal(cryo_manifest_hash_dir(m, f->dfd, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "`sub`"));
+	cryo_error_clear(&err);
+	cryo_manifest_free(m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_digest_known, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flipped_byte, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_extra, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_symlink_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_future_version, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_manifest_corrupted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_manifest_too_big, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rejects_subdir, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
