@@ -24,6 +24,7 @@
 #include <sys/capability.h>
 
 #include "fsfreeze.h"
+#include "kmod.h"
 #include "log.h"
 #include "mountinfo.h"
 #include "state.h"
@@ -426,6 +427,7 @@ struct wd {
 	uint64_t timeout_ms;
 	pid_t holder;
 	unsigned flags;
+	int kfd;                 /* /dev/cryo_freezer holder, or -1: plain FIFREEZE */
 };
 
 static void journal_save(struct wd *w)
@@ -569,9 +571,38 @@ static int thaw_done(struct wd *w, int r, const char *state)
 	return r;
 }
 
+/*
+ * The freeze itself. With cryo_freezer.ko loaded the watchdog holds it
+ * through /dev/cryo_freezer: should the watchdog itself die (kill -9, OOM),
+ * the kernel thaws the filesystem at once instead of leaving it frozen
+ * until `cryo recover`. The per-owner deadlines stay the watchdog's. The
+ * errors are FIFREEZE's (EBUSY, EOPNOTSUPP, EPERM).
+ */
+static int wd_freeze(struct wd *w)
+{
+	int r;
+
+	w->kfd = -1;
+	if (cryo_kmod_available() && cryo_kmod_open(&w->kfd, NULL) == 0) {
+		r = cryo_kmod_fs_freeze(w->kfd, w->t->fd, 0, NULL);
+		if (r < 0)
+			closep(&w->kfd);
+		return r;
+	}
+	return ioctl(w->t->fd, FIFREEZE, 0) < 0 ? -errno : 0;
+}
+
+/* FITHAW's answer: EINVAL when it was not frozen (thawed behind cryo's back). */
+static int wd_thaw(struct wd *w)
+{
+	if (w->kfd >= 0)
+		return cryo_kmod_fs_thaw(w->kfd, w->t->fd, NULL);
+	return ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0;
+}
+
 static int thaw_now(struct wd *w, const char *state)
 {
-	return thaw_done(w, ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0, state);
+	return thaw_done(w, wd_thaw(w), state);
 }
 
 /*
@@ -585,6 +616,14 @@ static bool thawed_behind_back(struct wd *w)
 {
 	int64_t t0 = cryo_now_us();
 
+	/*
+	 * A kmod hold: since Linux 6.6 a userspace FIFREEZE nests inside a
+	 * kernel freeze (and FITHAW cannot undo ours), so the probe would
+	 * freeze for good; before 6.6 a FITHAW behind cryo's back goes
+	 * unnoticed until the thaw answers EINVAL.
+	 */
+	if (w->kfd >= 0)
+		return false;
 	if (ioctl(w->t->fd, FIFREEZE, 0) < 0)
 		return false;
 	while (w->n_holds > 0)
@@ -647,7 +686,7 @@ static void handle_request(struct wd *w, int conn, char *req)
 				journal_save(w);
 				snprintf(reply, sizeof(reply), "0 held %zu", w->n_holds);
 			} else {
-				r = ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0;
+				r = wd_thaw(w);
 				if (h)
 					drop_hold(w, h, r == -EINVAL ? LOST_BEHIND_BACK : NULL);
 				r = thaw_done(w, r, r == -EINVAL ? "thawed-behind-cryos-back" : "thawed");
@@ -700,9 +739,9 @@ static void watchdog_main(void *data, int ready_fd)
 
 	/* writers block from the start of FIFREEZE (it syncs with SB_FREEZE_WRITE set): the window starts here */
 	w->frozen_at_us = cryo_now_us();
-	if (ioctl(w->t->fd, FIFREEZE, 0) < 0) {
-		r = errno;
-		snprintf(msg, sizeof(msg), "FIFREEZE: %s", strerror(r));
+	r = -wd_freeze(w);
+	if (r) {
+		snprintf(msg, sizeof(msg), "FIFREEZE%s: %s", w->kfd >= 0 ? " (cryo_freezer)" : "", strerror(r));
 		cryo_watchdog_ready(ready_fd, r, msg);
 		_exit(1);
 	}
@@ -710,7 +749,7 @@ static void watchdog_main(void *data, int ready_fd)
 	r = cryo_fault("fsfreeze-hold") ? -EIO : add_hold(w, w->owner, w->holder, w->timeout_ms, w->flags);
 	if (r < 0) {
 		/* nobody would ever thaw it: undo before telling the caller */
-		ioctl(w->t->fd, FITHAW, 0);
+		wd_thaw(w);
 		snprintf(msg, sizeof(msg), "watch the holder: %s", strerror(-r));
 		cryo_watchdog_ready(ready_fd, -r, msg);
 		_exit(1);
@@ -800,7 +839,7 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return cryo_error_set(err, ENOMEM, "freeze");
-	*w = (struct wd){ .t = t, .lfd = -1, .sigfd = -1, .owner = owner_of(o), .timeout_ms = timeout_ms,
+	*w = (struct wd){ .t = t, .lfd = -1, .sigfd = -1, .kfd = -1, .owner = owner_of(o), .timeout_ms = timeout_ms,
 			  .holder = getpid(), .flags = o->flags };
 	r = cryo_watchdog_listen(t->dirfd, sock, &w->lfd, err);
 	if (r < 0) {
