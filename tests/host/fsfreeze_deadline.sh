@@ -165,6 +165,8 @@ wait_gone "$wd" 30 || fail "watchdog survived kill -9"
 check cryo --root "$R" fsthaw --force --path "$mp"
 start_writer "$mp/d2" "d2"
 wait_gone $WRITER 50 || fail "--force did not thaw"
+expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "already thawed by a forced thaw" || fail "thaw after a forced thaw: $LAST_OUTPUT"
 
 log "SIGTERM to the watchdog thaws"
 check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
