@@ -33,6 +33,7 @@
 #include <linux/sched.h>
 
 #include "cgroup.h"
+#include "console.h"
 #include "container.h"
 #include "log.h"
 #include "mount.h"
@@ -168,8 +169,12 @@ struct init_args {
 	const char *rootfs;
 	int sync_fd;
 	int fifo_fd;
+	int console_fd;   /* --console-socket connection, or -1 */
 	bool new_userns;
 };
+
+/* Room for the state JSON the runtime sends for the container's hooks. */
+#define STATE_MSG_MAX (128 * 1024)
 
 static void __attribute__((noreturn)) init_fail(int sync_fd, struct cryo_error *err)
 {
@@ -294,36 +299,53 @@ static int set_user(const struct cryo_spec *spec, struct cryo_error *err)
 	free(gids);
 	if (setresgid(spec->gid, spec->gid, spec->gid) < 0)
 		return cryo_error_set(err, errno, "setgid %u", spec->gid);
-	/* TODO(spec merge): keep the configured capabilities across setuid (libcap) */
 	if (setresuid(spec->uid, spec->uid, spec->uid) < 0)
 		return cryo_error_set(err, errno, "setuid %u", spec->uid);
 	return 0;
 }
 
 /*
- * Close every fd above 2 except the two the init needs: the runtime's
+ * Close every fd above 2 except the ones the init needs: the runtime's
  * lock fd in particular must not stay open here, or the container's lock
  * would live as long as the init waits on the fifo.
  */
-static void close_fds_except(int a, int b)
+static void close_fds_except(const int *keep, size_t n)
 {
-	int lo = a < b ? a : b, hi = a < b ? b : a;
+	unsigned int lo = 3;
+	int fd;
 
-	if (lo > 3)
-		syscall(SYS_close_range, 3, lo - 1, 0);
-	if (hi > lo + 1)
-		syscall(SYS_close_range, lo + 1, hi - 1, 0);
-	syscall(SYS_close_range, hi + 1, ~0U, 0);
+	for (fd = 3; fd < 1 << 20; fd++) {
+		size_t i;
+		bool k = false;
+		int max = -1;
+
+		for (i = 0; i < n; i++) {
+			k |= keep[i] == fd;
+			if (keep[i] > max)
+				max = keep[i];
+		}
+		if (fd > max)
+			break;
+		if (k) {
+			if ((unsigned int)fd > lo)
+				syscall(SYS_close_range, lo, fd - 1, 0);
+			lo = (unsigned int)fd + 1;
+		}
+	}
+	syscall(SYS_close_range, lo, ~0U, 0);
 }
 
 static int __attribute__((noreturn)) init_main(struct init_args *a)
 {
 	const struct cryo_spec *spec = a->spec;
 	struct cryo_error err = CRYO_ERROR_INIT;
+	const int keep[] = { a->sync_fd, a->fifo_fd, a->console_fd };
+	_cleanup_free_ char *state_json = NULL;
 	char exe[PATH_MAX], c;
+	int rootfd = -1;
 	ssize_t n;
 
-	close_fds_except(a->sync_fd, a->fifo_fd);
+	close_fds_except(keep, ARRAY_SIZE(keep));
 
 	/* die with the runtime while it still owes us setup */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
@@ -352,6 +374,18 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "domainname: set `%s`", spec->domainname);
 		init_fail(a->sync_fd, &err);
 	}
+
+	/* namespaces exist: the runtime runs prestart/createRuntime and sends the state */
+	state_json = malloc(STATE_MSG_MAX);
+	if (!state_json || send(a->sync_fd, "H", 1, MSG_NOSIGNAL) != 1)
+		_exit(1);
+	do
+		n = recv(a->sync_fd, state_json, STATE_MSG_MAX - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 1 || state_json[0] != 'C')
+		_exit(1);
+	state_json[n] = '\0';
+
 	/* bind sources are relative to the bundle */
 	if (chdir(a->bundle) < 0) {
 		cryo_error_set(&err, errno, "chdir to bundle `%s`", a->bundle);
@@ -361,10 +395,22 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_setx(&err, EIO, "mount setup: injected fault");
 		init_fail(a->sync_fd, &err);
 	}
-	if (cryo_mount_setup(spec, a->rootfs, a->new_userns || spec->namespaces[CRYO_NS_USER].path, &err) < 0 ||
-	    write_sysctls(spec, &err) < 0 || cryo_mount_finish(spec, &err) < 0)
+	if (cryo_mount_prepare(spec, a->rootfs, a->new_userns || spec->namespaces[CRYO_NS_USER].path, &rootfd,
+			       &err) < 0)
 		init_fail(a->sync_fd, &err);
-	if (chdir(spec->cwd) < 0) {
+	if (cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json + 1, &err) < 0)
+		init_fail(a->sync_fd, &err);
+	if (cryo_mount_pivot(rootfd, a->rootfs, &err) < 0 || write_sysctls(spec, &err) < 0 ||
+	    cryo_mount_finish(spec, &err) < 0)
+		init_fail(a->sync_fd, &err);
+	close(rootfd);
+	if (a->console_fd >= 0) {
+		if (cryo_console_setup(a->console_fd, &err) < 0)
+			init_fail(a->sync_fd, &err);
+		close(a->console_fd);
+	}
+	/* like runc, a missing cwd is created */
+	if (chdir(spec->cwd) < 0 && (errno != ENOENT || cryo_mkdir_p(spec->cwd, 0755) < 0 || chdir(spec->cwd) < 0)) {
 		cryo_error_set(&err, errno, "process.cwd: chdir `%s`", spec->cwd);
 		init_fail(a->sync_fd, &err);
 	}
@@ -384,18 +430,31 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		_exit(1);
 	close(a->fifo_fd);
 
-	/* TODO(spec merge): rlimits, capabilities, seccomp through the spec helper's modules */
-	if (set_user(spec, &err) < 0)
+	/*
+	 * The order of caps.h: rlimits, seccomp early without NNP (loading
+	 * needs CAP_SYS_ADMIN then), bounding set + KEEPCAPS, the user, the
+	 * capability sets, NNP, seccomp late with NNP (so that as few syscalls
+	 * as possible run under the filter), execve.
+	 */
+	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
+		cryo_error_set(&err, errno, "close_range");
+		goto fail_exec;
+	}
+	if (cryo_hooks_run(&spec->hooks, CRYO_HOOK_START_CONTAINER, state_json + 1, &err) < 0 ||
+	    cryo_rlimits_apply(&spec->rlimits, 0, &err) < 0)
+		goto fail_exec;
+	if (!spec->no_new_privileges && cryo_seccomp_apply(&spec->seccomp, &err) < 0)
+		goto fail_exec;
+	if (cryo_caps_prepare(&spec->caps, &err) < 0 || set_user(spec, &err) < 0 ||
+	    cryo_caps_apply(&spec->caps, &err) < 0)
 		goto fail_exec;
 	umask(spec->has_umask ? (mode_t)spec->umask : 022);
 	if (spec->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
 		cryo_error_set(&err, errno, "set no_new_privs");
 		goto fail_exec;
 	}
-	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
-		cryo_error_set(&err, errno, "close_range");
+	if (spec->no_new_privileges && cryo_seccomp_apply(&spec->seccomp, &err) < 0)
 		goto fail_exec;
-	}
 	execve(exe, spec->args, spec->env);
 	cryo_error_set(&err, errno, "exec `%s`", exe);
 fail_exec:
@@ -405,6 +464,26 @@ fail_exec:
 }
 
 /* ---- create ---- */
+
+/* The OCI state handed to hooks on stdin. */
+static char *hook_state(const struct cryo_state *st, const char *status, pid_t pid)
+{
+	struct json_object *o = json_object_new_object();
+	char *text;
+
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "ociVersion", json_object_new_string(CRYO_OCI_VERSION));
+	json_object_object_add(o, "id", json_object_new_string(st->id));
+	json_object_object_add(o, "status", json_object_new_string(status));
+	json_object_object_add(o, "pid", json_object_new_int(pid));
+	json_object_object_add(o, "bundle", json_object_new_string(st->bundle ? st->bundle : ""));
+	json_object_object_add(o, "annotations",
+			       st->annotations ? json_object_get(st->annotations) : json_object_new_object());
+	text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(o);
+	return text;
+}
 
 static int write_id_map(pid_t pid, const char *file, const struct cryo_spec_idmap *m, size_t n,
 			struct cryo_error *err)
@@ -424,6 +503,36 @@ static int write_id_map(pid_t pid, const char *file, const struct cryo_spec_idma
 	free(buf);
 	if (r < 0)
 		return cryo_error_set(err, -r, "write %s", path);
+	return 0;
+}
+
+/*
+ * prestart and createRuntime in the runtime's namespaces, then "C" + the
+ * state JSON to the init, which runs createContainer and startContainer
+ * with it.
+ */
+static int run_create_hooks(const struct cryo_spec *spec, const struct cryo_state *st, pid_t pid, int sync_fd,
+			    struct cryo_error *err)
+{
+	_cleanup_free_ char *state = hook_state(st, "creating", pid);
+	_cleanup_free_ char *msg = NULL;
+	size_t len;
+	int r;
+
+	if (!state)
+		return cryo_error_set(err, ENOMEM, "state for hooks");
+	r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_PRESTART, state, err);
+	if (r >= 0)
+		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_RUNTIME, state, err);
+	if (r < 0)
+		return r;
+	len = strlen(state);
+	if (len + 2 > STATE_MSG_MAX)
+		return cryo_error_setx(err, E2BIG, "state for hooks: %zu bytes (annotations too large)", len);
+	if (asprintf(&msg, "C%s", state) < 0)
+		return cryo_error_set(err, ENOMEM, "state for hooks");
+	if (send(sync_fd, msg, len + 1, MSG_NOSIGNAL) != (ssize_t)(len + 1))
+		return cryo_error_set(err, errno, "send the state to the init");
 	return 0;
 }
 
@@ -447,9 +556,9 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 	struct cryo_state *st = NULL;
 	struct cryo_cgroup_paths cg = { 0 };
 	_cleanup_free_ char *bundle = NULL, *rootfs = NULL;
-	_cleanup_close_ int lock = -1, sdir = -1, fifo = -1, pidns = -1;
+	_cleanup_close_ int lock = -1, sdir = -1, fifo = -1, pidns = -1, console = -1;
 	int sync[2] = { -1, -1 };
-	bool dir_made = false, cg_made = false;
+	bool dir_made = false, cg_made = false, net_made = false;
 	const char *backend;
 	pid_t pid = -1;
 	uint64_t flags = 0;
@@ -470,9 +579,13 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 		r = cryo_error_setx(err, EINVAL, "config.json: linux.namespaces: cryo needs a mount namespace");
 		goto out;
 	}
-	if (spec->terminal) {
-		/* TODO(spec merge): console socket through the spec helper's console module */
-		r = cryo_error_setx(err, EOPNOTSUPP, "config.json: process.terminal: terminals are not supported yet");
+	if (spec->terminal && !o->console_socket) {
+		/* runc's foreground pty proxy is not implemented: the caller brings the socket */
+		r = cryo_error_setx(err, EINVAL, "config.json: process.terminal: a terminal needs --console-socket");
+		goto out;
+	}
+	if (!spec->terminal && o->console_socket) {
+		r = cryo_error_setx(err, EINVAL, "--console-socket given but process.terminal is false");
 		goto out;
 	}
 	backend = cryo_spec_annotation(spec, "org.cryo.freezer");
@@ -544,6 +657,11 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 		r = cryo_error_set(err, errno, "open exec fifo");
 		goto fail;
 	}
+	if (o->console_socket) {
+		r = cryo_console_connect(o->console_socket, &console, err);
+		if (r < 0)
+			goto fail;
+	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
 		r = cryo_error_set(err, errno, "socketpair");
 		goto fail;
@@ -578,6 +696,7 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 			.rootfs = rootfs,
 			.sync_fd = sync[1],
 			.fifo_fd = fifo,
+			.console_fd = console,
 			.new_userns = (flags & CLONE_NEWUSER) != 0,
 		};
 
@@ -587,6 +706,8 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 	sync[1] = -1;
 	close(fifo);
 	fifo = -1;
+	if (console >= 0)
+		close(TAKE_FD(console));
 
 	if (flags & CLONE_NEWUSER) {
 		r = write_id_map(pid, "uid_map", spec->uid_mappings, spec->n_uid_mappings, err);
@@ -613,9 +734,21 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 		r = cryo_error_set(err, errno, "wake the container init");
 		goto fail;
 	}
-	do
-		n = recv(sync[0], msg, sizeof(msg) - 1, 0);
-	while (n < 0 && errno == EINTR);
+	for (;;) {
+		do
+			n = recv(sync[0], msg, sizeof(msg) - 1, 0);
+		while (n < 0 && errno == EINTR);
+		if (n != 1 || msg[0] != 'H')
+			break;
+		/* the namespaces exist, nothing is mounted yet */
+		r = run_create_hooks(spec, st, pid, sync[0], err);
+		if (r >= 0 && spec->network.present) {
+			net_made = true;
+			r = cryo_network_apply(&spec->network, pid, err);
+		}
+		if (r < 0)
+			goto fail;
+	}
 	if (n <= 0) {
 		r = cryo_error_setx(err, EIO, "the container init died during setup");
 		goto fail;
@@ -637,7 +770,6 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 		if (r < 0)
 			goto fail;
 	}
-	/* TODO(spec merge): prestart, createRuntime, createContainer hooks */
 	*ret_pid = pid;
 	*ret_lock = TAKE_FD(lock);
 	r = 0;
@@ -648,6 +780,13 @@ fail:
 		kill(pid, SIGKILL);
 		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
 			;
+	}
+	if (net_made) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (cryo_network_teardown(&spec->network, &e) < 0)
+			cryo_warn("undo create: %s", e.msg);
+		cryo_error_clear(&e);
 	}
 	if (cg_made) {
 		struct cryo_error e = CRYO_ERROR_INIT;
@@ -688,9 +827,28 @@ int cryo_container_create(const struct cryo_create_opts *o, struct cryo_error *e
 
 /* ---- start ---- */
 
-static int do_start(const char *root, struct cryo_state *st, struct cryo_error *err)
+/*
+ * The config again, for hooks and network after create (the state keeps
+ * only the bundle path, like runc's). A bundle that changed or vanished
+ * only costs those hooks, with a warning.
+ */
+static struct cryo_spec *bundle_spec(const struct cryo_state *st)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	struct cryo_spec *spec = NULL;
+
+	if (st->bundle && cryo_spec_load(st->bundle, &spec, &e) < 0) {
+		cryo_warn("container `%s`: no hooks or network teardown: %s", st->id, e.msg);
+		cryo_error_clear(&e);
+		return NULL;
+	}
+	return spec;
+}
+
+static int do_start(const char *root, struct cryo_state *st, const struct cryo_spec *spec, struct cryo_error *err)
 {
 	_cleanup_close_ int sdir = -1, fifo = -1;
+	int r;
 
 	if (st->status != CRYO_STATUS_CREATED)
 		return cryo_error_setx(err, EINVAL, "container `%s` is %s, only a created container can be started",
@@ -708,21 +866,36 @@ static int do_start(const char *root, struct cryo_state *st, struct cryo_error *
 		return cryo_error_set(err, errno, "write exec fifo");
 	(void)unlinkat(sdir, FIFO_NAME, 0);
 	st->status = CRYO_STATUS_RUNNING;
-	/* TODO(spec merge): startContainer runs in the init; poststart hooks here */
-	return cryo_state_save(root, st, err);
+	r = cryo_state_save(root, st, err);
+	if (r < 0)
+		return r;
+	/* runtime-spec: a failing poststart hook is a warning, the container runs on */
+	if (spec && spec->hooks.n[CRYO_HOOK_POSTSTART]) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+		_cleanup_free_ char *state = hook_state(st, "running", st->pid);
+
+		if (!state || cryo_hooks_run(&spec->hooks, CRYO_HOOK_POSTSTART, state, &e) < 0)
+			cryo_warn("start `%s`: %s", st->id, e.msg ? e.msg : "out of memory");
+		cryo_error_clear(&e);
+	}
+	return 0;
 }
 
 int cryo_container_start(const char *root, const char *id, struct cryo_error *err)
 {
 	struct cryo_state *st = NULL;
+	struct cryo_spec *spec = NULL;
 	_cleanup_close_ int lock = -1;
 	int r;
 
 	r = cryo_state_lock(root, id, LOCK_TIMEOUT_MS, &lock, err);
 	if (r >= 0)
 		r = cryo_container_load(root, id, &st, err);
-	if (r >= 0)
-		r = do_start(root, st, err);
+	if (r >= 0) {
+		spec = bundle_spec(st);
+		r = do_start(root, st, spec, err);
+	}
+	cryo_spec_free(spec);
 	cryo_state_free(st);
 	if (r < 0)
 		return cryo_error_prefix(err, "start `%s`", id);
@@ -846,11 +1019,12 @@ out:
 /* Kill everything, remove cgroups and state; the lock is held. */
 static int destroy(const char *root, struct cryo_state *st, struct cryo_error *err)
 {
+	struct cryo_error e = CRYO_ERROR_INIT;
+	struct cryo_spec *spec;
 	int r, pfd;
 
 	pfd = pidfd_open_checked(st->pid, st->pid_start_time);
 	if (st->cgroup_path) {
-		struct cryo_error e = CRYO_ERROR_INIT;
 
 		(void)cryo_cgroup_kill(st->cgroup_path, SIGKILL, &e);
 		cryo_error_clear(&e);
@@ -867,7 +1041,20 @@ static int destroy(const char *root, struct cryo_state *st, struct cryo_error *e
 		if (r < 0)
 			return r;
 	}
-	/* TODO(spec merge): poststop hooks */
+	spec = bundle_spec(st);
+	if (spec && spec->network.present && cryo_network_teardown(&spec->network, &e) < 0) {
+		cryo_warn("delete `%s`: %s", st->id, e.msg);
+		cryo_error_clear(&e);
+	}
+	/* runtime-spec: poststop failures are warnings, the container is gone anyway */
+	if (spec && spec->hooks.n[CRYO_HOOK_POSTSTOP]) {
+		_cleanup_free_ char *state = hook_state(st, "stopped", 0);
+
+		if (!state || cryo_hooks_run(&spec->hooks, CRYO_HOOK_POSTSTOP, state, &e) < 0)
+			cryo_warn("delete `%s`: %s", st->id, e.msg ? e.msg : "out of memory");
+		cryo_error_clear(&e);
+	}
+	cryo_spec_free(spec);
 	return cryo_state_remove_dir(root, st->id, err);
 }
 
@@ -925,8 +1112,12 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 	if (r < 0)
 		return cryo_error_prefix(err, "run `%s`", o->id);
 	r = cryo_state_load(o->root, o->id, &st, err);
-	if (r >= 0)
-		r = do_start(o->root, st, err);
+	if (r >= 0) {
+		struct cryo_spec *spec = bundle_spec(st);
+
+		r = do_start(o->root, st, spec, err);
+		cryo_spec_free(spec);
+	}
 	cryo_state_free(st);
 	st = NULL;
 	if (r < 0) {

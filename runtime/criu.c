@@ -13,6 +13,7 @@
 #include <criu/criu.h>
 
 #include "criu.h"
+#include "criu-rpc.h"
 #include "image.h"
 #include "log.h"
 #include "util.h"
@@ -281,6 +282,7 @@ static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const cha
 			int *ret_work_fd, struct cryo_error *err)
 {
 	_cleanup_close_ int img = -1, work = -1;
+	const char *const *m;
 	int r;
 
 	img = open(o->image_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -305,6 +307,11 @@ static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const cha
 		criu_local_set_manage_cgroups_mode(co, to_criu_cg_mode(o->cg_mode));
 	if (o->timeout_s)
 		criu_local_set_timeout(co, o->timeout_s);
+	for (m = o->ext_mounts; m && m[0] && m[1]; m += 2) {
+		r = criu_local_add_ext_mount(co, m[0], m[1]);
+		if (r < 0)
+			return cryo_error_set(err, -r, "external mount `%s`", m[0]);
+	}
 	*ret_img_fd = TAKE_FD(img);
 	*ret_work_fd = TAKE_FD(work);
 	return 0;
@@ -360,7 +367,6 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 	_cleanup_close_ int img = -1, work = -1;
 	struct cryo_criu_version v;
 	const char *name = o->log_name ? o->log_name : "restore.log";
-	const char *const *m;
 	int r;
 
 	r = new_opts(&co, err);
@@ -378,11 +384,6 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 		r = criu_local_set_root(co, o->root);
 		if (r < 0)
 			return cryo_error_set(err, -r, "criu restore: root");
-	}
-	for (m = o->ext_mounts; m && m[0] && m[1]; m += 2) {
-		r = criu_local_add_ext_mount(co, m[0], m[1]);
-		if (r < 0)
-			return cryo_error_set(err, -r, "criu restore: external mount `%s`", m[0]);
 	}
 	if (cryo_fault("criu-restore"))
 		return cryo_error_setx(err, EIO, "criu restore: injected fault (CRYO_FAULT=criu-restore)");
@@ -439,6 +440,7 @@ int cryo_criu_check_host(struct cryo_criu_host *ret, struct cryo_error *err)
 	_cleanup_close_ int dfd = -1, tmpfd = -1;
 	struct cryo_criu_host h = { 0 };
 	char dir[] = "/tmp/cryo-criu-check.XXXXXX";
+	_cleanup_error_ struct cryo_error cerr = CRYO_ERROR_INIT;
 	_cleanup_free_ char *log = NULL;
 	int r;
 
@@ -462,24 +464,24 @@ int cryo_criu_check_host(struct cryo_criu_host *ret, struct cryo_error *err)
 		(void)rmdir(dir);
 		return r;
 	}
-	criu_local_set_work_dir_fd(co, dfd);
-	criu_local_set_images_dir_fd(co, dfd);
-	criu_local_set_log_level(co, CRIU_LOG_LEVEL);
-	(void)criu_local_set_log_file(co, "check.log");
-	r = criu_local_check(co);
+	/* over our own RPC: libcriu's check crashes criu 3.17 (see criu-rpc.h) */
+	r = cryo_criu_rpc_check(dfd, "check.log", CRIU_LOG_LEVEL, &cerr);
 	h.check_ok = r == 0;
 	if (!h.check_ok) {
-		/*
-		 * CRIU's RPC check runs in a child that logs nowhere: learn
-		 * why from a real dump of a sleeping child, whose log has
-		 * the Error lines.
-		 */
-		if (asprintf(&log, "%s/dump.log", dir) < 0)
+		if (asprintf(&log, "%s/check.log", dir) < 0)
 			log = NULL;
-		if (log && probe_dump(dir) < 0)
+		h.check_errors = log ? cryo_criu_log_errors(log, LOG_ERRORS_MAX_LINES) : NULL;
+		/*
+		 * CRIU fails before it opens its log when it can't even
+		 * read the kernel's features: learn why from a real dump
+		 * of a sleeping child, whose log has the Error lines.
+		 */
+		free(log);
+		log = NULL;
+		if (!h.check_errors && asprintf(&log, "%s/dump.log", dir) >= 0 && probe_dump(dir) < 0)
 			h.check_errors = cryo_criu_log_errors(log, LOG_ERRORS_MAX_LINES);
-		if (!h.check_errors && asprintf(&h.check_errors, "libcriu check returned %d (%s)", r, strerror(-r)) < 0)
-			h.check_errors = NULL;
+		if (!h.check_errors)
+			h.check_errors = strdup(cerr.msg ? cerr.msg : "criu check failed");
 	}
 	tmpfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (tmpfd >= 0)

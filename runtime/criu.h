@@ -52,7 +52,11 @@ struct cryo_criu_opts {
 	bool track_mem;            /* dump: keep soft-dirty tracking for a later incremental dump */
 	enum cryo_criu_cg_mode cg_mode;
 	unsigned timeout_s;        /* CRIU's own timeout for seizing tasks; 0 = CRIU's default */
-	const char *const *ext_mounts; /* restore: NULL-terminated key=value pairs for --ext-mount-map, may be NULL */
+	/*
+	 * External (bind) mounts, NULL-terminated key, value pairs, may be NULL:
+	 * dump: mountpoint in the container, name; restore: name, host path.
+	 */
+	const char *const *ext_mounts;
 };
 
 struct cryo_criu_version {

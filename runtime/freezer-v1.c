@@ -3,9 +3,10 @@
  * cgroup v1 freezer: freezer.state takes FROZEN or THAWED and reads back
  * THAWED, FREEZING or FROZEN. A write only marks the tasks; the state turns
  * FROZEN lazily when a read finds every task parked, and no notification
- * is sent, so the wait sleep-polls with a doubling backoff (1 ms up to
- * 50 ms): short freezes are seen within a millisecond, long ones cost
- * few reads.
+ * is sent, so the wait sleep-polls: every millisecond for the first
+ * 50 ms (where nearly every freeze ends, seen within 1 ms of it), then
+ * with a doubling backoff up to 50 ms so a long FREEZING costs few reads
+ * (each read walks every task of the cgroup).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include "util.h"
 
 #define POLL_FIRST_MS 1
+#define POLL_FAST_FOR_MS 50
 #define POLL_MAX_MS 50
 
 static int v1_open(struct cryo_freezer *f, struct cryo_error *err)
@@ -64,10 +66,10 @@ static int v1_thaw(struct cryo_freezer *f, struct cryo_error *err)
 
 static int v1_wait(struct cryo_freezer *f, enum cryo_freezer_state want, int64_t deadline_ms, struct cryo_error *err)
 {
-	int64_t step = POLL_FIRST_MS;
+	int64_t step = POLL_FIRST_MS, fast_until = cryo_now_ms() + POLL_FAST_FOR_MS;
 
 	for (;;) {
-		enum cryo_freezer_state st;
+		enum cryo_freezer_state st = _CRYO_FREEZER_STATE_MAX;
 		int64_t left;
 		int r;
 
@@ -80,7 +82,8 @@ static int v1_wait(struct cryo_freezer *f, enum cryo_freezer_state want, int64_t
 		if (left <= 0)
 			return -ETIMEDOUT;
 		cryo_sleep_ms(step < left ? step : left);
-		step = step * 2 > POLL_MAX_MS ? POLL_MAX_MS : step * 2;
+		if (cryo_now_ms() >= fast_until)
+			step = step * 2 > POLL_MAX_MS ? POLL_MAX_MS : step * 2;
 	}
 }
 
@@ -92,6 +95,7 @@ const struct cryo_freezer_ops cryo_freezer_v1_ops = {
 	.thaw = v1_thaw,
 	.wait = v1_wait,
 	.kill = NULL,
+	.parks_in_place = true,
 	.threads_file = "tasks",
 	.procs_file = "cgroup.procs",
 };

@@ -8,11 +8,21 @@
  * events fd stays open for the freezer's lifetime and every wait reads it
  * again before polling: a flip between the read and the poll still wakes
  * the poll.
+ *
+ * The notification is rate-limited (cgroup_file_notify(): at most one per
+ * 10 ms per file, later ones deferred to a timer), so right after a thaw
+ * or an earlier freeze the event can trail the `frozen` flip by up to
+ * 10 ms, while the freeze itself takes ~0.1 ms for a few tasks. The wait
+ * therefore also re-reads the file on a short doubling ladder (100 us up
+ * to 10 ms): the event still wakes it at once, the re-reads bridge the
+ * deferral, and after 10 ms only the event and the deadline remain.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <string.h>
+#include <time.h>
 
 #include "freezer.h"
 #include "util.h"
@@ -108,10 +118,16 @@ static int v2_thaw(struct cryo_freezer *f, struct cryo_error *err)
 	return write_freeze(f, "0", err);
 }
 
+#define REREAD_FIRST_US 100
+#define REREAD_LAST_US 10000
+
 static int v2_wait(struct cryo_freezer *f, enum cryo_freezer_state want, int64_t deadline_ms, struct cryo_error *err)
 {
+	int64_t deadline_us = deadline_ms * 1000, reread_us = REREAD_FIRST_US;
+
 	for (;;) {
 		struct pollfd p = { .fd = f->fd, .events = POLLPRI };
+		struct timespec ts;
 		int64_t left;
 		int frozen, r;
 
@@ -120,10 +136,17 @@ static int v2_wait(struct cryo_freezer *f, enum cryo_freezer_state want, int64_t
 			return frozen;
 		if (want == CRYO_FREEZER_FROZEN ? frozen == 1 : frozen == 0)
 			return 0;
-		left = deadline_ms - cryo_now_ms();
+		left = deadline_us - cryo_now_us();
 		if (left <= 0)
 			return -ETIMEDOUT;
-		r = poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+		if (reread_us <= REREAD_LAST_US) {
+			if (left > reread_us)
+				left = reread_us;
+			reread_us *= 2;
+		}
+		ts.tv_sec = (time_t)(left / 1000000);
+		ts.tv_nsec = (long)(left % 1000000) * 1000;
+		r = ppoll(&p, 1, &ts, NULL);
 		if (r < 0 && errno != EINTR)
 			return cryo_error_set(err, errno, "poll `%s/cgroup.events`", f->path);
 	}

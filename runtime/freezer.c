@@ -128,7 +128,7 @@ int cryo_freezer_open_path(const char *path, struct cryo_freezer **ret, struct c
 int cryo_freezer_open_for(const char *backend, const char *cgroup_v2, const char *cgroup_v1_freezer,
 			  struct cryo_freezer **ret, struct cryo_error *err)
 {
-	enum cryo_freezer_backend b;
+	enum cryo_freezer_backend b = CRYO_FREEZER_V2;
 	int r;
 
 	if (backend) {
@@ -184,8 +184,8 @@ int cryo_freezer_state_of(const char *backend, const char *cgroup_v2, const char
 	int r;
 
 	r = cryo_freezer_open_for(backend, cgroup_v2, cgroup_v1_freezer, &f, err);
-	if (r < 0)
-		return r;
+	if (r < 0 || !f)
+		return r < 0 ? r : -EIO;
 	r = cryo_freezer_get_state(f, ret, err);
 	cryo_freezer_close(f);
 	return r;
@@ -201,31 +201,31 @@ static void buf_printf(struct buf *b, const char *fmt, ...) __attribute__((forma
 
 static void buf_printf(struct buf *b, const char *fmt, ...)
 {
+	char *piece = NULL, *ns;
 	va_list ap;
-	int n;
+	size_t n;
+	int len;
 
-	for (;;) {
-		size_t avail = b->cap - b->len;
+	va_start(ap, fmt);
+	len = vasprintf(&piece, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		return;
+	n = (size_t)len;
+	if (b->len + n + 1 > b->cap) {
+		size_t ncap = (b->len + n + 1) * 2;
 
-		va_start(ap, fmt);
-		n = vsnprintf(b->s ? b->s + b->len : NULL, avail, fmt, ap);
-		va_end(ap);
-		if (n < 0)
-			return;
-		if ((size_t)n < avail) {
-			b->len += (size_t)n;
+		ns = realloc(b->s, ncap);
+		if (!ns) {
+			free(piece);
 			return;
 		}
-		{
-			size_t ncap = (b->cap + (size_t)n + 1) * 2;
-			char *ns = realloc(b->s, ncap);
-
-			if (!ns)
-				return;
-			b->s = ns;
-			b->cap = ncap;
-		}
+		b->s = ns;
+		b->cap = ncap;
 	}
+	memcpy(b->s + b->len, piece, n + 1);
+	b->len += n;
+	free(piece);
 }
 
 /* Read a cgroup's list of ids (cgroup.threads, tasks, cgroup.procs). */
@@ -263,11 +263,12 @@ static int read_ids(struct cryo_freezer *f, const char *file, pid_t **ret, size_
 
 int cryo_freezer_count_tasks(struct cryo_freezer *f, unsigned *ret, struct cryo_error *err)
 {
-	_cleanup_free_ pid_t *ids = NULL;
+	pid_t *ids = NULL;
 	size_t n = 0;
 	int r;
 
 	r = read_ids(f, f->ops->threads_file, &ids, &n, err);
+	free(ids);
 	if (r < 0)
 		return r;
 	*ret = (unsigned)n;
@@ -341,27 +342,33 @@ static void append_stack(struct buf *b, pid_t tid)
 		buf_printf(b, "]");
 }
 
-int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, char **ret, unsigned *ret_count,
-				   struct cryo_error *err)
+static int describe(struct cryo_freezer *f, bool stuck_only, unsigned max_named, char **ret, unsigned *ret_count,
+		    struct cryo_error *err)
 {
-	_cleanup_free_ pid_t *ids = NULL;
+	pid_t *ids = NULL;
 	struct buf b = { 0 };
 	unsigned count = 0;
 	size_t n = 0, i;
 	int r;
 
 	r = read_ids(f, f->ops->threads_file, &ids, &n, err);
-	if (r < 0)
+	if (r < 0) {
+		free(ids);
 		return r;
+	}
 	for (i = 0; i < n; i++) {
 		struct task_info ti;
 
 		if (read_task(ids[i], &ti) < 0)
 			continue; /* exited meanwhile: it no longer blocks */
-		/* stopped and traced tasks are "frozen enough" (seed 004) */
-		if (wchan_is_frozen(ti.wchan) || ti.state == 'T' || ti.state == 't' || ti.state == 'Z' ||
-		    ti.state == 'X')
+		if (stuck_only) {
+			if (ti.state != 'D')
+				continue;
+		} else if (wchan_is_frozen(ti.wchan) || ti.state == 'T' || ti.state == 't' || ti.state == 'Z' ||
+			   ti.state == 'X') {
+			/* stopped and traced tasks are "frozen enough" (seed 004) */
 			continue;
+		}
 		count++;
 		if (count > max_named)
 			continue;
@@ -370,6 +377,7 @@ int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, c
 			buf_printf(&b, " in `%s`", ti.wchan);
 		append_stack(&b, ids[i]);
 	}
+	free(ids);
 	if (count > max_named)
 		buf_printf(&b, "; and %u more", count - max_named);
 	if (!b.s) {
@@ -380,6 +388,28 @@ int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, c
 	*ret = b.s;
 	*ret_count = count;
 	return 0;
+}
+
+int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, char **ret, unsigned *ret_count,
+				   struct cryo_error *err)
+{
+	return describe(f, false, max_named, ret, ret_count, err);
+}
+
+int cryo_freezer_describe_stuck(struct cryo_freezer *f, unsigned max_named, char **ret, unsigned *ret_count,
+				struct cryo_error *err)
+{
+	return describe(f, true, max_named, ret, ret_count, err);
+}
+
+static void thaw_back(struct cryo_freezer *f)
+{
+	struct cryo_error terr = CRYO_ERROR_INIT;
+
+	if (f->ops->thaw(f, &terr) < 0) {
+		cryo_warn("thaw back `%s` after the failed freeze: %s", f->path, terr.msg);
+		cryo_error_clear(&terr);
+	}
 }
 
 /*
@@ -443,16 +473,18 @@ int cryo_freezer_freeze(struct cryo_freezer *f, int64_t timeout_ms, unsigned fla
 		step = step * 2 > RETRY_MAX_MS ? RETRY_MAX_MS : step * 2;
 	}
 
-	r = cryo_freezer_describe_blockers(f, 8, &blockers, &count, err);
-	if (r < 0)
-		goto undo;
-	if (!(flags & CRYO_FREEZER_KEEP_FREEZING)) {
-		struct cryo_error terr = CRYO_ERROR_INIT;
-
-		if (f->ops->thaw(f, &terr) < 0) {
-			cryo_warn("thaw back `%s` after the failed freeze: %s", f->path, terr.msg);
-			cryo_error_clear(&terr);
-		}
+	if (!(flags & CRYO_FREEZER_KEEP_FREEZING) && f->ops->parks_in_place) {
+		/* thawed, the parked tasks are back in their sleeps; the blockers stay in D */
+		thaw_back(f);
+		r = cryo_freezer_describe_stuck(f, 8, &blockers, &count, err);
+		if (r < 0)
+			return r;
+	} else {
+		r = cryo_freezer_describe_blockers(f, 8, &blockers, &count, err);
+		if (r < 0)
+			goto undo;
+		if (!(flags & CRYO_FREEZER_KEEP_FREEZING))
+			thaw_back(f);
 	}
 	return cryo_error_setx(err, EBUSY, "%u task%s of `%s` did not freeze in %lld ms (%u request%s)%s%s; %s", count,
 			       count == 1 ? "" : "s", f->path, (long long)timeout_ms, attempts, attempts == 1 ? "" : "s",
@@ -460,14 +492,8 @@ int cryo_freezer_freeze(struct cryo_freezer *f, int64_t timeout_ms, unsigned fla
 			       (flags & CRYO_FREEZER_KEEP_FREEZING) ? "left FREEZING" : "thawed back to RUNNING");
 
 undo:
-	if (!(flags & CRYO_FREEZER_KEEP_FREEZING)) {
-		struct cryo_error terr = CRYO_ERROR_INIT;
-
-		if (f->ops->thaw(f, &terr) < 0) {
-			cryo_warn("thaw back `%s` after the failed freeze: %s", f->path, terr.msg);
-			cryo_error_clear(&terr);
-		}
-	}
+	if (!(flags & CRYO_FREEZER_KEEP_FREEZING))
+		thaw_back(f);
 	return r;
 }
 
@@ -500,21 +526,22 @@ int cryo_freezer_thaw(struct cryo_freezer *f, int64_t timeout_ms, unsigned flags
 
 static int signal_all(struct cryo_freezer *f, int sig, unsigned *ret_sent, struct cryo_error *err)
 {
-	_cleanup_free_ pid_t *ids = NULL;
+	pid_t *ids = NULL;
 	unsigned sent = 0;
 	size_t n = 0, i;
 	int r;
 
 	/* processes, not threads: a signal goes to a whole thread group */
 	r = read_ids(f, f->ops->procs_file, &ids, &n, err);
-	if (r < 0)
-		return r;
-	for (i = 0; i < n; i++) {
+	for (i = 0; r == 0 && i < n; i++) {
 		if (kill(ids[i], sig) == 0)
 			sent++;
 		else if (errno != ESRCH)
-			return cryo_error_set(err, errno, "send signal %d to pid %d", sig, ids[i]);
+			r = cryo_error_set(err, errno, "send signal %d to pid %d", sig, ids[i]);
 	}
+	free(ids);
+	if (r < 0)
+		return r;
 	*ret_sent = sent;
 	return 0;
 }
@@ -599,7 +626,7 @@ wait_empty:
 int cryo_freezer_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
 {
 	struct cryo_freezer *f = NULL;
-	enum cryo_freezer_backend b;
+	enum cryo_freezer_backend b = CRYO_FREEZER_V2;
 	int r;
 
 	r = cryo_freezer_backend_from_string(rec->backend, &b, err);
@@ -611,8 +638,8 @@ int cryo_freezer_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 		cryo_error_clear(err);
 		return 0;
 	}
-	if (r < 0)
-		return r;
+	if (r < 0 || !f)
+		return r < 0 ? r : -EIO;
 	r = f->ops->thaw(f, err);
 	cryo_freezer_close(f);
 	return r;

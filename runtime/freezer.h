@@ -21,6 +21,7 @@
 #ifndef CRYO_FREEZER_H
 #define CRYO_FREEZER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -83,6 +84,12 @@ struct cryo_freezer_ops {
 	int (*wait)(struct cryo_freezer *f, enum cryo_freezer_state want, int64_t deadline_ms, struct cryo_error *err);
 	/* kill every task at once (v2 cgroup.kill); NULL = freeze, signal each, thaw */
 	int (*kill)(struct cryo_freezer *f, struct cryo_error *err);
+	/*
+	 * Frozen tasks may stay parked inside a freezable sleep, looking
+	 * like any task in D (v1 since Linux 6.1): blockers can only be told
+	 * apart after a thaw, as the tasks still in D.
+	 */
+	bool parks_in_place;
 	/* file listing every thread of the cgroup (blockers, kill) */
 	const char *threads_file;
 	const char *procs_file;
@@ -156,6 +163,9 @@ int cryo_freezer_count_tasks(struct cryo_freezer *f, unsigned *ret, struct cryo_
  */
 int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, char **ret, unsigned *ret_count,
 				   struct cryo_error *err);
+/* Same, for a cgroup just thawed: the tasks still in D are the ones that blocked. */
+int cryo_freezer_describe_stuck(struct cryo_freezer *f, unsigned max_named, char **ret, unsigned *ret_count,
+				struct cryo_error *err);
 
 /* The undo action of a CRYO_HOLD_CGROUP_THAW hold (see hold.h). */
 struct cryo_hold_rec;

@@ -170,7 +170,8 @@ static int get_int(struct json_object *o, const char *key, int64_t *ret)
 
 static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err)
 {
-	_cleanup_free_ char *data = NULL, *kind = NULL;
+	_cleanup_free_ char *data = NULL;
+	char *kind = NULL;
 	struct cryo_hold_rec *rec;
 	struct json_object *o, *v;
 	char file[PATH_MAX];
@@ -216,7 +217,8 @@ static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct
 	if (r == 0 && json_object_object_get_ex(o, "undoOnExit", &v) && json_object_get_boolean(v))
 		rec->flags |= CRYO_HOLD_UNDO_ON_EXIT;
 	json_object_put(o);
-	if (r < 0) {
+	if (r < 0 || !kind) {
+		free(kind);
 		cryo_hold_rec_free(rec);
 		return cryo_error_setx(err, EINVAL, "hold `%s`: journal entry lacks a field or has a wrong type", name);
 	}
@@ -225,9 +227,11 @@ static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct
 			break;
 	if (k == _CRYO_HOLD_KIND_MAX) {
 		r = cryo_error_setx(err, EINVAL, "hold `%s`: unknown kind `%.32s`", name, kind);
+		free(kind);
 		cryo_hold_rec_free(rec);
 		return r;
 	}
+	free(kind);
 	rec->kind = (enum cryo_hold_kind)k;
 	*ret = rec;
 	return 0;
@@ -253,8 +257,7 @@ int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **re
 
 static int save_at(int dfd, const struct cryo_hold_rec *rec)
 {
-	_cleanup_free_ char *json = NULL;
-	char tmp[PATH_MAX], file[PATH_MAX];
+	char tmp[PATH_MAX], file[PATH_MAX], *json = NULL;
 	int r;
 
 	r = rec_to_json(rec, &json);
@@ -263,6 +266,7 @@ static int save_at(int dfd, const struct cryo_hold_rec *rec)
 	snprintf(tmp, sizeof(tmp), ".%s.json.tmp", rec->name);
 	snprintf(file, sizeof(file), "%s.json", rec->name);
 	r = cryo_write_new_file_at(dfd, tmp, json, strlen(json), 0600);
+	free(json);
 	if (r < 0)
 		return r;
 	if (renameat(dfd, tmp, dfd, file) < 0) {
@@ -279,7 +283,7 @@ static bool entry_is(int dfd, const char *name, const char *nonce)
 	struct cryo_hold_rec *cur = NULL;
 	bool same;
 
-	if (load_at(dfd, name, &cur, NULL) < 0)
+	if (load_at(dfd, name, &cur, NULL) < 0 || !cur)
 		return false;
 	same = strcmp(cur->nonce, nonce) == 0;
 	cryo_hold_rec_free(cur);
@@ -313,9 +317,11 @@ static bool pid_matches(pid_t pid, uint64_t start)
 
 bool cryo_hold_is_live(const struct cryo_hold_rec *rec)
 {
-	_cleanup_free_ char *boot = read_boot_id();
+	char *boot = read_boot_id();
+	bool same_boot = boot && strcmp(boot, rec->boot_id) == 0;
 
-	if (!boot || strcmp(boot, rec->boot_id) != 0)
+	free(boot);
+	if (!same_boot)
 		return false;
 	if (!pid_matches(rec->watchdog_pid, rec->watchdog_start))
 		return false;
@@ -588,17 +594,17 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 	lfd = lock_dir(dfd);
 	if (lfd < 0)
 		return cryo_error_set(err, lfd, "lock `%s/%s`", root, HOLDS_DIR);
-	if (load_at(dfd, name, &old, NULL) == 0) {
+	if (load_at(dfd, name, &old, NULL) == 0 && old) {
 		bool live = cryo_hold_is_live(old);
 
 		if (live) {
-			r = cryo_error_setx(err, EBUSY, "`%s` is already held by pid %d (watchdog pid %d)", name,
+			r = cryo_error_setx(err, EEXIST, "`%s` is already held by pid %d (watchdog pid %d)", name,
 					    old->holder_pid, old->watchdog_pid);
 			cryo_hold_rec_free(old);
 			return r;
 		}
 		cryo_hold_rec_free(old);
-		r = cryo_error_setx(err, EBUSY, "a stale hold `%s` exists (its holder died); run `cryo recover` first",
+		r = cryo_error_setx(err, EEXIST, "a stale hold `%s` exists (its holder died); run `cryo recover` first",
 				    name);
 		return r;
 	}
@@ -712,8 +718,8 @@ int cryo_hold_release_name(const char *root, const char *name, struct cryo_error
 	if (r < 0)
 		return r;
 	r = load_at(dfd, name, &rec, err);
-	if (r < 0)
-		return r;
+	if (r < 0 || !rec)
+		return r < 0 ? r : -EIO;
 	r = drop_entry(dfd, rec, err);
 	if (r == 0 && pid_matches(rec->watchdog_pid, rec->watchdog_start))
 		kill(rec->watchdog_pid, SIGUSR1);
@@ -753,7 +759,7 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
 		lfd = lock_dir(dfd);
 		r = load_at(dfd, name, &rec, &e);
-		if (r < 0) {
+		if (r < 0 || !rec) {
 			if (report)
 				report(NULL, e.msg, r, userdata);
 		} else if (cryo_hold_is_live(rec)) {

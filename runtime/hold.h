@@ -72,7 +72,8 @@ struct cryo_hold;
  * watchdog is started first, the journal entry written second, so a
  * crash at any point leaves either nothing or a recoverable entry.
  * timeout_ms is relative to now (0 = no deadline, only with
- * CRYO_HOLD_UNDO_ON_EXIT). -EBUSY if a live hold of that name exists.
+ * CRYO_HOLD_UNDO_ON_EXIT). -EEXIST if a hold of that name exists (live, or
+ * stale until `cryo recover`).
  */
 int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind kind, const char *target,
 		      const char *backend, uint64_t timeout_ms, unsigned flags, cryo_hold_undo_fn undo,

@@ -196,7 +196,12 @@ static int fsync_tree(int dfd, int depth, struct cryo_error *err)
 			r = cryo_error_set(err, errno, "open `%s`", de->d_name);
 			break;
 		}
-		if (S_ISDIR(st.st_mode))
+		/* images hold the container's memory: 0600 files, 0700 dirs, whatever CRIU's umask made */
+		if ((st.st_mode & 077) && fchmod(cfd, S_ISDIR(st.st_mode) ? 0700 : (st.st_mode & 0700)) < 0)
+			r = cryo_error_set(err, errno, "chmod `%s`", de->d_name);
+		if (r < 0)
+			;
+		else if (S_ISDIR(st.st_mode))
 			r = fsync_tree(cfd, depth + 1, err);
 		else if (fsync(cfd) < 0)
 			r = cryo_error_set(err, errno, "fsync `%s`", de->d_name);

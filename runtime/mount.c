@@ -311,7 +311,8 @@ static int dev_symlinks(int rootfd, struct cryo_error *err)
 	return 0;
 }
 
-int cryo_mount_setup(const struct cryo_spec *spec, const char *rootfs, bool userns, struct cryo_error *err)
+int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, int *ret_rootfd,
+		       struct cryo_error *err)
 {
 	_cleanup_close_ int rootfd = -1;
 	size_t i;
@@ -344,7 +345,12 @@ int cryo_mount_setup(const struct cryo_spec *spec, const char *rootfs, bool user
 		r = dev_symlinks(rootfd, err);
 	if (r < 0)
 		return r;
+	*ret_rootfd = TAKE_FD(rootfd);
+	return 0;
+}
 
+int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err)
+{
 	/* pivot_root(".", "."): the old root ends up stacked on /, then detached */
 	if (fchdir(rootfd) < 0)
 		return cryo_error_set(err, errno, "chdir into the rootfs");

@@ -15,11 +15,17 @@
 #include "spec.h"
 
 /*
- * Run in the container's mount namespace, before pivot_root: everything up
- * to and including pivot_root into rootfs (absolute host path). userns:
- * the process is in a new user namespace (no mknod; sysfs may need a bind).
+ * Run in the container's mount namespace: bind rootfs (absolute host path)
+ * onto itself, the config's mounts, /dev. *ret_rootfd is an O_PATH fd of
+ * the rootfs for cryo_mount_pivot(). userns: the process is in a user
+ * namespace (no mknod; sysfs may need a bind). The createContainer hooks
+ * run between the two.
  */
-int cryo_mount_setup(const struct cryo_spec *spec, const char *rootfs, bool userns, struct cryo_error *err);
+int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, int *ret_rootfd,
+		       struct cryo_error *err);
+
+/* pivot_root into rootfd and detach the old root. */
+int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err);
 
 /* After pivot_root: masked paths, read-only paths, read-only root. */
 int cryo_mount_finish(const struct cryo_spec *spec, struct cryo_error *err);

@@ -61,8 +61,8 @@ void cryo_spec_free(struct cryo_spec *spec)
 	strv_free(spec->args, spec->n_args);
 	strv_free(spec->env, spec->n_env);
 	free(spec->cwd);
-	json_object_put(spec->capabilities);
-	json_object_put(spec->rlimits);
+	cryo_caps_spec_free(&spec->caps);
+	cryo_rlimits_spec_free(&spec->rlimits);
 	free(spec->hostname);
 	free(spec->domainname);
 	for (i = 0; i < spec->n_mounts; i++) {
@@ -72,8 +72,9 @@ void cryo_spec_free(struct cryo_spec *spec)
 		free(spec->mounts[i].data);
 	}
 	free(spec->mounts);
-	json_object_put(spec->hooks);
+	cryo_hooks_spec_free(&spec->hooks);
 	json_object_put(spec->annotations);
+	cryo_network_spec_free(&spec->network);
 	for (i = 0; i < _CRYO_NS_MAX; i++)
 		free(spec->namespaces[i].path);
 	free(spec->uid_mappings);
@@ -89,7 +90,7 @@ void cryo_spec_free(struct cryo_spec *spec)
 		free(spec->sysctls[i].value);
 	}
 	free(spec->sysctls);
-	json_object_put(spec->seccomp);
+	cryo_seccomp_spec_free(&spec->seccomp);
 	free(spec);
 }
 
@@ -297,7 +298,7 @@ static int parse_user(struct json_object *proc, struct cryo_spec *s, struct cryo
 
 static int parse_process(struct json_object *root, struct cryo_spec *s, struct cryo_error *err)
 {
-	struct json_object *proc, *v;
+	struct json_object *proc;
 	int64_t x = 0;
 	size_t i;
 	int r;
@@ -340,14 +341,11 @@ static int parse_process(struct json_object *root, struct cryo_spec *s, struct c
 	if (r < 0)
 		return r;
 	s->oom_score_adj = (int)x;
-	r = get_object(proc, "capabilities", "process.capabilities", &v, err);
+	r = cryo_caps_parse(field(proc, "capabilities"), &s->caps, err);
+	if (r >= 0)
+		r = cryo_rlimits_parse(field(proc, "rlimits"), &s->rlimits, err);
 	if (r < 0)
-		return r;
-	s->capabilities = json_object_get(v);
-	v = field(proc, "rlimits");
-	if (v && !json_object_is_type(v, json_type_array))
-		return bad(err, "process.rlimits", "must be an array");
-	s->rlimits = json_object_get(v);
+		return cryo_error_prefix(err, "config.json");
 	/* apparmorProfile, selinuxLabel, ioPriority, scheduler: not enforced, ignored */
 	return 0;
 }
@@ -745,7 +743,7 @@ static int parse_sysctl(struct json_object *lnx, struct cryo_spec *s, struct cry
 
 static int parse_linux(struct json_object *root, struct cryo_spec *s, struct cryo_error *err)
 {
-	struct json_object *lnx, *v;
+	struct json_object *lnx;
 	_cleanup_free_ char *prop = NULL;
 	int r;
 
@@ -780,10 +778,9 @@ static int parse_linux(struct json_object *root, struct cryo_spec *s, struct cry
 		return r;
 	if (prop && propagation_from_string(prop, &s->rootfs_propagation) < 0)
 		return cryo_error_setx(err, EINVAL, CFG "linux.rootfsPropagation: unknown propagation `%s`", prop);
-	r = get_object(lnx, "seccomp", "linux.seccomp", &v, err);
+	r = cryo_seccomp_parse(field(lnx, "seccomp"), &s->seccomp, err);
 	if (r < 0)
-		return r;
-	s->seccomp = json_object_get(v);
+		return cryo_error_prefix(err, "config.json");
 	if ((s->n_uid_mappings || s->n_gid_mappings) && !s->namespaces[CRYO_NS_USER].enabled)
 		return bad(err, "linux.uidMappings", "id mappings need a user namespace");
 	if (s->namespaces[CRYO_NS_USER].enabled && !s->namespaces[CRYO_NS_USER].path &&
@@ -858,11 +855,10 @@ int cryo_spec_parse(const char *text, size_t len, struct cryo_spec **ret, struct
 		r = get_string(root, "domainname", "domainname", 64, &s->domainname, err);
 	if (r >= 0)
 		r = parse_mounts(root, s, err);
-	if (r >= 0)
-		r = get_object(root, "hooks", "hooks", &v, err);
+	if (r >= 0 && cryo_hooks_parse(field(root, "hooks"), &s->hooks, err) < 0)
+		r = cryo_error_prefix(err, "config.json");
 	if (r < 0)
 		goto out;
-	s->hooks = json_object_get(v);
 	r = get_object(root, "annotations", "annotations", &v, err);
 	if (r < 0)
 		goto out;
@@ -876,6 +872,10 @@ int cryo_spec_parse(const char *text, size_t len, struct cryo_spec **ret, struct
 		}
 	}
 	s->annotations = json_object_get(v);
+	if (cryo_network_parse(s->annotations, &s->network, err) < 0) {
+		r = cryo_error_prefix(err, "config.json");
+		goto out;
+	}
 	r = parse_linux(root, s, err);
 	if (r < 0)
 		goto out;

@@ -4,8 +4,8 @@
  * Parsing validates every field it reads and names the bad one
  * ("config.json: process.args: must be a non-empty array of strings");
  * unknown fields are ignored. Sections owned by other modules
- * (capabilities, seccomp, rlimits, hooks) are kept as JSON references and
- * handed to those modules' parsers.
+ * (capabilities, seccomp, rlimits, hooks, the network annotation) are
+ * parsed by those modules' parsers into their structs, embedded here.
  */
 #ifndef CRYO_SPEC_H
 #define CRYO_SPEC_H
@@ -17,7 +17,12 @@
 
 #include <json-c/json.h>
 
+#include "caps.h"
 #include "error.h"
+#include "hooks.h"
+#include "network.h"
+#include "rlimits.h"
+#include "seccomp.h"
 
 /* Bounds on what a config may ask for. */
 #define CRYO_SPEC_MAX_BYTES (4u << 20)
@@ -116,8 +121,8 @@ struct cryo_spec {
 	bool no_new_privileges;
 	bool has_oom_score_adj;
 	int oom_score_adj;
-	struct json_object *capabilities;  /* process.capabilities, or NULL */
-	struct json_object *rlimits;       /* process.rlimits, or NULL */
+	struct cryo_caps_spec caps;        /* process.capabilities */
+	struct cryo_rlimits_spec rlimits;  /* process.rlimits */
 
 	char *hostname;
 	char *domainname;
@@ -125,8 +130,9 @@ struct cryo_spec {
 	struct cryo_spec_mount *mounts;
 	size_t n_mounts;
 
-	struct json_object *hooks;         /* hooks, or NULL */
+	struct cryo_hooks_spec hooks;      /* hooks */
 	struct json_object *annotations;   /* annotations object, or NULL */
+	struct cryo_network_spec network;  /* annotations["org.cryo.network"] */
 
 	/* linux */
 	struct cryo_spec_namespace namespaces[_CRYO_NS_MAX];
@@ -145,7 +151,7 @@ struct cryo_spec {
 	struct cryo_spec_sysctl *sysctls;
 	size_t n_sysctls;
 	unsigned long rootfs_propagation; /* MS_* propagation, 0 = runtime default */
-	struct json_object *seccomp;       /* linux.seccomp, or NULL */
+	struct cryo_seccomp_spec seccomp;  /* linux.seccomp */
 };
 
 /*

@@ -43,6 +43,11 @@ int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const ch
 	if (r < 0)
 		goto fail;
 	cryo_state_refresh(t->st);
+	/* a stopped container's cgroup may be gone: say what is wrong */
+	if (t->st->status == CRYO_STATUS_STOPPED || t->st->status == CRYO_STATUS_CREATING) {
+		r = cryo_error_setx(err, EINVAL, "container `%s` is %s, not running", id, cryo_status_names[t->st->status]);
+		goto fail;
+	}
 	r = cryo_freezer_open_for(t->st->freezer_backend, t->st->cgroup_v2, t->st->cgroup_v1_freezer, &t->f, err);
 	if (r < 0) {
 		cryo_error_prefix(err, "container `%s`", id);

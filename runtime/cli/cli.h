@@ -38,6 +38,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
  */
 int cmd_features(struct cryo_cli *cli, int argc, char **argv);
 int cmd_check(struct cryo_cli *cli, int argc, char **argv);
+int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv);
+int cmd_restore(struct cryo_cli *cli, int argc, char **argv);
+int cmd_inspect(struct cryo_cli *cli, int argc, char **argv);
 int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv);
 int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv);
 int cmd_freeze(struct cryo_cli *cli, int argc, char **argv);

@@ -12,6 +12,9 @@
 static const struct cli_command commands[] = {
 	{ "features", "print what this build and host support (JSON)", cmd_features },
 	{ "check", "can this host checkpoint and restore? (CRIU, kernel, breakpoints)", cmd_check },
+	{ "checkpoint", "checkpoint a container (freeze, snapshot, CRIU dump, atomic image)", cmd_checkpoint },
+	{ "restore", "restore a container from a checkpoint image", cmd_restore },
+	{ "inspect", "print a checkpoint image's manifest", cmd_inspect },
 	{ "fsfreeze", "freeze a container's rootfs filesystem, with a deadline", cmd_fsfreeze },
 	{ "fsthaw", "thaw a filesystem frozen by `cryo fsfreeze`", cmd_fsthaw },
 	{ "freeze", "freeze a container (or --cgroup) and wait until FROZEN", cmd_freeze },

@@ -4,12 +4,16 @@
  * process tree (no container), for the VM tests:
  *
  *   cryo-test-criu dump PID IMAGE_DIR [--leave-running]
- *       stage IMAGE_DIR, CRIU dump into the staging dir, manifest, commit
+ *       stage IMAGE_DIR, CRIU dump into the staging dir (log in IMAGE_DIR.work),
+ *       manifest, commit
  *   cryo-test-criu restore IMAGE_DIR WORK_DIR
  *       verify the manifest and digests, CRIU restore, print the pid
  *   cryo-test-criu verify IMAGE_DIR
+ *   cryo-test-criu set-version IMAGE_DIR N   (rewrite the manifest's format version)
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
@@ -35,12 +39,17 @@ int main(int argc, char **argv)
 	if (argc >= 4 && strcmp(argv[1], "dump") == 0) {
 		struct cryo_criu_opts o = { 0 };
 		struct cryo_image *img = NULL;
+		_cleanup_free_ char *work = NULL;
 		uint64_t pid;
 
 		if (cryo_parse_u64(argv[2], INT32_MAX, &pid) < 0)
 			return 2;
 		o.pid = (pid_t)pid;
 		o.leave_running = argc > 4 && strcmp(argv[4], "--leave-running") == 0;
+		/* CRIU's log outside the staging dir, so it outlives a failed dump */
+		if (asprintf(&work, "%s.work", argv[3]) < 0 || cryo_mkdir_p(work, 0700) < 0)
+			return 1;
+		o.work_dir = work;
 		r = cryo_image_stage(argv[3], &img, &err);
 		if (r < 0)
 			return die(&err);
@@ -74,6 +83,16 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 3 && strcmp(argv[1], "verify") == 0) {
 		r = cryo_manifest_load_verified(argv[2], &m, &err);
+		cryo_manifest_free(m);
+		return r < 0 ? die(&err) : 0;
+	}
+	if (argc >= 4 && strcmp(argv[1], "set-version") == 0) {
+		_cleanup_close_ int dfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (dfd < 0 || cryo_manifest_read_at(dfd, &m, &err) < 0)
+			return die(&err);
+		m->format_version = (uint32_t)strtoul(argv[3], NULL, 10);
+		r = cryo_manifest_write_at(dfd, m, &err);
 		cryo_manifest_free(m);
 		return r < 0 ? die(&err) : 0;
 	}

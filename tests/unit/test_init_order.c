@@ -114,11 +114,8 @@ static int run(bool nnp, uid_t uid, const char *want_eff)
 
 static void test_order(void **state)
 {
-	char cmd[128];
-
 	if (geteuid() != 0)
 		skip();
-	assert_non_null(mkdtemp(dir));
 	assert_int_equal(chmod(dir, 0777), 0);
 	/* uid 1000 after execve: effective = ambient = CAP_NET_BIND_SERVICE (0x400) */
 	assert_int_equal(run(true, 1000, "0000000000000400"), 0);
@@ -129,8 +126,20 @@ static void test_order(void **state)
 	 */
 	assert_int_equal(run(false, 0, "0000000000000421"), 0);
 	assert_int_equal(run(true, 0, "0000000000000420"), 0);
+}
+
+/* created and removed around the whole group, so a failed assert leaves nothing */
+static int setup(void **state)
+{
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	return system(cmd) == 0 ? 0 : -1;
 }
 
 int main(void)
@@ -139,5 +148,5 @@ int main(void)
 		cmocka_unit_test(test_order),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -293,18 +293,27 @@ static int child_privileged_no_nnp(void)
 
 static void test_apply(void **state)
 {
-	char cmd[128];
-
 	if (geteuid() != 0)
 		skip();
-	assert_non_null(mkdtemp(dir));
 	assert_int_equal(run_child(child_errno), 0);
 	assert_int_equal(run_child(child_kill), 128 + SIGSYS);
 	assert_int_equal(run_child(child_default_errno), 0);
 	assert_int_equal(run_child(child_no_nnp_no_cap), 0);
 	assert_int_equal(run_child(child_privileged_no_nnp), 0);
+}
+
+/* created and removed around the whole group, so a failed assert leaves nothing */
+static int setup(void **state)
+{
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[128];
+
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	assert_int_equal(system(cmd), 0);
+	return system(cmd) == 0 ? 0 : -1;
 }
 
 int main(void)
@@ -316,5 +325,5 @@ int main(void)
 		cmocka_unit_test(test_apply),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,506 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "checkpoint.h"
+#include "freezer.h"
+#include "fsfreeze.h"
+#include "image.h"
+#include "log.h"
+#include "manifest.h"
+#include "mountinfo.h"
+#include "snapshot.h"
+#include "spec.h"
+#include "state.h"
+#include "util.h"
+#include "version.h"
+
+#define LOCK_TIMEOUT_MS 5000
+#define THAW_TIMEOUT_MS 5000
+#define FS_FREEZE_DEADLINE_MS 60000
+#define DEFAULT_FREEZE_TIMEOUT_MS 5000
+
+const char *const cryo_fs_freeze_mode_names[_CRYO_FS_FREEZE_MAX] = {
+	[CRYO_FS_FREEZE_AUTO] = "auto",
+	[CRYO_FS_FREEZE_REQUIRED] = "required",
+	[CRYO_FS_FREEZE_OFF] = "off",
+};
+
+int cryo_fs_freeze_mode_from_string(const char *s, enum cryo_fs_freeze_mode *ret, struct cryo_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < ARRAY_SIZE(cryo_fs_freeze_mode_names); i++)
+		if (s && strcmp(s, cryo_fs_freeze_mode_names[i]) == 0) {
+			*ret = (enum cryo_fs_freeze_mode)i;
+			return 0;
+		}
+	return cryo_error_setx(err, EINVAL, "--fs-freeze must be auto, required or off, not `%s`", s ? s : "");
+}
+
+struct ctx {
+	const struct cryo_checkpoint_opts *o;
+	struct cryo_state *st;
+	struct cryo_spec *spec;
+	char *config_json;
+	int lock_fd;
+	struct cryo_freezer *fz;
+	bool was_frozen;
+	struct cryo_image *img;
+	char *work_dir;
+	struct cryo_mount mnt;
+	bool own_fs;
+	bool fs_frozen;
+	const char *keep_writable[4];
+	struct cryo_fsfreeze_opts fso;
+	Cryo__Manifest *m;
+	char **ext_mounts;       /* key, value pairs for CRIU, NULL-terminated */
+	int64_t t0, frozen_at, fs_frozen_at;
+	uint64_t fs_frozen_us;
+};
+
+struct step {
+	const char *name;
+	int (*run)(struct ctx *c, struct cryo_error *err);
+	void (*undo)(struct ctx *c);
+};
+
+static int step_lock(struct ctx *c, struct cryo_error *err)
+{
+	const struct cryo_checkpoint_opts *o = c->o;
+	_cleanup_close_ int bfd = -1;
+	size_t len = 0;
+	int r;
+
+	r = cryo_state_lock(o->root, o->id, LOCK_TIMEOUT_MS, &c->lock_fd, err);
+	if (r < 0)
+		return r;
+	r = cryo_state_load(o->root, o->id, &c->st, err);
+	if (r < 0)
+		return r;
+	cryo_state_refresh(c->st);
+	if (c->st->status != CRYO_STATUS_RUNNING && c->st->status != CRYO_STATUS_PAUSED)
+		return cryo_error_setx(err, EINVAL, "container is %s: only a running or paused container can be checkpointed",
+				       cryo_status_names[c->st->status]);
+	if (c->st->pid <= 0)
+		return cryo_error_setx(err, ESRCH, "container has no init process");
+	bfd = open(c->st->bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bfd < 0)
+		return cryo_error_set(err, errno, "open bundle `%s`", c->st->bundle);
+	r = cryo_read_file_at(bfd, "config.json", CRYO_MANIFEST_MAX_SIZE / 2, &c->config_json, &len);
+	if (r < 0)
+		return cryo_error_set(err, -r, "read `%s/config.json`", c->st->bundle);
+	r = cryo_spec_parse(c->config_json, len, &c->spec, err);
+	if (r < 0)
+		return r;
+	return cryo_manifest_new(o->id, c->config_json, &c->m, err);
+}
+
+static void undo_lock(struct ctx *c)
+{
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+	c->lock_fd = -1;
+}
+
+static int step_stage(struct ctx *c, struct cryo_error *err)
+{
+	const struct cryo_checkpoint_opts *o = c->o;
+	int r;
+
+	if (o->work_path)
+		c->work_dir = strdup(o->work_path);
+	else if (asprintf(&c->work_dir, "%s/%s/criu", o->root, o->id) < 0)
+		c->work_dir = NULL;
+	if (!c->work_dir)
+		return cryo_error_set(err, ENOMEM, "work dir");
+	r = cryo_mkdir_p(c->work_dir, 0700);
+	if (r < 0)
+		return cryo_error_set(err, -r, "create work dir `%s`", c->work_dir);
+	return cryo_image_stage(o->image_path ? o->image_path : "checkpoint", &c->img, err);
+}
+
+static void undo_stage(struct ctx *c)
+{
+	cryo_image_abort(c->img);
+	c->img = NULL;
+}
+
+static int step_freeze_cgroup(struct ctx *c, struct cryo_error *err)
+{
+	enum cryo_freezer_state s;
+	int64_t timeout = c->o->freeze_timeout_ms > 0 ? c->o->freeze_timeout_ms : DEFAULT_FREEZE_TIMEOUT_MS;
+	int r;
+
+	r = cryo_freezer_open_for(c->st->freezer_backend, c->st->cgroup_v2, c->st->cgroup_v1_freezer, &c->fz, err);
+	if (r < 0)
+		return r;
+	r = cryo_freezer_get_state(c->fz, &s, err);
+	if (r < 0)
+		return r;
+	c->was_frozen = s == CRYO_FREEZER_FROZEN;
+	c->frozen_at = cryo_now_us();
+	return cryo_freezer_freeze(c->fz, timeout, 0, err);
+}
+
+static void undo_freeze_cgroup(struct ctx *c)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (c->fz && !c->was_frozen && cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, &e) < 0) {
+		cryo_warn("checkpoint `%s`: undo: thaw cgroup: %s", c->o->id, e.msg);
+		cryo_error_clear(&e);
+	}
+}
+
+static int step_freeze_fs(struct ctx *c, struct cryo_error *err)
+{
+	enum cryo_fs_freeze_mode mode = c->o->fs_freeze;
+	int r;
+
+	r = cryo_mountinfo_find(c->st->rootfs, &c->mnt, err);
+	if (r < 0)
+		return r;
+	c->own_fs = strcmp(c->mnt.mountpoint, c->st->rootfs) == 0 && strcmp(c->mnt.root, "/") == 0;
+	if (mode == CRYO_FS_FREEZE_OFF || c->o->pre_dump)
+		return 0;
+	if (!c->own_fs) {
+		if (mode == CRYO_FS_FREEZE_REQUIRED)
+			return cryo_error_setx(err, EOPNOTSUPP,
+					       "--fs-freeze=required: the rootfs `%s` is not a filesystem of its own (it is inside `%s`)",
+					       c->st->rootfs, c->mnt.mountpoint);
+		cryo_debug("rootfs `%s` is inside `%s`: not freezing that filesystem", c->st->rootfs, c->mnt.mountpoint);
+		return 0;
+	}
+	c->keep_writable[0] = c->o->root;
+	c->keep_writable[1] = c->img->staging_path;
+	c->keep_writable[2] = c->work_dir;
+	c->keep_writable[3] = NULL;
+	c->fso.state_dir = c->o->root;
+	c->fso.owner = c->o->id;
+	c->fso.keep_writable = c->keep_writable;
+	c->fs_frozen_at = cryo_now_us();
+	r = cryo_fsfreeze_freeze(c->st->rootfs, FS_FREEZE_DEADLINE_MS, &c->fso, err);
+	if (r < 0 && mode == CRYO_FS_FREEZE_AUTO && (r == -EOPNOTSUPP || r == -EDEADLK)) {
+		cryo_warn("checkpoint `%s`: not freezing the rootfs: %s", c->o->id, err->msg);
+		cryo_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	c->fs_frozen = true;
+	return 0;
+}
+
+static void undo_freeze_fs(struct ctx *c)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (c->fs_frozen && cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, NULL, &e) < 0) {
+		cryo_warn("checkpoint `%s`: undo: thaw rootfs: %s", c->o->id, e.msg);
+		cryo_error_clear(&e);
+	}
+	c->fs_frozen = false;
+}
+
+static int step_snapshot(struct ctx *c, struct cryo_error *err)
+{
+	Cryo__RootfsSnapshot *s;
+	int r;
+
+	if (c->o->pre_dump)
+		return 0;
+	s = malloc(sizeof(*s));
+	if (!s)
+		return cryo_error_set(err, ENOMEM, "snapshot");
+	cryo__rootfs_snapshot__init(s);
+	c->m->rootfs = s;
+	r = cryo_snapshot_take(c->st->rootfs, &c->mnt, c->own_fs, c->img->dirfd, s, err);
+	if (r < 0)
+		return r;
+	s->has_fs_frozen = 1;
+	s->fs_frozen = c->fs_frozen;
+	return 0;
+}
+
+static int step_thaw_fs(struct ctx *c, struct cryo_error *err)
+{
+	struct cryo_fsfreeze_thawed t = { 0 };
+	int r;
+
+	if (!c->fs_frozen)
+		return 0;
+	r = cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, &t, err);
+	if (r < 0)
+		return r;
+	c->fs_frozen = false;
+	c->fs_frozen_us = (uint64_t)(cryo_now_us() - c->fs_frozen_at);
+	return 0;
+}
+
+/* Bind mounts come from the host: CRIU dumps them as external, named by their destination. */
+static int collect_ext_mounts(struct ctx *c, struct cryo_error *err)
+{
+	size_t i, n = 0;
+
+	c->ext_mounts = calloc(2 * c->spec->n_mounts + 1, sizeof(char *));
+	if (!c->ext_mounts)
+		return cryo_error_set(err, ENOMEM, "external mounts");
+	for (i = 0; i < c->spec->n_mounts; i++) {
+		const struct cryo_spec_mount *mt = &c->spec->mounts[i];
+
+		if (!mt->bind)
+			continue;
+		c->ext_mounts[n] = strdup(mt->destination);
+		c->ext_mounts[n + 1] = strdup(mt->destination);
+		if (!c->ext_mounts[n] || !c->ext_mounts[n + 1])
+			return cryo_error_set(err, ENOMEM, "external mounts");
+		n += 2;
+	}
+	return 0;
+}
+
+static int copy_log_into_image(struct ctx *c, const char *name)
+{
+	_cleanup_close_ int wfd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	wfd = open(c->work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (wfd < 0)
+		return -errno;
+	r = cryo_read_file_at(wfd, name, 64U << 20, &buf, &len);
+	if (r < 0)
+		return r;
+	return cryo_write_new_file_at(c->img->dirfd, name, buf, len, 0600);
+}
+
+static int step_criu_dump(struct ctx *c, struct cryo_error *err)
+{
+	const struct cryo_checkpoint_opts *o = c->o;
+	struct cryo_criu_opts co = {
+		.pid = c->st->pid,
+		.image_dir = c->img->staging_path,
+		.work_dir = c->work_dir,
+		.parent_path = o->parent_path,
+		/* the cgroup stays frozen: the container is only stopped once the image is committed */
+		.leave_running = true,
+		.tcp_established = o->tcp_established,
+		.ext_unix_sk = o->ext_unix_sk,
+		.shell_job = o->shell_job,
+		.file_locks = o->file_locks,
+		.pre_dump = o->pre_dump,
+		.cg_mode = o->cg_mode,
+	};
+	int r;
+
+	co.freeze_cgroup = cryo_freezer_path(c->fz);
+	r = collect_ext_mounts(c, err);
+	if (r < 0)
+		return r;
+	co.ext_mounts = (const char *const *)c->ext_mounts;
+	r = cryo_criu_dump(&co, err);
+	if (r < 0)
+		return r;
+	r = copy_log_into_image(c, o->pre_dump ? "pre-dump.log" : "dump.log");
+	if (r < 0)
+		cryo_warn("checkpoint `%s`: could not copy CRIU's log into the image: %s", o->id, strerror(-r));
+	return 0;
+}
+
+static int fill_manifest(struct ctx *c, struct cryo_error *err)
+{
+	const struct cryo_checkpoint_opts *o = c->o;
+	Cryo__Manifest *m = c->m;
+	Cryo__CriuInfo *ci;
+	struct cryo_criu_version v;
+	struct utsname u;
+	char host[256];
+
+	ci = malloc(sizeof(*ci));
+	if (!ci)
+		return cryo_error_set(err, ENOMEM, "manifest");
+	cryo__criu_info__init(ci);
+	m->criu = ci;
+	if (cryo_criu_get_version(&v, NULL) == 0) {
+		ci->has_version_major = ci->has_version_minor = ci->has_version_sublevel = 1;
+		ci->version_major = v.major;
+		ci->version_minor = v.minor;
+		ci->version_sublevel = v.sublevel;
+	}
+#define SETB(f, v)                \
+	do {                      \
+		ci->has_##f = 1;  \
+		ci->f = (v);      \
+	} while (0)
+	SETB(tcp_established, o->tcp_established);
+	SETB(ext_unix_sk, o->ext_unix_sk);
+	SETB(shell_job, o->shell_job);
+	SETB(file_locks, o->file_locks);
+	SETB(leave_running, o->leave_running);
+	SETB(pre_dump, o->pre_dump);
+#undef SETB
+	if (getenv("CRIU_FAULT")) {
+		ci->has_fault = 1;
+		ci->fault = (uint32_t)strtoul(getenv("CRIU_FAULT"), NULL, 10);
+	}
+	m->has_created_unix = 1;
+	m->created_unix = (uint64_t)time(NULL);
+	m->has_init_pid = 1;
+	m->init_pid = (uint64_t)c->st->pid;
+	m->has_frozen_window_usec = 1;
+	m->frozen_window_usec = (uint64_t)(cryo_now_us() - c->frozen_at);
+	m->has_fs_frozen_window_usec = 1;
+	m->fs_frozen_window_usec = c->fs_frozen_us;
+	if ((cryo_manifest_set_string(&ci->manage_cgroups_mode, cryo_criu_cg_mode_names[o->cg_mode]) < 0) ||
+	    (o->parent_path && cryo_manifest_set_string(&ci->parent_path, o->parent_path) < 0) ||
+	    cryo_manifest_set_string(&ci->log_file, o->pre_dump ? "pre-dump.log" : "dump.log") < 0 ||
+	    cryo_manifest_set_string(&m->bundle, c->st->bundle) < 0 ||
+	    cryo_manifest_set_string(&m->cgroup_path, c->st->cgroup_v2) < 0 ||
+	    cryo_manifest_set_string(&m->cgroup_v1_freezer, c->st->cgroup_v1_freezer) < 0 ||
+	    cryo_manifest_set_string(&m->freezer_backend, c->st->freezer_backend) < 0 ||
+	    cryo_manifest_set_string(&m->freezer_state, c->was_frozen ? "FROZEN" : "RUNNING") < 0 ||
+	    cryo_manifest_set_string(&m->rootfs_path, c->st->rootfs) < 0 ||
+	    cryo_manifest_set_string(&m->cryo_version, CRYO_VERSION) < 0 ||
+	    (uname(&u) == 0 && cryo_manifest_set_string(&m->kernel_release, u.release) < 0) ||
+	    (gethostname(host, sizeof(host)) == 0 && cryo_manifest_set_string(&m->hostname, host) < 0))
+		return cryo_error_set(err, ENOMEM, "manifest");
+	return 0;
+}
+
+static int step_manifest(struct ctx *c, struct cryo_error *err)
+{
+	int r;
+
+	r = fill_manifest(c, err);
+	if (r < 0)
+		return r;
+	r = cryo_manifest_hash_dir(c->m, c->img->dirfd, err);
+	if (r < 0)
+		return r;
+	c->m->has_total_usec = 1;
+	c->m->total_usec = (uint64_t)(cryo_now_us() - c->t0);
+	return cryo_manifest_write_at(c->img->dirfd, c->m, err);
+}
+
+static int step_commit(struct ctx *c, struct cryo_error *err)
+{
+	return cryo_image_commit(c->img, err);
+}
+
+/*
+ * The image is on disk: give the container back (thaw unless it was
+ * paused before) or stop it. A failure here leaves a valid image and is
+ * still reported.
+ */
+static int step_finish(struct ctx *c, struct cryo_error *err)
+{
+	int r;
+
+	if (c->o->leave_running || c->o->pre_dump) {
+		if (c->was_frozen)
+			return 0;
+		return cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
+	}
+	r = cryo_freezer_kill_all(c->fz, SIGKILL, THAW_TIMEOUT_MS, err);
+	if (r < 0)
+		return r;
+	c->st->status = CRYO_STATUS_STOPPED;
+	return cryo_state_save(c->o->root, c->st, err);
+}
+
+/*
+ * The plan. Steps after `criu-dump` have no undo of their own: what they
+ * did lives in the staging dir, which `stage`'s undo removes, and the
+ * container is still frozen, which `freeze-cgroup`'s undo thaws.
+ */
+static const struct step steps[] = {
+	{ "lock", step_lock, undo_lock },
+	{ "stage", step_stage, undo_stage },
+	{ "freeze-cgroup", step_freeze_cgroup, undo_freeze_cgroup },
+	{ "freeze-fs", step_freeze_fs, undo_freeze_fs },
+	{ "snapshot-rootfs", step_snapshot, NULL },
+	{ "thaw-fs", step_thaw_fs, NULL },
+	{ "criu-dump", step_criu_dump, NULL },
+	{ "manifest", step_manifest, NULL },
+	{ "commit", step_commit, NULL },
+	{ "finish", step_finish, NULL },
+};
+
+const char *const cryo_checkpoint_steps[] = {
+	"lock", "stage", "freeze-cgroup", "freeze-fs", "snapshot-rootfs", "thaw-fs",
+	"criu-dump", "manifest", "commit", "finish", NULL,
+};
+
+static void ctx_done(struct ctx *c)
+{
+	char **p;
+
+	cryo_image_abort(c->img);
+	cryo_freezer_close(c->fz);
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+	cryo_mount_done(&c->mnt);
+	cryo_manifest_free(c->m);
+	cryo_spec_free(c->spec);
+	cryo_state_free(c->st);
+	free(c->config_json);
+	free(c->work_dir);
+	for (p = c->ext_mounts; p && *p; p++)
+		free(*p);
+	free(c->ext_mounts);
+}
+
+int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err)
+{
+	struct ctx c = { .o = o, .lock_fd = -1 };
+	size_t i;
+	int r = 0;
+
+	r = cryo_validate_id(o->id, err);
+	if (r < 0)
+		return r;
+	c.t0 = cryo_now_us();
+	for (i = 0; i < ARRAY_SIZE(steps); i++) {
+		int64_t start = cryo_now_us();
+
+		if (cryo_fault(steps[i].name))
+			r = cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", steps[i].name);
+		else
+			r = steps[i].run(&c, err);
+		if (r < 0) {
+			cryo_error_prefix(err, "%s", steps[i].name);
+			break;
+		}
+		if (c.m && cryo_manifest_add_timing(c.m, steps[i].name, (uint64_t)(start - c.t0),
+						    (uint64_t)(cryo_now_us() - start)) < 0) {
+			r = cryo_error_set(err, ENOMEM, "timings");
+			break;
+		}
+		cryo_debug("checkpoint `%s`: %s done in %lld us", o->id, steps[i].name,
+			   (long long)(cryo_now_us() - start));
+	}
+	if (r < 0 && i < ARRAY_SIZE(steps)) {
+		/* unwind in reverse; a step that failed undoes its own partial work too */
+		size_t j = i + 1;
+
+		while (j-- > 0)
+			if (steps[j].undo)
+				steps[j].undo(&c);
+	}
+	ctx_done(&c);
+	if (r < 0)
+		return cryo_error_prefix(err, "checkpoint `%s`", o->id);
+	return 0;
+}

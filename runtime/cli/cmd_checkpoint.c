@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "checkpoint.h"
+#include "util.h"
+#include "cli.h"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: cryo checkpoint [OPTIONS] ID\n"
+		"\n"
+		"Freeze the container, snapshot its rootfs under FIFREEZE, dump it with CRIU\n"
+		"and commit the image atomically; then thaw it (--leave-running) or stop it.\n"
+		"\n"
+		"  --image-path DIR          where the image goes (default ./checkpoint)\n"
+		"  --work-path DIR           CRIU's work dir and log (default <root>/<ID>/criu)\n"
+		"  --leave-running           keep the container running afterwards\n"
+		"  --tcp-established         dump established TCP connections\n"
+		"  --ext-unix-sk             allow external unix sockets\n"
+		"  --shell-job               the container was started from a shell (terminal)\n"
+		"  --file-locks              dump file locks\n"
+		"  --manage-cgroups-mode M   soft, full, strict or ignore\n"
+		"  --pre-dump                memory pre-dump only (container keeps running)\n"
+		"  --parent-path DIR         previous (pre-)dump, relative to the image path\n"
+		"  --timeout MS              cgroup freeze timeout (default 5000)\n"
+		"  --fs-freeze MODE          auto (default), required or off\n");
+}
+
+int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "image-path", required_argument, NULL, 'i' },
+		{ "work-path", required_argument, NULL, 'w' },
+		{ "leave-running", no_argument, NULL, 'l' },
+		{ "tcp-established", no_argument, NULL, 't' },
+		{ "ext-unix-sk", no_argument, NULL, 'x' },
+		{ "shell-job", no_argument, NULL, 's' },
+		{ "file-locks", no_argument, NULL, 'f' },
+		{ "manage-cgroups-mode", required_argument, NULL, 'm' },
+		{ "pre-dump", no_argument, NULL, 'P' },
+		{ "parent-path", required_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 'T' },
+		{ "fs-freeze", required_argument, NULL, 'F' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_checkpoint_opts o = { .root = cli->root };
+	uint64_t v;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o.image_path = optarg;
+			break;
+		case 'w':
+			o.work_path = optarg;
+			break;
+		case 'l':
+			o.leave_running = true;
+			break;
+		case 't':
+			o.tcp_established = true;
+			break;
+		case 'x':
+			o.ext_unix_sk = true;
+			break;
+		case 's':
+			o.shell_job = true;
+			break;
+		case 'f':
+			o.file_locks = true;
+			break;
+		case 'm':
+			if (cryo_criu_cg_mode_from_string(optarg, &o.cg_mode, &err) < 0)
+				return cli_usage_error("checkpoint", "%s", err.msg);
+			break;
+		case 'P':
+			o.pre_dump = true;
+			break;
+		case 'p':
+			o.parent_path = optarg;
+			break;
+		case 'T':
+			if (cryo_parse_u64(optarg, 3600000, &v) < 0 || v == 0)
+				return cli_usage_error("checkpoint", "--timeout takes milliseconds (1..3600000), not `%s`", optarg);
+			o.freeze_timeout_ms = (int64_t)v;
+			break;
+		case 'F':
+			if (cryo_fs_freeze_mode_from_string(optarg, &o.fs_freeze, &err) < 0)
+				return cli_usage_error("checkpoint", "%s", err.msg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage_error("checkpoint", "expects exactly one container id");
+	o.id = argv[optind];
+	if (cryo_checkpoint(&o, &err) < 0)
+		return cli_fail(&err);
+	return 0;
+}

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "restore.h"
+#include "cli.h"
+
+int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "image-path", required_argument, NULL, 'i' },
+		{ "work-path", required_argument, NULL, 'w' },
+		{ "bundle", required_argument, NULL, 'b' },
+		{ "detach", no_argument, NULL, 'd' },
+		{ "pid-file", required_argument, NULL, 'p' },
+		{ "console-socket", required_argument, NULL, 'c' },
+		{ "tcp-close", no_argument, NULL, 'C' },
+		{ "tcp-established", no_argument, NULL, 't' },
+		{ "ext-unix-sk", no_argument, NULL, 'x' },
+		{ "shell-job", no_argument, NULL, 's' },
+		{ "file-locks", no_argument, NULL, 'f' },
+		{ "manage-cgroups-mode", required_argument, NULL, 'm' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_restore_opts o = { .root = cli->root };
+	pid_t pid = 0;
+	int c, status = 0;
+
+	while ((c = getopt_long(argc, argv, "db:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o.image_path = optarg;
+			break;
+		case 'w':
+			o.work_path = optarg;
+			break;
+		case 'b':
+			o.bundle = optarg;
+			break;
+		case 'd':
+			o.detach = true;
+			break;
+		case 'p':
+			o.pid_file = optarg;
+			break;
+		case 'c':
+			o.console_socket = optarg;
+			break;
+		case 'C':
+			o.tcp_close = true;
+			break;
+		case 't':
+			o.tcp_established = true;
+			break;
+		case 'x':
+			o.ext_unix_sk = true;
+			break;
+		case 's':
+			o.shell_job = true;
+			break;
+		case 'f':
+			o.file_locks = true;
+			break;
+		case 'm':
+			if (cryo_criu_cg_mode_from_string(optarg, &o.cg_mode, &err) < 0)
+				return cli_usage_error("restore", "%s", err.msg);
+			break;
+		case 'h':
+			printf("Usage: cryo restore [OPTIONS] ID\n\n"
+			       "Verify a checkpoint image (manifest and every file's sha256), put the rootfs\n"
+			       "back from its snapshot and restore the container with CRIU.\n\n"
+			       "  --image-path DIR   the image (default ./checkpoint)\n"
+			       "  --work-path DIR    CRIU's work dir and log (default <root>/<ID>/criu)\n"
+			       "  --bundle DIR       bundle (default: the one recorded in the image)\n"
+			       "  -d, --detach       return once restored\n"
+			       "  --pid-file FILE    write the init's pid\n"
+			       "  --console-socket S accepted for compatibility\n"
+			       "  --tcp-close        drop established TCP connections\n"
+			       "  --tcp-established, --ext-unix-sk, --shell-job, --file-locks,\n"
+			       "  --manage-cgroups-mode M   as for checkpoint\n");
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind + 1 != argc)
+		return cli_usage_error("restore", "expects exactly one container id");
+	o.id = argv[optind];
+	if (cryo_restore(&o, &pid, o.detach ? NULL : &status, &err) < 0)
+		return cli_fail(&err);
+	return o.detach ? 0 : status;
+}

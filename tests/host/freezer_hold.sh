@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# Freezes with an owner and a deadline: `kill -9` of a cryo holding a
+# freeze gets the cgroup thawed by its watchdog; --deadline thaws by itself
+# at the deadline and not before; `cryo thaw` releases the hold; when the
+# watchdog died too, `cryo recover` thaws from the journal; live holds are
+# kept. Also: container IDs map to their recorded cgroup (pause/resume).
+. "$(dirname "$0")/../lib/common.sh"
+. "$(dirname "$0")/../lib/freezer.sh"
+fz_need_hierarchies
+R=$T/root
+mkdir -p "$R"
+at_exit "fz_kill_watchdogs '$R'"
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+for h in v1 v2; do
+	fz_mkcg $h hold; cg=$CG
+	fz_spawn "$cg" 3
+
+	# kill -9 of the holder: its watchdog thaws at once
+	"$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --hold 30000 &  # $! must be cryo itself
+	holder=$!
+	fz_wait_state "$cg" FROZEN 5000 || fail "$h: --hold did not freeze"
+	[ -n "$(fz_watchdogs "$R")" ] || fail "$h: no hold journalled"
+	t0=$(now_ms)
+	kill -9 $holder
+	wait $holder 2>/dev/null
+	fz_wait_state "$cg" RUNNING 3000 || fail "$h: still $(cryo freezer-state --cgroup "$cg") 3 s after kill -9 of the holder"
+	log "$h: thawed $(($(now_ms) - t0)) ms after kill -9 of the holder"
+	for _ in $(seq 50); do [ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] && break; sleep 0.02; done
+	[ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: journal entry left after the watchdog thawed"
+
+	# a --hold that runs its course thaws itself
+	check cryo --root "$R" freeze --cgroup "$cg" --hold 200
+	fz_expect_state "$cg" RUNNING
+
+	# --deadline: frozen until the deadline, thawed by it
+	t0=$(now_ms)
+	check cryo --root "$R" freeze --cgroup "$cg" --deadline 1000
+	fz_expect_state "$cg" FROZEN
+	sleep 0.6
+	fz_expect_state "$cg" FROZEN
+	fz_wait_state "$cg" RUNNING 2500 || fail "$h: not thawed by the deadline"
+	dt=$(($(now_ms) - t0))
+	[ $dt -ge 1000 ] || fail "$h: thawed after $dt ms, before the 1000 ms deadline"
+	log "$h: deadline 1000 ms, thawed after $dt ms"
+
+	# cryo thaw releases the hold: the watchdog does not fire later
+	check cryo --root "$R" freeze --cgroup "$cg" --deadline 700
+	check cryo --root "$R" thaw --cgroup "$cg"
+	check cryo --root "$R" freeze --cgroup "$cg"
+	sleep 1
+	fz_expect_state "$cg" FROZEN
+	check cryo --root "$R" thaw --cgroup "$cg"
+
+	# the holder and its watchdog both died: cryo recover thaws
+	check cryo --root "$R" freeze --cgroup "$cg" --deadline 60000
+	wd=$(fz_watchdogs "$R")
+	[ -n "$wd" ] || fail "$h: no watchdog journalled"
+	kill -9 $wd
+	sleep 0.2
+	fz_expect_state "$cg" FROZEN
+	# a new hold is refused while the stale one is unrecovered
+	expect_fail 1 cryo --root "$R" freeze --cgroup "$cg" --deadline 1000
+	out=$(cryo --root "$R" recover) || fail "$h: recover failed: $out"
+	echo "$out" | grep -q "cgroup-thaw \`$cg\`" || fail "$h: recover did not report the thaw: $out"
+	fz_expect_state "$cg" RUNNING
+	[ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: recover left the journal entry"
+
+	# recover keeps a live hold
+	check cryo --root "$R" freeze --cgroup "$cg" --deadline 60000
+	out=$(cryo --root "$R" recover) || fail "$h: recover failed: $out"
+	echo "$out" | grep -q "^kept" || fail "$h: recover did not keep the live hold: $out"
+	fz_expect_state "$cg" FROZEN
+	check cryo --root "$R" thaw --cgroup "$cg"
+	fz_expect_state "$cg" RUNNING
+
+	# a container id resolves to its recorded cgroup (state.json as the runtime writes it)
+	pid=$(head -1 "$cg/cgroup.procs")
+	start=$(awk '{print $22}' "/proc/$pid/stat")
+	mkdir -p "$R/fz-$h"
+	key=cgroupV2; [ $h = v1 ] && key=cgroupV1Freezer
+	cat > "$R/fz-$h/state.json" <<JSON
+{ "id": "fz-$h", "status": "running", "pid": $pid, "pidStartTime": $start, "bundle": "$T",
+  "rootfs": "$T", "$key": "$cg", "freezerBackend": "$h", "created": 0 }
+JSON
+	check cryo --root "$R" pause fz-$h
+	grep -q '"status":"paused"' "$R/fz-$h/state.json" || fail "$h: pause did not record paused: $(cat "$R/fz-$h/state.json")"
+	[ "$(cryo --root "$R" freezer-state fz-$h)" = FROZEN ] || fail "$h: container not FROZEN"
+	fz_expect_state "$cg" FROZEN
+	expect_fail 1 cryo --root "$R" pause fz-$h
+	echo "$LAST_OUTPUT" | grep -q "already FROZEN" || fail "$h: pause twice: $LAST_OUTPUT"
+	check cryo --root "$R" resume fz-$h
+	grep -q '"status":"running"' "$R/fz-$h/state.json" || fail "$h: resume did not record running"
+	fz_expect_state "$cg" RUNNING
+	expect_fail 1 cryo --root "$R" resume fz-$h
+	echo "$LAST_OUTPUT" | grep -q "not frozen" || fail "$h: resume twice: $LAST_OUTPUT"
+	fz_rmcg "$cg"
+	# its init is gone: the container is stopped and can't be paused
+	expect_fail 1 cryo --root "$R" pause fz-$h
+	echo "$LAST_OUTPUT" | grep -q "is stopped, not running" || fail "$h: pause of a stopped container: $LAST_OUTPUT"
+done
+echo ok

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# create → state(created) → start → state(running) → ps → kill → state(stopped)
+# → delete, on a real busybox bundle; then the error paths of each command.
+. "$(dirname "$0")/../lib/common.sh"
+. "$CRYO_SRC/tests/lib/bundle.sh"
+
+id=rt-lc1-$$
+B=$T/$id
+bundle_new "$B"
+
+# the container keeps our stdout: never capture it with $(...)
+rt create --bundle "$B" --pid-file "$T/pid" "$id" </dev/null >"$T/out" 2>&1 || fail "create: $(cat "$T/out")"
+pid=$(cat "$T/pid")
+[ -d "/proc/$pid" ] || fail "pid file names $pid, which does not exist"
+st=$(rt state "$id") || fail "state failed"
+echo "$st" | python3 -c '
+import json, sys
+s = json.load(sys.stdin)
+assert s["status"] == "created", s
+assert s["id"] == sys.argv[1] and s["pid"] == int(sys.argv[2]) and s["bundle"] == sys.argv[3], s
+assert s["ociVersion"].startswith("1."), s
+assert s["org.cryo.freezer"] == "RUNNING", s
+' "$id" "$pid" "$B" || fail "state after create: $st"
+# the process has not started: nothing printed yet
+sleep 0.3
+[ ! -s "$T/out" ] || fail "the container ran before start: $(cat "$T/out")"
+
+expect_fail 1 rt create --bundle "$B" "$id"
+echo "$LAST_OUTPUT" | grep -q "already exists" || fail "second create: $LAST_OUTPUT"
+
+check rt start "$id"
+for _ in $(seq 50); do grep -q "count 1" "$T/out" && break; sleep 0.1; done
+grep -q "count 1" "$T/out" || fail "the container printed nothing after start"
+rt state "$id" | grep -q '"status":"running"' || fail "not running after start: $(rt state "$id")"
+expect_fail 1 rt start "$id"
+echo "$LAST_OUTPUT" | grep -q "only a created container can be started" || fail "second start: $LAST_OUTPUT"
+
+rt list | grep -q "^$id .*running" || fail "list: $(rt list)"
+rt list -q | grep -qx "$id" || fail "list -q: $(rt list -q)"
+rt list --format json | python3 -c 'import json,sys; l=json.load(sys.stdin); assert any(c["id"]==sys.argv[1] for c in l), l' "$id" \
+	|| fail "list --format json"
+rt ps "$id" | grep -qx "$pid" || fail "ps does not list the init $pid: $(rt ps "$id")"
+[ "$(cgfile unified "$id" cgroup.procs | head -1)" = "$pid" ] || fail "init is not in the v2 cgroup"
+[ "$(cgfile freezer "$id" cgroup.procs | head -1)" = "$pid" ] || fail "init is not in the v1 freezer cgroup"
+
+expect_fail 1 rt delete "$id"
+echo "$LAST_OUTPUT" | grep -q "is running" || fail "delete of a running container: $LAST_OUTPUT"
+expect_fail 2 rt kill "$id" NOSUCHSIG
+
+# pid 1 of a pid namespace ignores TERM without a handler; KILL by name
+check rt kill "$id" SIGKILL
+for _ in $(seq 50); do rt state "$id" | grep -q '"status":"stopped"' && break; sleep 0.1; done
+rt state "$id" | grep -q '"status":"stopped"' || fail "not stopped after kill: $(rt state "$id")"
+expect_fail 1 rt kill "$id" 9
+echo "$LAST_OUTPUT" | grep -q "not running" || fail "kill of a stopped container: $LAST_OUTPUT"
+check rt delete "$id"
+[ ! -e "$RTROOT/$id" ] || fail "state dir left after delete"
+for h in unified freezer memory cpu pids; do
+	[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after delete"
+done
+expect_fail 1 rt state "$id"
+echo "$LAST_OUTPUT" | grep -q "does not exist" || fail "state of a deleted container: $LAST_OUTPUT"
+
+# a created container can be deleted without --force; run -d + delete --force
+rt create --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "create again failed"
+check rt delete "$id"
+rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d failed"
+rt state "$id" | grep -q '"status":"running"' || fail "run -d: not running"
+check rt delete --force "$id"
+[ ! -e "$RTROOT/$id" ] || fail "state dir left after delete --force"
+
+# bad ids never reach the filesystem
+expect_fail 1 rt create --bundle "$B" ../evil
+echo "$LAST_OUTPUT" | grep -q "invalid character" || fail "bad id: $LAST_OUTPUT"
+echo ok

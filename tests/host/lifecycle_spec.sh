@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The process settings through the spec modules, seen from inside a real
+# container: capabilities really dropped (CapEff/CapBnd), seccomp really
+# enforced (a denied syscall fails), rlimits, noNewPrivileges, OOM score;
+# OCI hooks in order with the state on stdin, and their failures;
+# a terminal through --console-socket.
+. "$(dirname "$0")/../lib/common.sh"
+. "$CRYO_SRC/tests/lib/bundle.sh"
+
+id=rt-spec-$$
+B=$T/$id
+bundle_new "$B"
+runit() { timeout 60 "$CRYO_BIN" --root "$RTROOT" run --bundle "$B" "$id" </dev/null 2>&1; }
+
+# -- capabilities, seccomp, rlimits, NNP, OOM score
+bundle_set "$B" '
+c["process"]["args"] = ["sh", "-c", """
+grep -E "^(CapEff|CapBnd|CapPrm|NoNewPrivs|Seccomp):" /proc/self/status | tr -s "\\t" " "
+mkdir /tmp/denied 2>/dev/null && echo mkdir-allowed || echo mkdir-denied
+hostname other 2>/dev/null && echo sethostname-allowed || echo sethostname-denied
+echo nofile=$(ulimit -n):$(ulimit -Hn)
+echo oom=$(cat /proc/self/oom_score_adj)
+"""]
+c["process"]["capabilities"] = {"bounding": ["CAP_KILL", "CAP_NET_BIND_SERVICE"],
+  "effective": ["CAP_KILL", "CAP_NET_BIND_SERVICE"], "permitted": ["CAP_KILL", "CAP_NET_BIND_SERVICE"]}
+c["process"]["rlimits"] = [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 654}]
+c["process"]["oomScoreAdj"] = 123
+c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW",
+  "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 1}]}
+'
+out=$(runit) || fail "run: $out"
+for want in "CapEff: 0000000000000420" "CapBnd: 0000000000000420" "CapPrm: 0000000000000420" "NoNewPrivs: 1" \
+	"Seccomp: 2" mkdir-denied sethostname-denied nofile=321:654 oom=123; do
+	echo "$out" | grep -qx "$want" || fail "expected \`$want\` in: $out"
+done
+[ ! -e "$B/rootfs/tmp/denied" ] || fail "the denied mkdir happened"
+
+# a non-root user with ambient capabilities, no NNP
+bundle_set "$B" '
+c["process"]["args"] = ["sh", "-c", "grep -E \"^Cap(Eff|Amb):\" /proc/self/status | tr -s \"\\t\" \" \"; id -u"]
+c["process"]["user"] = {"uid": 1000, "gid": 1000}
+c["process"]["noNewPrivileges"] = False
+c["process"]["capabilities"] = {"bounding": ["CAP_NET_BIND_SERVICE"], "effective": ["CAP_NET_BIND_SERVICE"],
+  "permitted": ["CAP_NET_BIND_SERVICE"], "inheritable": ["CAP_NET_BIND_SERVICE"], "ambient": ["CAP_NET_BIND_SERVICE"]}
+del c["linux"]["seccomp"]
+'
+out=$(runit) || fail "run: $out"
+for want in "CapEff: 0000000000000400" "CapAmb: 0000000000000400" 1000; do
+	echo "$out" | grep -qx "$want" || fail "expected \`$want\` in: $out"
+done
+
+# a bad capability name is a config error naming the field
+bundle_set "$B" 'c["process"]["capabilities"]["bounding"] = ["CAP_NOPE"]'
+expect_fail 1 rt create --bundle "$B" "$id"
+echo "$LAST_OUTPUT" | grep -q "config.json: process.capabilities.bounding\[0\]: unknown capability" || fail "bad cap: $LAST_OUTPUT"
+[ ! -e "$RTROOT/$id" ] || fail "bad cap left a state dir"
+
+# -- hooks: order, state on stdin, where they run
+cat > "$B/rootfs/hook.sh" <<'SH'
+#!/bin/sh
+read -r state
+st=$(echo "$state" | grep -o '"status":"[a-z]*"')
+echo "$1 $st $(echo "$state" | grep -o '"id":"[^"]*"')" >> "$2"
+exit "${3:-0}"
+SH
+chmod 755 "$B/rootfs/hook.sh"
+H=$B/rootfs/hook.sh L=$B/rootfs/hooks.log
+bundle_set "$B" "
+c['process']['args'] = ['sleep', '100']
+c['process']['user'] = {'uid': 0, 'gid': 0}
+c['process']['capabilities'] = {}
+h = lambda kind, path, log, *rest: {'path': path, 'args': ['hook', kind, log] + list(rest), 'timeout': 10}
+c['hooks'] = {
+  'prestart': [h('prestart', '$H', '$L')],
+  'createRuntime': [h('createRuntime', '$H', '$L')],
+  'createContainer': [h('createContainer', '$H', '$L')],
+  'startContainer': [h('startContainer', '/hook.sh', '/hooks.log')],
+  'poststart': [h('poststart', '$H', '$L')],
+  'poststop': [h('poststop', '$H', '$L')],
+}
+"
+rm -f "$L"
+rt create --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "create with hooks failed"
+check rt start "$id"
+for _ in $(seq 50); do grep -q poststart "$L" 2>/dev/null && break; sleep 0.1; done
+check rt delete --force "$id"
+got=$(cut -d' ' -f1,2 "$L" | tr '\n' ';')
+want='prestart "status":"creating";createRuntime "status":"creating";createContainer "status":"creating";startContainer "status":"creating";poststart "status":"running";poststop "status":"stopped";'
+[ "$got" = "$want" ] || fail "hooks order/state: $got"
+grep -c "\"id\":\"$id\"" "$L" | grep -qx 6 || fail "hooks did not all get the container id: $(cat "$L")"
+
+# a failing createRuntime hook fails create and leaves nothing
+bundle_set "$B" "c['hooks']['createRuntime'][0]['args'].append('3')"
+expect_fail 1 rt create --bundle "$B" "$id"
+echo "$LAST_OUTPUT" | grep -q "createRuntime" || fail "failing hook: $LAST_OUTPUT"
+echo "$LAST_OUTPUT" | grep -q "status 3" || fail "failing hook status: $LAST_OUTPUT"
+[ ! -e "$RTROOT/$id" ] || fail "failing hook left a state dir"
+[ ! -e "/sys/fs/cgroup/unified/$CGPARENT/$id" ] || fail "failing hook left a cgroup"
+# a hook over its timeout is killed, and fails create
+bundle_set "$B" "c['hooks']['createRuntime'] = [{'path': '/bin/sleep', 'args': ['sleep', '30'], 'timeout': 1}]"
+expect_fail 1 timeout 20 "$CRYO_BIN" --root "$RTROOT" create --bundle "$B" "$id"
+echo "$LAST_OUTPUT" | grep -q "timed out" || fail "hook timeout: $LAST_OUTPUT"
+[ ! -e "$RTROOT/$id" ] || fail "timed-out hook left a state dir"
+
+# -- terminal through --console-socket
+RECVTTY=$CRYO_BUILD/tests/tools/recvtty
+if [ -x "$RECVTTY" ]; then
+	bundle_set "$B" "
+del c['hooks']
+c['process']['terminal'] = True
+c['process']['args'] = ['sh', '-c', 'tty; [ -t 0 ] && [ -t 1 ] && echo is-a-tty']
+"
+	expect_fail 1 rt create --bundle "$B" "$id"
+	echo "$LAST_OUTPUT" | grep -q "needs --console-socket" || fail "terminal without socket: $LAST_OUTPUT"
+	"$RECVTTY" --no-stdin --ready "$T/ready" "$T/console.sock" > "$T/tty.out" 2>&1 &
+	rpid=$!
+	at_exit "kill $rpid"
+	for _ in $(seq 50); do [ -e "$T/ready" ] && break; sleep 0.1; done
+	rt run -d --console-socket "$T/console.sock" --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run with a console socket failed"
+	wait $rpid
+	grep -q "^/dev/pts/0" "$T/tty.out" || fail "the container's stdio is not its pty: $(cat "$T/tty.out")"
+	grep -q "is-a-tty" "$T/tty.out" || fail "stdin/stdout are not a tty: $(cat "$T/tty.out")"
+	rt delete --force "$id" >/dev/null 2>&1
+else
+	echo "# console part skipped: $RECVTTY not built"
+fi
+echo ok

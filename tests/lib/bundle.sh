@@ -1,0 +1,58 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Sourced after common.sh by tests that run containers.
+#
+#   bundle_new DIR [CMD...]   busybox bundle on its own ext4 image (torn down at exit),
+#                             cgroupsPath under this test's own parent cgroup
+#   bundle_set DIR PY         edit DIR/config.json: PY runs with `c` bound to the config
+#   cgroup_parent             the parent cgroup every container of this test lives in
+#   rt                        cryo with --root in $T
+need_root
+need_cmd busybox
+need_cmd mkfs.ext4
+need_cmd python3
+
+CGPARENT="cryo-test-runtime-$$"
+RTROOT="$T/root"
+
+rt() { "$CRYO_BIN" --root "$RTROOT" "$@"; }
+
+_cgparent_cleanup() {
+	local d
+	for d in /sys/fs/cgroup/*/"$CGPARENT"; do
+		[ -d "$d" ] || continue
+		find "$d" -mindepth 1 -depth -type d -exec rmdir {} \; 2>/dev/null
+		rmdir "$d" 2>/dev/null
+	done
+}
+at_exit _cgparent_cleanup
+
+_rt_cleanup() {
+	local id
+	for id in $(rt list -q 2>/dev/null); do
+		rt delete --force "$id" >/dev/null 2>&1
+	done
+}
+
+bundle_new() {
+	local dir=$1 id
+	shift
+	id=$(basename "$dir")
+	"$CRYO_SRC/examples/mkbundle.sh" --size 32 --cgroups-path "/$CGPARENT/$id" "$dir" "$@" >/dev/null \
+		|| fail "mkbundle.sh $dir failed"
+	at_exit "\"$CRYO_SRC/examples/mkbundle.sh\" --teardown \"$dir\""
+	# containers go before their bundles
+	at_exit _rt_cleanup
+}
+
+bundle_set() {
+	python3 - "$1/config.json" "$2" <<'PY' || fail "editing $1/config.json failed"
+import json, sys
+p, code = sys.argv[1], sys.argv[2]
+c = json.load(open(p))
+exec(code)
+json.dump(c, open(p, "w"), indent=1)
+PY
+}
+
+# cgroup file of a container in a v1 hierarchy or "unified"
+cgfile() { cat "/sys/fs/cgroup/$1/$CGPARENT/$2/$3"; }
