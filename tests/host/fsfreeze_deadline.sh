@@ -74,37 +74,47 @@ expect_fail 2 cryo --root "$R" fsfreeze --path "$mp" --timeout 0
 echo "$LAST_OUTPUT" | grep -q "without a deadline" || fail "timeout 0: $LAST_OUTPUT"
 
 log "kill -9 of cryo and of its process group while it holds a freeze"
-setsid "$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 5 -- sleep 60 &
+setsid "$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 8 -- sleep 60 &
 holder=$!
 for _ in $(seq 50); do journal 2>/dev/null | grep -q '"state":"frozen"' && break; sleep 0.1; done
 journal | grep -q '"state":"frozen"' || fail "cryo fsfreeze -- sleep did not freeze"
 t0=$(now_ms)
+start_writer "$mp/k" "k"
+wait_dstate $WRITER || fail "not frozen under cryo fsfreeze -- sleep"
 wd=$(watchdog_pid)
 [ "$(ps -o sid= -p "$wd" | tr -d ' ')" != "$(ps -o sid= -p "$holder" | tr -d ' ')" ] || fail "watchdog shares cryo's session"
 [ "$(ps -o pgid= -p "$wd" | tr -d ' ')" != "$holder" ] || fail "watchdog is in cryo's process group"
 kill -9 -- -"$holder" || fail "kill -9 of the process group"
 wait "$holder" 2>/dev/null
-start_writer "$mp/k" "k"
-wait_dstate $WRITER || fail "not frozen after kill -9 (it must stay frozen until the deadline)"
 kill -0 "$wd" || fail "the watchdog died with cryo's process group"
-wait_gone $WRITER 90 || fail "not thawed by the deadline after kill -9"
+sleep 0.5
+# (on a machine too loaded to get here before the deadline, this proves nothing, so it is not asked)
+if [ $(( $(now_ms) - t0 )) -lt 7000 ]; then
+	[ "$(task_state $WRITER)" = D ] || fail "thawed at once by kill -9; it must stay frozen until the deadline"
+fi
+wait_gone $WRITER 120 || fail "not thawed by the deadline after kill -9"
 ms=$(( $(now_ms) - t0 ))
-log "after kill -9 of the group: thawed ${ms} ms after the freeze (deadline 5 s)"
-[ "$ms" -le $(( 5000 + MARGIN )) ] || fail "thawed ${ms} ms after the freeze, deadline was 5 s"
+log "after kill -9 of the group: thawed ${ms} ms after the freeze (deadline 8 s)"
+[ "$ms" -le $(( 8000 + MARGIN )) ] || fail "thawed ${ms} ms after the freeze, deadline was 8 s"
 journal | grep -q '"state":"thawed-by-timeout"' || fail "journal after kill: $(journal)"
 wait_gone "$wd" 20 || fail "watchdog still running after the thaw"
 
 log "kill -9 of cryo alone (the command it runs lives on)"
-"$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 5 -- sleep 30 &
+"$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 6 -- sleep 30 &
 holder=$!
 for _ in $(seq 50); do journal 2>/dev/null | grep -q '"state":"frozen"' && break; sleep 0.1; done
+t0=$(now_ms)
 sleeper=$(pgrep -P "$holder" sleep)
 at_exit "kill $sleeper"
+start_writer "$mp/k2" "k2"
+wait_dstate $WRITER || fail "not frozen under cryo fsfreeze -- sleep"
 kill -9 "$holder"
 wait "$holder" 2>/dev/null
-start_writer "$mp/k2" "k2"
-wait_dstate $WRITER || fail "not frozen after kill -9 of cryo"
-wait_gone $WRITER 80 || fail "not thawed by the deadline after kill -9 of cryo"
+sleep 0.5
+if [ $(( $(now_ms) - t0 )) -lt 5000 ]; then
+	[ "$(task_state $WRITER)" = D ] || fail "thawed at once by kill -9 of cryo"
+fi
+wait_gone $WRITER 100 || fail "not thawed by the deadline after kill -9 of cryo"
 kill "$sleeper" 2>/dev/null
 
 log "--thaw-on-exit: the holder's death thaws at once"
