@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <poll.h>
 #include <signal.h>
@@ -17,8 +18,6 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
-
-#include <limits.h>
 
 #include <json-c/json.h>
 #include <sys/capability.h>
@@ -831,9 +830,11 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 		}
 		return 0;
 	}
+	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE) {
+		cryo_error_move(err, &e);
+		return cryo_error_prefix(err, "freeze `%s`", t->m.mountpoint);
+	}
 	cryo_error_clear(&e);
-	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE)
-		return cryo_error_set(err, -r, "freeze `%s`: talk to its watchdog", t->m.mountpoint);
 
 	/* no live watchdog for this filesystem: start one, which freezes it */
 	w = calloc(1, sizeof(*w));
@@ -868,9 +869,13 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 	return 0;
 }
 
+static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err);
+
 static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, struct cryo_fsfreeze_thawed *ret,
 			 struct cryo_error *err)
 {
+	_cleanup_(json_putp) struct json_object *j = NULL;
+	const char *state;
 	char req[256], reply[CRYO_WATCHDOG_MSG_MAX], sock[48], word[16];
 	struct cryo_error e = CRYO_ERROR_INIT;
 	bool force = o->flags & CRYO_FSFREEZE_FORCE;
@@ -899,13 +904,25 @@ static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, s
 		return cryo_error_setx(err, status > 0 ? status : EIO, "thaw `%s`: %s", t->m.mountpoint,
 				       strchr(reply, ' ') ? strchr(reply, ' ') + 1 : reply);
 	}
+	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE) {
+		cryo_error_move(err, &e);
+		return cryo_error_prefix(err, "thaw `%s`", t->m.mountpoint);
+	}
 	cryo_error_clear(&e);
-	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE)
-		return cryo_error_set(err, -r, "thaw `%s`: talk to its watchdog", t->m.mountpoint);
 	if (!force)
 		return explain_no_hold(t, owner_of(o), "thaw", false, err);
 
 	/* forced, and no watchdog holds it: thaw whatever froze it */
+	j = journal_load(t);
+	state = jstr(j, "state");
+	if (state && strcmp(state, "frozen") == 0) {
+		/* its watchdog died: close its journal too, so its owners learn the window was lost */
+		r = recover_one(t->dirfd, t->key, j, LOST_FORCED, err);
+		if (r < 0)
+			return r;
+		*ret = (struct cryo_fsfreeze_thawed){ .thawed = true };
+		return 0;
+	}
 	if (ioctl(t->fd, FITHAW, 0) < 0) {
 		if (errno == EINVAL)
 			return cryo_error_setx(err, EINVAL, "cannot thaw `%s`: it is not frozen (FITHAW: %s)",
@@ -937,9 +954,11 @@ static int watchdog_reset(struct target *t, const struct cryo_fsfreeze_opts *o, 
 			return 0;
 		return explain_no_hold(t, owner_of(o), "reset the timeout of", true, err);
 	}
+	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE) {
+		cryo_error_move(err, &e);
+		return cryo_error_prefix(err, "reset timeout of `%s`", t->m.mountpoint);
+	}
 	cryo_error_clear(&e);
-	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE)
-		return cryo_error_set(err, -r, "reset timeout of `%s`: talk to its watchdog", t->m.mountpoint);
 	return explain_no_hold(t, owner_of(o), "reset the timeout of", false, err);
 }
 
@@ -1092,7 +1111,7 @@ static bool watchdog_alive(struct json_object *j)
 }
 
 /* Thaw one journalled filesystem whose watchdog died, and say so in its journal. */
-static int recover_one(int dirfd, const char *key, struct json_object *j, struct cryo_error *err)
+static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err)
 {
 	const char *mp = jstr(j, "mountpoint");
 	struct json_object *holds, *lost;
@@ -1126,14 +1145,15 @@ static int recover_one(int dirfd, const char *key, struct json_object *j, struct
 			const char *owner = jstr(h, "owner");
 
 			json_object_object_add(l, "owner", json_object_new_string(owner ? owner : "?"));
-			json_object_object_add(l, "reason", json_object_new_string(LOST_RECOVER));
+			json_object_object_add(l, "reason", json_object_new_string(reason));
 			json_object_object_add(l, "after_ms", json_object_new_int64((cryo_now_us() - jint(h, "since_us")) / 1000));
 			json_object_object_add(l, "timeout_ms", json_object_new_int64(jint(h, "timeout_ms")));
 			json_object_array_add(lost, l);
 		}
 	}
 	json_object_object_add(j, "holds", json_object_new_array());
-	json_object_object_add(j, "state", json_object_new_string("thawed-by-recover"));
+	json_object_object_add(j, "state", json_object_new_string(strcmp(reason, LOST_RECOVER) == 0 ? "thawed-by-recover"
+												     : "thawed-by-force"));
 	snprintf(name, sizeof(name), "%s.json", key);
 	snprintf(tmp, sizeof(tmp), "%s.json.tmp", key);
 	text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
@@ -1188,7 +1208,7 @@ int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report,
 			if (watchdog_alive(j)) {
 				report(jstr(j, "mountpoint"), "held", 0, userdata);
 			} else {
-				r = recover_one(t.dirfd, t.key, j, &e);
+				r = recover_one(t.dirfd, t.key, j, LOST_RECOVER, &e);
 				report(jstr(j, "mountpoint"), r < 0 ? e.msg : "thawed", r, userdata);
 				if (r < 0 && !first.msg)
 					cryo_error_move(&first, &e);
