@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "features.h"
+#include "kmod.h"
 #include "version.h"
 
 static struct json_object *string_array(const char *const *v, size_t n)
@@ -59,6 +60,9 @@ int cryo_features_json(struct json_object **ret, struct cryo_error *err)
 			       json_object_new_boolean(path_exists("/sys/fs/cgroup/unified/cgroup.controllers") ||
 						       path_exists("/sys/fs/cgroup/cgroup.controllers")));
 	json_object_object_add(freezer, "kmod", json_object_new_boolean(path_exists("/dev/cryo_freezer")));
+	/* which backend holds filesystem freezes (see fsfreeze.h) */
+	json_object_object_add(freezer, "fsfreezeBackend",
+			       json_object_new_string(cryo_kmod_available() ? "kmod" : "watchdog"));
 	json_object_object_add(cryo, "freezer", freezer);
 	json_object_object_add(o, "org.cryo", cryo);
 

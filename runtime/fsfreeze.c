@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <linux/fs.h>
 #include <poll.h>
 #include <signal.h>
@@ -18,12 +19,11 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <limits.h>
-
 #include <json-c/json.h>
 #include <sys/capability.h>
 
 #include "fsfreeze.h"
+#include "kmod.h"
 #include "log.h"
 #include "mountinfo.h"
 #include "state.h"
@@ -426,6 +426,7 @@ struct wd {
 	uint64_t timeout_ms;
 	pid_t holder;
 	unsigned flags;
+	int kfd;                 /* /dev/cryo_freezer holder, or -1: plain FIFREEZE */
 };
 
 static void journal_save(struct wd *w)
@@ -569,9 +570,38 @@ static int thaw_done(struct wd *w, int r, const char *state)
 	return r;
 }
 
+/*
+ * The freeze itself. With cryo_freezer.ko loaded the watchdog holds it
+ * through /dev/cryo_freezer: should the watchdog itself die (kill -9, OOM),
+ * the kernel thaws the filesystem at once instead of leaving it frozen
+ * until `cryo recover`. The per-owner deadlines stay the watchdog's. The
+ * errors are FIFREEZE's (EBUSY, EOPNOTSUPP, EPERM).
+ */
+static int wd_freeze(struct wd *w)
+{
+	int r;
+
+	w->kfd = -1;
+	if (cryo_kmod_available() && cryo_kmod_open(&w->kfd, NULL) == 0) {
+		r = cryo_kmod_fs_freeze(w->kfd, w->t->fd, 0, NULL);
+		if (r < 0)
+			closep(&w->kfd);
+		return r;
+	}
+	return ioctl(w->t->fd, FIFREEZE, 0) < 0 ? -errno : 0;
+}
+
+/* FITHAW's answer: EINVAL when it was not frozen (thawed behind cryo's back). */
+static int wd_thaw(struct wd *w)
+{
+	if (w->kfd >= 0)
+		return cryo_kmod_fs_thaw(w->kfd, w->t->fd, NULL);
+	return ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0;
+}
+
 static int thaw_now(struct wd *w, const char *state)
 {
-	return thaw_done(w, ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0, state);
+	return thaw_done(w, wd_thaw(w), state);
 }
 
 /*
@@ -585,6 +615,14 @@ static bool thawed_behind_back(struct wd *w)
 {
 	int64_t t0 = cryo_now_us();
 
+	/*
+	 * A kmod hold: since Linux 6.6 a userspace FIFREEZE nests inside a
+	 * kernel freeze (and FITHAW cannot undo ours), so the probe would
+	 * freeze for good; before 6.6 a FITHAW behind cryo's back goes
+	 * unnoticed until the thaw answers EINVAL.
+	 */
+	if (w->kfd >= 0)
+		return false;
 	if (ioctl(w->t->fd, FIFREEZE, 0) < 0)
 		return false;
 	while (w->n_holds > 0)
@@ -647,7 +685,7 @@ static void handle_request(struct wd *w, int conn, char *req)
 				journal_save(w);
 				snprintf(reply, sizeof(reply), "0 held %zu", w->n_holds);
 			} else {
-				r = ioctl(w->t->fd, FITHAW, 0) < 0 ? -errno : 0;
+				r = wd_thaw(w);
 				if (h)
 					drop_hold(w, h, r == -EINVAL ? LOST_BEHIND_BACK : NULL);
 				r = thaw_done(w, r, r == -EINVAL ? "thawed-behind-cryos-back" : "thawed");
@@ -700,9 +738,9 @@ static void watchdog_main(void *data, int ready_fd)
 
 	/* writers block from the start of FIFREEZE (it syncs with SB_FREEZE_WRITE set): the window starts here */
 	w->frozen_at_us = cryo_now_us();
-	if (ioctl(w->t->fd, FIFREEZE, 0) < 0) {
-		r = errno;
-		snprintf(msg, sizeof(msg), "FIFREEZE: %s", strerror(r));
+	r = -wd_freeze(w);
+	if (r) {
+		snprintf(msg, sizeof(msg), "FIFREEZE%s: %s", w->kfd >= 0 ? " (cryo_freezer)" : "", strerror(r));
 		cryo_watchdog_ready(ready_fd, r, msg);
 		_exit(1);
 	}
@@ -710,7 +748,7 @@ static void watchdog_main(void *data, int ready_fd)
 	r = cryo_fault("fsfreeze-hold") ? -EIO : add_hold(w, w->owner, w->holder, w->timeout_ms, w->flags);
 	if (r < 0) {
 		/* nobody would ever thaw it: undo before telling the caller */
-		ioctl(w->t->fd, FITHAW, 0);
+		wd_thaw(w);
 		snprintf(msg, sizeof(msg), "watch the holder: %s", strerror(-r));
 		cryo_watchdog_ready(ready_fd, -r, msg);
 		_exit(1);
@@ -792,15 +830,17 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 		}
 		return 0;
 	}
+	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE) {
+		cryo_error_move(err, &e);
+		return cryo_error_prefix(err, "freeze `%s`", t->m.mountpoint);
+	}
 	cryo_error_clear(&e);
-	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE)
-		return cryo_error_set(err, -r, "freeze `%s`: talk to its watchdog", t->m.mountpoint);
 
 	/* no live watchdog for this filesystem: start one, which freezes it */
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return cryo_error_set(err, ENOMEM, "freeze");
-	*w = (struct wd){ .t = t, .lfd = -1, .sigfd = -1, .owner = owner_of(o), .timeout_ms = timeout_ms,
+	*w = (struct wd){ .t = t, .lfd = -1, .sigfd = -1, .kfd = -1, .owner = owner_of(o), .timeout_ms = timeout_ms,
 			  .holder = getpid(), .flags = o->flags };
 	r = cryo_watchdog_listen(t->dirfd, sock, &w->lfd, err);
 	if (r < 0) {
@@ -829,9 +869,13 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 	return 0;
 }
 
+static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err);
+
 static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, struct cryo_fsfreeze_thawed *ret,
 			 struct cryo_error *err)
 {
+	_cleanup_(json_putp) struct json_object *j = NULL;
+	const char *state;
 	char req[256], reply[CRYO_WATCHDOG_MSG_MAX], sock[48], word[16];
 	struct cryo_error e = CRYO_ERROR_INIT;
 	bool force = o->flags & CRYO_FSFREEZE_FORCE;
@@ -860,13 +904,25 @@ static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, s
 		return cryo_error_setx(err, status > 0 ? status : EIO, "thaw `%s`: %s", t->m.mountpoint,
 				       strchr(reply, ' ') ? strchr(reply, ' ') + 1 : reply);
 	}
+	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE) {
+		cryo_error_move(err, &e);
+		return cryo_error_prefix(err, "thaw `%s`", t->m.mountpoint);
+	}
 	cryo_error_clear(&e);
-	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE)
-		return cryo_error_set(err, -r, "thaw `%s`: talk to its watchdog", t->m.mountpoint);
 	if (!force)
 		return explain_no_hold(t, owner_of(o), "thaw", false, err);
 
 	/* forced, and no watchdog holds it: thaw whatever froze it */
+	j = journal_load(t);
+	state = jstr(j, "state");
+	if (state && strcmp(state, "frozen") == 0) {
+		/* its watchdog died: close its journal too, so its owners learn the window was lost */
+		r = recover_one(t->dirfd, t->key, j, LOST_FORCED, err);
+		if (r < 0)
+			return r;
+		*ret = (struct cryo_fsfreeze_thawed){ .thawed = true };
+		return 0;
+	}
 	if (ioctl(t->fd, FITHAW, 0) < 0) {
 		if (errno == EINVAL)
 			return cryo_error_setx(err, EINVAL, "cannot thaw `%s`: it is not frozen (FITHAW: %s)",
@@ -898,9 +954,11 @@ static int watchdog_reset(struct target *t, const struct cryo_fsfreeze_opts *o, 
 			return 0;
 		return explain_no_hold(t, owner_of(o), "reset the timeout of", true, err);
 	}
+	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE) {
+		cryo_error_move(err, &e);
+		return cryo_error_prefix(err, "reset timeout of `%s`", t->m.mountpoint);
+	}
 	cryo_error_clear(&e);
-	if (r != -ENOENT && r != -ECONNREFUSED && r != -EPIPE)
-		return cryo_error_set(err, -r, "reset timeout of `%s`: talk to its watchdog", t->m.mountpoint);
 	return explain_no_hold(t, owner_of(o), "reset the timeout of", false, err);
 }
 
@@ -1053,7 +1111,7 @@ static bool watchdog_alive(struct json_object *j)
 }
 
 /* Thaw one journalled filesystem whose watchdog died, and say so in its journal. */
-static int recover_one(int dirfd, const char *key, struct json_object *j, struct cryo_error *err)
+static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err)
 {
 	const char *mp = jstr(j, "mountpoint");
 	struct json_object *holds, *lost;
@@ -1087,14 +1145,15 @@ static int recover_one(int dirfd, const char *key, struct json_object *j, struct
 			const char *owner = jstr(h, "owner");
 
 			json_object_object_add(l, "owner", json_object_new_string(owner ? owner : "?"));
-			json_object_object_add(l, "reason", json_object_new_string(LOST_RECOVER));
+			json_object_object_add(l, "reason", json_object_new_string(reason));
 			json_object_object_add(l, "after_ms", json_object_new_int64((cryo_now_us() - jint(h, "since_us")) / 1000));
 			json_object_object_add(l, "timeout_ms", json_object_new_int64(jint(h, "timeout_ms")));
 			json_object_array_add(lost, l);
 		}
 	}
 	json_object_object_add(j, "holds", json_object_new_array());
-	json_object_object_add(j, "state", json_object_new_string("thawed-by-recover"));
+	json_object_object_add(j, "state", json_object_new_string(strcmp(reason, LOST_RECOVER) == 0 ? "thawed-by-recover"
+												     : "thawed-by-force"));
 	snprintf(name, sizeof(name), "%s.json", key);
 	snprintf(tmp, sizeof(tmp), "%s.json.tmp", key);
 	text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
@@ -1149,7 +1208,7 @@ int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report,
 			if (watchdog_alive(j)) {
 				report(jstr(j, "mountpoint"), "held", 0, userdata);
 			} else {
-				r = recover_one(t.dirfd, t.key, j, &e);
+				r = recover_one(t.dirfd, t.key, j, LOST_RECOVER, &e);
 				report(jstr(j, "mountpoint"), r < 0 ? e.msg : "thawed", r, userdata);
 				if (r < 0 && !first.msg)
 					cryo_error_move(&first, &e);

@@ -12,9 +12,10 @@
  * hold and the filesystem thaws when the last hold is gone. Who holds
  * what is kept in a journal in <state_dir>/.fsfreeze/<major>:<minor>.json.
  *
- * Backends: the kernel module (/dev/cryo_freezer, future) or a watchdog
- * process per frozen filesystem that owns the holds and FITHAWs at the
- * deadline, even after cryo was killed.
+ * A watchdog process per frozen filesystem owns the holds and thaws at
+ * the deadline, even after cryo was killed. When cryo_freezer.ko is loaded
+ * (/dev/cryo_freezer) the watchdog freezes through it instead of FIFREEZE,
+ * so that the kernel thaws the filesystem should the watchdog itself die.
  *
  * Deadlines are in milliseconds on CLOCK_MONOTONIC (time asleep in
  * suspend does not count); 0 = none. Unlike the seed's FIFREEZE argument,

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "state.h"
 #include "util.h"
+#include "watchdog.h"
 
 #define HOLDS_DIR "holds"
 #define LOCK_FILE ".lock"
@@ -333,32 +334,16 @@ bool cryo_hold_is_live(const struct cryo_hold_rec *rec)
 }
 
 /*
- * The watchdog. It is a fork of the holder, so rec and undo are valid
- * here; it only keeps the holds dir, the holder's pidfd and a signalfd.
+ * The watchdog, started through cryo_watchdog_spawn() (watchdog.c: double
+ * fork, setsid, stdio on /dev/null, only the holds dir fd kept). It is a
+ * fork of the holder, so rec and undo are valid here; it adds the
+ * holder's pidfd and a signalfd.
  */
 struct watchdog_args {
 	const struct cryo_hold_rec *rec;
 	cryo_hold_undo_fn undo;
 	int dfd;
-	int ready_fd;
 };
-
-struct ready_msg {
-	int status;
-	pid_t pid;
-	uint64_t start;
-};
-
-static void send_ready(int fd, int status)
-{
-	struct ready_msg m = { .status = status, .pid = getpid() };
-
-	if (status == 0 && cryo_pid_start_time(m.pid, &m.start) < 0)
-		m.status = EIO;
-	if (write(fd, &m, sizeof(m)) < 0) {
-		/* the holder is gone; the deadline still applies */
-	}
-}
 
 /* Fire: undo under the lock, unless the hold was released meanwhile. */
 static void watchdog_fire(struct watchdog_args *a)
@@ -380,87 +365,32 @@ static void watchdog_fire(struct watchdog_args *a)
 		close(lfd);
 }
 
-static void detach_stdio(void)
+static void hold_watchdog_main(void *data, int ready_fd)
 {
-	int fd = open("/dev/null", O_RDWR | O_CLOEXEC);
-
-	if (fd >= 0) {
-		dup2(fd, STDIN_FILENO);
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		if (fd > STDERR_FILENO)
-			close(fd);
-	}
-}
-
-static void close_all_but(const int *keep, size_t n)
-{
-	int fd;
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *de;
-	int dfd;
-
-	if (!d)
-		return;
-	dfd = dirfd(d);
-	while ((de = readdir(d))) {
-		uint64_t v;
-		size_t i;
-		bool kept = false;
-
-		if (cryo_parse_u64(de->d_name, INT32_MAX, &v) < 0)
-			continue;
-		fd = (int)v;
-		if (fd <= STDERR_FILENO || fd == dfd)
-			continue;
-		for (i = 0; i < n; i++)
-			kept |= keep[i] == fd;
-		if (!kept)
-			close(fd);
-	}
-	closedir(d);
-}
-
-static void watchdog_main(struct watchdog_args *a) __attribute__((noreturn));
-
-static void watchdog_main(struct watchdog_args *a)
-{
-	int holder = -1, sfd, keep[4];
+	struct watchdog_args *a = data;
+	int holder = -1, sfd;
 	sigset_t mask;
-	int sig;
 
-	for (sig = 1; sig < _NSIG; sig++)
-		signal(sig, SIG_DFL);
-	signal(SIGHUP, SIG_IGN);
-	signal(SIGINT, SIG_IGN);
-	signal(SIGPIPE, SIG_IGN);
+	/* release (SIGUSR1) and SIGTERM only wake it to look at the journal */
+	signal(SIGUSR1, SIG_DFL);
 	sigemptyset(&mask);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGUSR1);
 	sigprocmask(SIG_SETMASK, &mask, NULL);
-	if (chdir("/") < 0) {
-		/* `/` exists */
-	}
-	cryo_log_close();
-	detach_stdio();
 
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	if (a->rec->flags & CRYO_HOLD_UNDO_ON_EXIT)
-		holder = pidfd_open_(a->rec->holder_pid);
-	if (sfd < 0 || ((a->rec->flags & CRYO_HOLD_UNDO_ON_EXIT) && holder < 0)) {
-		send_ready(a->ready_fd, errno ? errno : EIO);
+	if (sfd < 0) {
+		cryo_watchdog_ready(ready_fd, errno, "signalfd failed");
 		_exit(1);
 	}
-	keep[0] = a->dfd;
-	keep[1] = sfd;
-	keep[2] = holder;
-	keep[3] = a->ready_fd;
-	close_all_but(keep, 4);
-	/* the safety net must not be the OOM killer's pick */
-	cryo_write_file_at(AT_FDCWD, "/proc/self/oom_score_adj", "-1000");
-
-	send_ready(a->ready_fd, 0);
-	close(a->ready_fd);
+	if (a->rec->flags & CRYO_HOLD_UNDO_ON_EXIT) {
+		holder = pidfd_open_(a->rec->holder_pid);
+		if (holder < 0) {
+			cryo_watchdog_ready(ready_fd, errno, "pidfd_open of the holder failed");
+			_exit(1);
+		}
+	}
+	cryo_watchdog_ready(ready_fd, 0, NULL);
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = holder, .events = POLLIN } };
@@ -491,62 +421,19 @@ static void watchdog_main(struct watchdog_args *a)
 	}
 }
 
-/* Double fork + setsid: no process group, session or terminal ties it to cryo. */
 static int spawn_watchdog(struct watchdog_args *a, pid_t *ret_pid, uint64_t *ret_start, struct cryo_error *err)
 {
-	struct ready_msg m = { 0 };
-	struct pollfd p;
-	int pfd[2], status, r;
-	ssize_t n;
 	pid_t pid;
+	int r;
 
-	if (pipe2(pfd, O_CLOEXEC) < 0)
-		return cryo_error_set(err, errno, "watchdog: pipe");
-	pid = fork();
-	if (pid < 0) {
-		r = -errno;
-		close(pfd[0]);
-		close(pfd[1]);
-		return cryo_error_set(err, -r, "watchdog: fork");
-	}
-	if (pid == 0) {
-		pid_t gc;
-
-		close(pfd[0]);
-		a->ready_fd = pfd[1];
-		if (setsid() < 0) {
-			send_ready(pfd[1], errno);
-			_exit(1);
-		}
-		gc = fork();
-		if (gc < 0) {
-			send_ready(pfd[1], errno);
-			_exit(1);
-		}
-		if (gc > 0)
-			_exit(0);
-		watchdog_main(a);
-	}
-	close(pfd[1]);
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	p = (struct pollfd){ .fd = pfd[0], .events = POLLIN };
-	do {
-		r = poll(&p, 1, READY_TIMEOUT_MS);
-	} while (r < 0 && errno == EINTR);
-	if (r <= 0) {
-		r = r < 0 ? -errno : -ETIMEDOUT;
-		close(pfd[0]);
-		return cryo_error_set(err, -r, "watchdog: wait for it to start");
-	}
-	n = read(pfd[0], &m, sizeof(m));
-	close(pfd[0]);
-	if (n != (ssize_t)sizeof(m))
-		return cryo_error_setx(err, EIO, "watchdog: exited before it was ready");
-	if (m.status != 0)
-		return cryo_error_set(err, m.status, "watchdog: start");
-	*ret_pid = m.pid;
-	*ret_start = m.start;
+	r = cryo_watchdog_spawn(hold_watchdog_main, a, &a->dfd, 1, READY_TIMEOUT_MS, &pid, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "watchdog");
+	/* it is waiting for its deadline now: its start time names it for recover */
+	r = cryo_pid_start_time(pid, ret_start);
+	if (r < 0)
+		return cryo_error_set(err, r, "watchdog %d exited at once", (int)pid);
+	*ret_pid = pid;
 	return 0;
 }
 
@@ -634,7 +521,7 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 		goto fail;
 	}
 
-	a = (struct watchdog_args){ .rec = h->rec, .undo = undo, .dfd = dfd, .ready_fd = -1 };
+	a = (struct watchdog_args){ .rec = h->rec, .undo = undo, .dfd = dfd };
 	r = spawn_watchdog(&a, &h->rec->watchdog_pid, &h->rec->watchdog_start, err);
 	if (r < 0) {
 		cryo_error_prefix(err, "hold `%s`", name);

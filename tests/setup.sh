@@ -57,5 +57,7 @@ fi
 
 # The kernel image and modules are unpacked into a cache, never installed
 # on the host (the host boots its own kernel; /boot stays untouched).
-"$(dirname "$0")/vm/fetch-kernel" "$kver"
+"$(dirname "$0")/vm/fetch-kernel" "$kver" >/dev/null
+# checkpatch.pl for tests/lint.sh, from Debian's linux-source (cached).
+"$(dirname "$0")/vm/fetch-checkpatch" >/dev/null
 echo "setup.sh: all dependencies present (VM kernel $kver)"

@@ -15,7 +15,7 @@ need_cmd mkfs.ext4
 need_cmd mkfs.xfs
 need_cmd setsid
 R=$T/root
-MARGIN=1500  # ms past the deadline that still counts as "by the deadline"
+MARGIN=2000  # ms past the deadline that still counts as "by the deadline" (shared, loaded machines)
 
 # the journal of the filesystem mounted on $mp
 journal() { grep -l "\"mountpoint\":\"${mp//\//\\\\/}\"" "$R"/.fsfreeze/*.json 2>/dev/null | xargs -r cat; }
@@ -39,10 +39,10 @@ for fs in ext4 xfs; do
 	fsimg_mount $fs $fs $size
 
 	log "$fs: the deadline thaws by itself"
-	ms=$(deadline_run "$mp" 2)
-	log "$fs: thawed ${ms} ms after a 2 s freeze"
-	[ "$ms" -ge 1500 ] || fail "$fs: thawed too early (${ms} ms < 2 s)"
-	[ "$ms" -le $(( 2000 + MARGIN )) ] || fail "$fs: thawed too late (${ms} ms)"
+	ms=$(deadline_run "$mp" 3)
+	log "$fs: thawed ${ms} ms after a 3 s freeze"
+	[ "$ms" -ge 2500 ] || fail "$fs: thawed too early (${ms} ms < 3 s)"
+	[ "$ms" -le $(( 3000 + MARGIN )) ] || fail "$fs: thawed too late (${ms} ms)"
 	journal | grep -q '"state":"thawed-by-timeout"' || fail "$fs: journal: $(journal)"
 
 	log "$fs: reset or thaw after the deadline fired: the window was lost"
@@ -55,55 +55,66 @@ done
 
 mp=$T/ext4
 log "reset extends the deadline"
-check cryo --root "$R" fsfreeze --path "$mp" --timeout 2
+check cryo --root "$R" fsfreeze --path "$mp" --timeout 3
 t0=$(now_ms)
 start_writer "$mp/r" "r"
 wait_dstate $WRITER || fail "writer not blocked"
-sleep 1
-check cryo --root "$R" fsfreeze --reset-timeout 3 --path "$mp"
-sleep 1.6   # past the first deadline (2 s)
+while [ $(( $(now_ms) - t0 )) -lt 1000 ]; do sleep 0.1; done
+t1=$(now_ms)
+check cryo --root "$R" fsfreeze --reset-timeout 4 --path "$mp"
+while [ $(( $(now_ms) - t0 )) -lt 3600 ]; do sleep 0.2; done   # past the first deadline (3 s)
 [ "$(task_state $WRITER)" = D ] || fail "thawed at the old deadline despite the reset"
-wait_gone $WRITER 60 || fail "not thawed by the reset deadline"
-ms=$(( $(now_ms) - t0 ))
-log "reset at 1 s to 3 s: thawed after ${ms} ms"
-[ "$ms" -ge 3500 ] && [ "$ms" -le $(( 4000 + MARGIN )) ] || fail "reset deadline: thawed after ${ms} ms, expected ~4000"
+wait_gone $WRITER 80 || fail "not thawed by the reset deadline"
+ms=$(( $(now_ms) - t1 ))
+log "reset to 4 s $(( t1 - t0 )) ms after a 3 s freeze: thawed ${ms} ms after the reset"
+[ "$ms" -ge 3500 ] && [ "$ms" -le $(( 4000 + MARGIN )) ] || fail "reset deadline: thawed ${ms} ms after the reset, expected ~4000"
 
 log "--timeout 0 without --force is refused"
 expect_fail 2 cryo --root "$R" fsfreeze --path "$mp" --timeout 0
 echo "$LAST_OUTPUT" | grep -q "without a deadline" || fail "timeout 0: $LAST_OUTPUT"
 
 log "kill -9 of cryo and of its process group while it holds a freeze"
-setsid "$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 3 -- sleep 60 &
+setsid "$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 8 -- sleep 60 &
 holder=$!
 for _ in $(seq 50); do journal 2>/dev/null | grep -q '"state":"frozen"' && break; sleep 0.1; done
 journal | grep -q '"state":"frozen"' || fail "cryo fsfreeze -- sleep did not freeze"
 t0=$(now_ms)
+start_writer "$mp/k" "k"
+wait_dstate $WRITER || fail "not frozen under cryo fsfreeze -- sleep"
 wd=$(watchdog_pid)
 [ "$(ps -o sid= -p "$wd" | tr -d ' ')" != "$(ps -o sid= -p "$holder" | tr -d ' ')" ] || fail "watchdog shares cryo's session"
 [ "$(ps -o pgid= -p "$wd" | tr -d ' ')" != "$holder" ] || fail "watchdog is in cryo's process group"
 kill -9 -- -"$holder" || fail "kill -9 of the process group"
 wait "$holder" 2>/dev/null
-start_writer "$mp/k" "k"
-wait_dstate $WRITER || fail "not frozen after kill -9 (it must stay frozen until the deadline)"
 kill -0 "$wd" || fail "the watchdog died with cryo's process group"
-wait_gone $WRITER 60 || fail "not thawed by the deadline after kill -9"
+sleep 0.5
+# (on a machine too loaded to get here before the deadline, this proves nothing, so it is not asked)
+if [ $(( $(now_ms) - t0 )) -lt 7000 ]; then
+	[ "$(task_state $WRITER)" = D ] || fail "thawed at once by kill -9; it must stay frozen until the deadline"
+fi
+wait_gone $WRITER 120 || fail "not thawed by the deadline after kill -9"
 ms=$(( $(now_ms) - t0 ))
-log "after kill -9 of the group: thawed ${ms} ms later (deadline 3 s)"
-[ "$ms" -le $(( 3000 + MARGIN )) ] || fail "thawed ${ms} ms after the kill, deadline was 3 s"
+log "after kill -9 of the group: thawed ${ms} ms after the freeze (deadline 8 s)"
+[ "$ms" -le $(( 8000 + MARGIN )) ] || fail "thawed ${ms} ms after the freeze, deadline was 8 s"
 journal | grep -q '"state":"thawed-by-timeout"' || fail "journal after kill: $(journal)"
 wait_gone "$wd" 20 || fail "watchdog still running after the thaw"
 
 log "kill -9 of cryo alone (the command it runs lives on)"
-"$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 2 -- sleep 30 &
+"$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 6 -- sleep 30 &
 holder=$!
 for _ in $(seq 50); do journal 2>/dev/null | grep -q '"state":"frozen"' && break; sleep 0.1; done
+t0=$(now_ms)
 sleeper=$(pgrep -P "$holder" sleep)
 at_exit "kill $sleeper"
+start_writer "$mp/k2" "k2"
+wait_dstate $WRITER || fail "not frozen under cryo fsfreeze -- sleep"
 kill -9 "$holder"
 wait "$holder" 2>/dev/null
-start_writer "$mp/k2" "k2"
-wait_dstate $WRITER || fail "not frozen after kill -9 of cryo"
-wait_gone $WRITER 45 || fail "not thawed by the deadline after kill -9 of cryo"
+sleep 0.5
+if [ $(( $(now_ms) - t0 )) -lt 5000 ]; then
+	[ "$(task_state $WRITER)" = D ] || fail "thawed at once by kill -9 of cryo"
+fi
+wait_gone $WRITER 100 || fail "not thawed by the deadline after kill -9 of cryo"
 kill "$sleeper" 2>/dev/null
 
 log "--thaw-on-exit: the holder's death thaws at once"
@@ -165,6 +176,8 @@ wait_gone "$wd" 30 || fail "watchdog survived kill -9"
 check cryo --root "$R" fsthaw --force --path "$mp"
 start_writer "$mp/d2" "d2"
 wait_gone $WRITER 50 || fail "--force did not thaw"
+expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+echo "$LAST_OUTPUT" | grep -q "already thawed by a forced thaw" || fail "thaw after a forced thaw: $LAST_OUTPUT"
 
 log "SIGTERM to the watchdog thaws"
 check cryo --root "$R" fsfreeze --path "$mp" --timeout 60

@@ -33,7 +33,10 @@ refused --root "$R" fsfreeze --path /
 echo "$LAST_OUTPUT" | grep -q "holding \`/\`" || fail "/: $LAST_OUTPUT"
 refused --root "$R" fsfreeze --force --path /
 refused --root "$R" fsfreeze --force --path "$T"
-echo "$LAST_OUTPUT" | grep -q "holding \`/\`" || fail "$T (on /): $LAST_OUTPUT"
+# $T is on / on the host; in the VM /tmp is a tmpfs, refused as the state dir's
+if [ "$(stat -c %d "$T")" = "$(stat -c %d /)" ]; then
+	echo "$LAST_OUTPUT" | grep -q "holding \`/\`" || fail "$T (on /): $LAST_OUTPUT"
+fi
 
 log "the filesystem holding the state dir"
 refused --root "$mp/state" fsfreeze --path "$mp"

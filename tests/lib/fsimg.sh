@@ -59,6 +59,30 @@ fsimg_release() {
 	return 0
 }
 
+# umount and losetup -d can find the device still held for a moment (a
+# watchdog exiting, the block device's deferred close): retry, then wait
+# until the loop device is really gone so the host check sees it detached.
+fsimg_umount() {
+	local i
+	for i in $(seq 20); do
+		mountpoint -q "$1" || return 0
+		umount "$1" 2>/dev/null && return 0
+		sleep 0.25
+	done
+	umount "$1"
+}
+
+fsimg_detach() {
+	local dev=$1 i
+	losetup -d "$dev" 2>/dev/null
+	for i in $(seq 40); do
+		losetup -a -n -O NAME 2>/dev/null | grep -qx "$dev" || return 0
+		sleep 0.25
+		losetup -d "$dev" 2>/dev/null
+	done
+	return 1
+}
+
 fsimg_mount() {
 	local fs=$1 name=$2 size=$3 img=$T/$2.img mp=$T/$2 dev
 	truncate -s "$size" "$img" || fail "truncate $img"
@@ -69,9 +93,9 @@ fsimg_mount() {
 	*) fail "fsimg_mount: unknown fstype $fs" ;;
 	esac || fail "mkfs.$fs $img failed"
 	dev=$(losetup -f --show "$img") || fail "losetup $img failed"
-	at_exit "losetup -d $dev"
+	at_exit "fsimg_detach $dev"
 	mkdir -p "$mp"
 	mount "$dev" "$mp" || fail "mount $dev ($fs) failed"
-	at_exit "umount $mp"
+	at_exit "fsimg_umount $mp"
 	at_exit "fsimg_release $mp"
 }

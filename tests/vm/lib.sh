@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash disable=SC2034
 # Sourced by tests/vm/*.vmtest, BEFORE tests/lib/common.sh:
 #
 #   source "$(dirname "$0")/lib.sh"
