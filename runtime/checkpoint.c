@@ -326,6 +326,7 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 	Cryo__CriuInfo *ci;
 	struct cryo_criu_version v;
 	struct utsname u;
+	const char *fault;
 	char host[256];
 
 	ci = malloc(sizeof(*ci));
@@ -351,9 +352,10 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 	SETB(leave_running, o->leave_running);
 	SETB(pre_dump, o->pre_dump);
 #undef SETB
-	if (getenv("CRIU_FAULT")) {
+	fault = getenv("CRIU_FAULT");
+	if (fault) {
 		ci->has_fault = 1;
-		ci->fault = (uint32_t)strtoul(getenv("CRIU_FAULT"), NULL, 10);
+		ci->fault = (uint32_t)strtoul(fault, NULL, 10);
 	}
 	m->has_created_unix = 1;
 	m->created_unix = (uint64_t)time(NULL);

@@ -146,12 +146,13 @@ int cryo_criu_probe_hw_breakpoints(const char **ret_why)
 		r = -ECHILD;
 		goto out;
 	}
-	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[0]), (void *)probe_target) < 0) {
+	/* ptrace takes the user-area offset and the value as pointers */
+	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[0]), (void *)probe_target) < 0) { // NOLINT(performance-no-int-to-ptr)
 		why = "ptrace cannot set debug register DR0";
 		r = 0;
 		goto out;
 	}
-	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[7]), (void *)1L) < 0) {
+	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[7]), (void *)1L) < 0) { // NOLINT(performance-no-int-to-ptr)
 		why = "ptrace cannot enable DR7";
 		r = 0;
 		goto out;

@@ -197,11 +197,11 @@ static int restore_image(const char *image_dir, const Cryo__RootfsSnapshot *s, c
 			return r;
 		}
 		/* a loop device not set to autoclear stays bound: release it */
-		dst = open(mnt.source, O_RDONLY | O_CLOEXEC);
-		if (dst >= 0) {
-			(void)ioctl(dst, LOOP_CLR_FD, 0);
-			close(dst);
-			dst = -1;
+		int lfd = open(mnt.source, O_RDONLY | O_CLOEXEC);
+
+		if (lfd >= 0) {
+			(void)ioctl(lfd, LOOP_CLR_FD, 0);
+			close(lfd);
 		}
 	}
 	cryo_mount_done(&mnt);
