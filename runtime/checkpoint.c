@@ -30,6 +30,8 @@
 #define FS_FREEZE_DEADLINE_MS 60000
 #define DEFAULT_FREEZE_TIMEOUT_MS 5000
 
+const char *const cryo_ext_devices[6] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty" };
+
 const char *const cryo_fs_freeze_mode_names[_CRYO_FS_FREEZE_MAX] = {
 	[CRYO_FS_FREEZE_AUTO] = "auto",
 	[CRYO_FS_FREEZE_REQUIRED] = "required",
@@ -248,25 +250,35 @@ static int step_thaw_fs(struct ctx *c, struct cryo_error *err)
 	return 0;
 }
 
-/* Bind mounts come from the host: CRIU dumps them as external, named by their destination. */
+/*
+ * Mounts whose source lies outside the container's mount namespace are
+ * external to CRIU, dumped by name: the bundle's bind mounts (named by
+ * their destination), the host devices cryo binds into /dev, and the
+ * masked files (binds of /dev/null). Restore maps the names back.
+ */
 static int collect_ext_mounts(struct ctx *c, struct cryo_error *err)
 {
-	size_t i, n = 0;
+	size_t i, n = 0, max = 2 * (c->spec->n_mounts + c->spec->n_masked_paths + ARRAY_SIZE(cryo_ext_devices)) + 1;
 
-	c->ext_mounts = calloc(2 * c->spec->n_mounts + 1, sizeof(char *));
+	c->ext_mounts = calloc(max, sizeof(char *));
 	if (!c->ext_mounts)
 		return cryo_error_set(err, ENOMEM, "external mounts");
-	for (i = 0; i < c->spec->n_mounts; i++) {
-		const struct cryo_spec_mount *mt = &c->spec->mounts[i];
-
-		if (!mt->bind)
-			continue;
-		c->ext_mounts[n] = strdup(mt->destination);
-		c->ext_mounts[n + 1] = strdup(mt->destination);
-		if (!c->ext_mounts[n] || !c->ext_mounts[n + 1])
-			return cryo_error_set(err, ENOMEM, "external mounts");
-		n += 2;
-	}
+#define ADD(k, v)                                                               \
+	do {                                                                    \
+		c->ext_mounts[n] = strdup(k);                                   \
+		c->ext_mounts[n + 1] = strdup(v);                               \
+		if (!c->ext_mounts[n] || !c->ext_mounts[n + 1])                 \
+			return cryo_error_set(err, ENOMEM, "external mounts");  \
+		n += 2;                                                         \
+	} while (0)
+	for (i = 0; i < c->spec->n_mounts; i++)
+		if (c->spec->mounts[i].bind)
+			ADD(c->spec->mounts[i].destination, c->spec->mounts[i].destination);
+	for (i = 0; i < ARRAY_SIZE(cryo_ext_devices); i++)
+		ADD(cryo_ext_devices[i], cryo_ext_devices[i]);
+	for (i = 0; i < c->spec->n_masked_paths; i++)
+		ADD(c->spec->masked_paths[i], "/dev/null");
+#undef ADD
 	return 0;
 }
 
@@ -326,6 +338,7 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 	Cryo__CriuInfo *ci;
 	struct cryo_criu_version v;
 	struct utsname u;
+	const char *fault;
 	char host[256];
 
 	ci = malloc(sizeof(*ci));
@@ -351,9 +364,10 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 	SETB(leave_running, o->leave_running);
 	SETB(pre_dump, o->pre_dump);
 #undef SETB
-	if (getenv("CRIU_FAULT")) {
+	fault = getenv("CRIU_FAULT");
+	if (fault) {
 		ci->has_fault = 1;
-		ci->fault = (uint32_t)strtoul(getenv("CRIU_FAULT"), NULL, 10);
+		ci->fault = (uint32_t)strtoul(fault, NULL, 10);
 	}
 	m->has_created_unix = 1;
 	m->created_unix = (uint64_t)time(NULL);

@@ -50,6 +50,9 @@ struct cryo_checkpoint_opts {
 	enum cryo_fs_freeze_mode fs_freeze;
 };
 
+/* The host devices cryo binds into a container's /dev: external mounts for CRIU. */
+extern const char *const cryo_ext_devices[6];
+
 /* The step names, in order (tests iterate them for CRYO_FAULT). */
 extern const char *const cryo_checkpoint_steps[];
 

@@ -146,12 +146,13 @@ int cryo_criu_probe_hw_breakpoints(const char **ret_why)
 		r = -ECHILD;
 		goto out;
 	}
-	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[0]), (void *)probe_target) < 0) {
+	/* ptrace takes the user-area offset and the value as pointers */
+	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[0]), (void *)probe_target) < 0) { // NOLINT(performance-no-int-to-ptr)
 		why = "ptrace cannot set debug register DR0";
 		r = 0;
 		goto out;
 	}
-	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[7]), (void *)1L) < 0) {
+	if (ptrace(PTRACE_POKEUSER, pid, (void *)offsetof(struct user, u_debugreg[7]), (void *)1L) < 0) { // NOLINT(performance-no-int-to-ptr)
 		why = "ptrace cannot enable DR7";
 		r = 0;
 		goto out;
@@ -277,6 +278,25 @@ static int criu_failed(const struct cryo_criu_opts *o, const char *what, const c
 			       r == -EBADE ? "CRIU reported a failure" : strerror(status), path ? path : "?");
 }
 
+static bool in_path(const char *name)
+{
+	_cleanup_free_ char *path = NULL;
+	const char *env = getenv("PATH");
+	char *dir, *save = NULL;
+
+	path = strdup(env ? env : "/usr/sbin:/usr/bin:/sbin:/bin");
+	if (!path)
+		return false;
+	for (dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		char p[4096];
+
+		snprintf(p, sizeof(p), "%s/%s", dir, name);
+		if (access(p, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
 /* Options common to dump and restore. */
 static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const char *log_name, int *ret_img_fd,
 			int *ret_work_fd, struct cryo_error *err)
@@ -299,6 +319,12 @@ static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const cha
 	r = criu_local_set_log_file(co, log_name);
 	if (r < 0)
 		return cryo_error_set(err, -r, "libcriu: log file");
+	/*
+	 * CRIU locks a network namespace with iptables by default; where
+	 * iptables is not installed, its nftables backend does the job.
+	 */
+	if (!in_path("iptables-restore"))
+		(void)criu_local_set_network_lock(co, CRIU_NETWORK_LOCK_NFTABLES);
 	criu_local_set_ext_unix_sk(co, o->ext_unix_sk);
 	criu_local_set_tcp_established(co, o->tcp_established);
 	criu_local_set_shell_job(co, o->shell_job);

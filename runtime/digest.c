@@ -17,15 +17,14 @@ static void md_ctx_freep(EVP_MD_CTX **ctx)
 int cryo_digest_fd(int fd, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size, struct cryo_error *err)
 {
 	_cleanup_(md_ctx_freep) EVP_MD_CTX *ctx = NULL;
-	_cleanup_free_ uint8_t *buf = NULL;
+	uint8_t buf[1U << 16];
 	uint8_t md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 	uint64_t total = 0;
-	const size_t bufsz = 1U << 20;
+	const size_t bufsz = sizeof(buf);
 
-	buf = malloc(bufsz);
 	ctx = EVP_MD_CTX_new();
-	if (!buf || !ctx)
+	if (!ctx)
 		return cryo_error_set(err, ENOMEM, "sha256");
 	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
 		return cryo_error_setx(err, EIO, "sha256: EVP_DigestInit_ex failed");
@@ -92,5 +91,5 @@ void cryo_digest_hex(const uint8_t sha[CRYO_SHA256_LEN], char out[CRYO_SHA256_HE
 		out[2 * i] = hex[sha[i] >> 4];
 		out[2 * i + 1] = hex[sha[i] & 0xf];
 	}
-	out[2 * CRYO_SHA256_LEN] = '\0';
+	out[(size_t)2 * CRYO_SHA256_LEN] = '\0';
 }

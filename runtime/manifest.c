@@ -82,7 +82,7 @@ int cryo_manifest_add_timing(Cryo__Manifest *m, const char *step, uint64_t start
 	t->usec = usec;
 	t->has_start_usec = 1;
 	t->start_usec = start_usec;
-	v = realloc(m->timings, (m->n_timings + 1) * sizeof(*v));
+	v = realloc(m->timings, (m->n_timings + 1) * sizeof(Cryo__StepTiming *));
 	if (!v) {
 		cryo__step_timing__free_unpacked(t, NULL);
 		return -ENOMEM;
@@ -250,7 +250,7 @@ int cryo_manifest_hash_dir(Cryo__Manifest *m, int dirfd, struct cryo_error *err)
 	r = list_dir(dirfd, &names, &n, err);
 	if (r < 0)
 		return r;
-	files = calloc(n + 1, sizeof(*files));
+	files = calloc(n + 1, sizeof(Cryo__FileDigest *));
 	if (!files)
 		return cryo_error_set(err, ENOMEM, "hash image dir");
 	for (i = 0; i < n; i++) {
@@ -270,27 +270,11 @@ int cryo_manifest_hash_dir(Cryo__Manifest *m, int dirfd, struct cryo_error *err)
 	return 0;
 }
 
-int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err)
+static int write_framed(int dirfd, const uint8_t *buf, size_t len, struct cryo_error *err)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
-	size_t len;
 	int r;
 
-	len = cryo__manifest__get_packed_size(m);
-	if (len > CRYO_MANIFEST_MAX_SIZE - MANIFEST_HEADER_LEN)
-		return cryo_error_setx(err, EFBIG, "manifest would be %zu bytes, more than the limit of %u", len,
-				       CRYO_MANIFEST_MAX_SIZE - MANIFEST_HEADER_LEN);
-	buf = malloc(MANIFEST_HEADER_LEN + len);
-	if (!buf)
-		return cryo_error_set(err, ENOMEM, "write manifest");
-	memcpy(buf, MANIFEST_MAGIC, MANIFEST_MAGIC_LEN);
-	if (cryo__manifest__pack(m, buf + MANIFEST_HEADER_LEN) != len)
-		return cryo_error_setx(err, EIO, "write manifest: protobuf-c packed a different size");
-	r = cryo_digest_buf(buf + MANIFEST_HEADER_LEN, len, buf + MANIFEST_MAGIC_LEN, err);
-	if (r < 0)
-		return cryo_error_prefix(err, "write manifest");
-
-	r = cryo_write_new_file_at(dirfd, MANIFEST_TMP_NAME, buf, MANIFEST_HEADER_LEN + len, 0600);
+	r = cryo_write_new_file_at(dirfd, MANIFEST_TMP_NAME, buf, len, 0600);
 	if (r < 0) {
 		(void)unlinkat(dirfd, MANIFEST_TMP_NAME, 0);
 		return cryo_error_set(err, -r, "write `%s`", MANIFEST_TMP_NAME);
@@ -303,6 +287,30 @@ int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error
 	if (fsync(dirfd) < 0)
 		return cryo_error_set(err, errno, "fsync image dir");
 	return 0;
+}
+
+int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err)
+{
+	uint8_t *buf;
+	size_t len;
+	int r;
+
+	len = cryo__manifest__get_packed_size(m);
+	if (len > CRYO_MANIFEST_MAX_SIZE - MANIFEST_HEADER_LEN)
+		return cryo_error_setx(err, EFBIG, "manifest would be %zu bytes, more than the limit of %u", len,
+				       CRYO_MANIFEST_MAX_SIZE - MANIFEST_HEADER_LEN);
+	buf = malloc(MANIFEST_HEADER_LEN + len);
+	if (!buf)
+		return cryo_error_set(err, ENOMEM, "write manifest");
+	memcpy(buf, MANIFEST_MAGIC, MANIFEST_MAGIC_LEN);
+	if (cryo__manifest__pack(m, buf + MANIFEST_HEADER_LEN) != len)
+		r = cryo_error_setx(err, EIO, "write manifest: protobuf-c packed a different size");
+	else if (cryo_digest_buf(buf + MANIFEST_HEADER_LEN, len, buf + MANIFEST_MAGIC_LEN, err) < 0)
+		r = cryo_error_prefix(err, "write manifest");
+	else
+		r = write_framed(dirfd, buf, MANIFEST_HEADER_LEN + len, err);
+	free(buf);
+	return r;
 }
 
 /* Shape checks that don't need the directory. */

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "cgroup.h"
+#include "checkpoint.h"
 #include "container.h"
 #include "freezer.h"
 #include "hooks.h"
@@ -64,15 +65,25 @@ static void strv_free(char **v)
 	free(v);
 }
 
-/* CRIU's external mounts on restore: the name it dumped (the destination) → the host source. */
+/* CRIU's external mounts on restore: the name it dumped → the host source (see checkpoint.c). */
 static int ext_mounts(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err)
 {
 	char **v;
 	size_t i, n = 0;
 
-	v = calloc(2 * spec->n_mounts + 1, sizeof(*v));
+	v = calloc(2 * (spec->n_mounts + ARRAY_SIZE(cryo_ext_devices)) + 1, sizeof(*v));
 	if (!v)
 		return cryo_error_set(err, ENOMEM, "external mounts");
+	/* host devices, and /dev/null also for the masked paths */
+	for (i = 0; i < ARRAY_SIZE(cryo_ext_devices); i++) {
+		v[n] = strdup(cryo_ext_devices[i]);
+		v[n + 1] = strdup(cryo_ext_devices[i]);
+		if (!v[n] || !v[n + 1]) {
+			strv_free(v);
+			return cryo_error_set(err, ENOMEM, "external mounts");
+		}
+		n += 2;
+	}
 	for (i = 0; i < spec->n_mounts; i++) {
 		const struct cryo_spec_mount *m = &spec->mounts[i];
 

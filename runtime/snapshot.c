@@ -174,6 +174,8 @@ static int loop_attach(const char *path, char *ret_dev, size_t devlen, struct cr
 	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", path);
 	if (ioctl(dev, LOOP_CONFIGURE, &cfg) < 0)
 		return cryo_error_set(err, errno, "attach `%s` to `%s`", path, ret_dev);
+	/* the device may just have been released by the old rootfs: drop its cached blocks */
+	(void)ioctl(dev, BLKFLSBUF, 0);
 	return 0;
 }
 
@@ -184,7 +186,7 @@ static int restore_image(const char *image_dir, const Cryo__RootfsSnapshot *s, c
 	_cleanup_close_ int src = -1, dst = -1, idir = -1;
 	struct cryo_mount mnt = { 0 };
 	char dev[32];
-	int r;
+	int r, attempt;
 
 	if (!s->source || !s->fstype)
 		return cryo_error_setx(err, EBADMSG, "the snapshot does not say which image file it came from");
@@ -197,11 +199,11 @@ static int restore_image(const char *image_dir, const Cryo__RootfsSnapshot *s, c
 			return r;
 		}
 		/* a loop device not set to autoclear stays bound: release it */
-		dst = open(mnt.source, O_RDONLY | O_CLOEXEC);
-		if (dst >= 0) {
-			(void)ioctl(dst, LOOP_CLR_FD, 0);
-			close(dst);
-			dst = -1;
+		int lfd = open(mnt.source, O_RDONLY | O_CLOEXEC);
+
+		if (lfd >= 0) {
+			(void)ioctl(lfd, LOOP_CLR_FD, 0);
+			close(lfd);
 		}
 	}
 	cryo_mount_done(&mnt);
@@ -230,17 +232,29 @@ static int restore_image(const char *image_dir, const Cryo__RootfsSnapshot *s, c
 	r = cryo_mkdir_p(rootfs, 0755);
 	if (r < 0)
 		return cryo_error_set(err, -r, "create `%s`", rootfs);
-	r = loop_attach(s->source, dev, sizeof(dev), err);
-	if (r < 0)
-		return r;
-	if (mount(dev, rootfs, s->fstype, 0, NULL) < 0) {
+	/*
+	 * A loop device released a moment ago (the old rootfs) can still be
+	 * running down and fail the mount with EIO: try a fresh one again.
+	 */
+	for (attempt = 0;; attempt++) {
+		int lfd;
+
+		r = loop_attach(s->source, dev, sizeof(dev), err);
+		if (r < 0)
+			return r;
+		if (mount(dev, rootfs, s->fstype, 0, NULL) == 0)
+			return 0;
 		r = cryo_error_set(err, errno, "mount `%s` (%s) at `%s`", dev, s->fstype, rootfs);
-		dst = open(dev, O_RDONLY | O_CLOEXEC);
-		if (dst >= 0)
-			(void)ioctl(dst, LOOP_CLR_FD, 0);
-		return r;
+		lfd = open(dev, O_RDONLY | O_CLOEXEC);
+		if (lfd >= 0) {
+			(void)ioctl(lfd, LOOP_CLR_FD, 0);
+			close(lfd);
+		}
+		if (attempt >= 4)
+			return r;
+		cryo_error_clear(err);
+		cryo_sleep_ms(200);
 	}
-	return 0;
 }
 
 int cryo_snapshot_restore(const char *image_dir, const Cryo__RootfsSnapshot *s, const char *rootfs,

@@ -76,8 +76,12 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 			o.file_locks = true;
 			break;
 		case 'm':
-			if (cryo_criu_cg_mode_from_string(optarg, &o.cg_mode, &err) < 0)
-				return cli_usage_error("checkpoint", "%s", err.msg);
+			if (cryo_criu_cg_mode_from_string(optarg, &o.cg_mode, &err) < 0) {
+				int rc = cli_usage_error("checkpoint", "%s", err.msg);
+
+				cryo_error_clear(&err);
+				return rc;
+			}
 			break;
 		case 'P':
 			o.pre_dump = true;
@@ -91,8 +95,12 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 			o.freeze_timeout_ms = (int64_t)v;
 			break;
 		case 'F':
-			if (cryo_fs_freeze_mode_from_string(optarg, &o.fs_freeze, &err) < 0)
-				return cli_usage_error("checkpoint", "%s", err.msg);
+			if (cryo_fs_freeze_mode_from_string(optarg, &o.fs_freeze, &err) < 0) {
+				int rc = cli_usage_error("checkpoint", "%s", err.msg);
+
+				cryo_error_clear(&err);
+				return rc;
+			}
 			break;
 		case 'h':
 			usage(stdout);

@@ -65,8 +65,12 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 			o.file_locks = true;
 			break;
 		case 'm':
-			if (cryo_criu_cg_mode_from_string(optarg, &o.cg_mode, &err) < 0)
-				return cli_usage_error("restore", "%s", err.msg);
+			if (cryo_criu_cg_mode_from_string(optarg, &o.cg_mode, &err) < 0) {
+				int rc = cli_usage_error("restore", "%s", err.msg);
+
+				cryo_error_clear(&err);
+				return rc;
+			}
 			break;
 		case 'h':
 			printf("Usage: cryo restore [OPTIONS] ID\n\n"

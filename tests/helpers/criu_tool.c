@@ -10,6 +10,7 @@
  *       verify the manifest and digests, CRIU restore, print the pid
  *   cryo-test-criu verify IMAGE_DIR
  *   cryo-test-criu set-version IMAGE_DIR N   (rewrite the manifest's format version)
+ *   cryo-test-criu seal DIR ID [BUNDLE]      (write a manifest for the files in DIR)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -83,6 +84,21 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 3 && strcmp(argv[1], "verify") == 0) {
 		r = cryo_manifest_load_verified(argv[2], &m, &err);
+		cryo_manifest_free(m);
+		return r < 0 ? die(&err) : 0;
+	}
+	if (argc >= 4 && strcmp(argv[1], "seal") == 0) {
+		_cleanup_close_ int dfd = open(argv[2], O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+		if (dfd < 0)
+			return 1;
+		r = cryo_manifest_new(argv[3], "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"},\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\"}}", &m, &err);
+		if (r >= 0)
+			r = cryo_manifest_hash_dir(m, dfd, &err);
+		if (r >= 0)
+			r = cryo_manifest_set_string(&m->bundle, argc > 4 ? argv[4] : "/nonexistent");
+		if (r >= 0)
+			r = cryo_manifest_write_at(dfd, m, &err);
 		cryo_manifest_free(m);
 		return r < 0 ? die(&err) : 0;
 	}
