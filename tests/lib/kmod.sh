@@ -27,6 +27,10 @@ kmod_setup() {
 	modprobe -q loop 2>/dev/null
 	modprobe -q ext4 2>/dev/null
 	grep -qw "^$KMOD_NAME" /proc/modules && rmmod "$KMOD_NAME"
+	# The project tree is 9p without caching: load and run from tmpfs.
+	cp "$CRYO_KMOD" "$KPROG" "$T/" || fail "copy the module to $T"
+	CRYO_KMOD=$T/cryo_freezer.ko
+	KPROG=$T/kmod_ioctl
 	DMESG0=$(dmesg | wc -l)
 
 	MNT=$T/mnt
