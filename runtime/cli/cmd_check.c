@@ -2,9 +2,32 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include "criu.h"
 #include "cli.h"
+#include "kmod.h"
+
+/* Which backend holds freezes: cryo_freezer.ko, or FIFREEZE + watchdog. */
+static void print_freezer_backend(void)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	uint32_t v = 0;
+	int fd = -1;
+
+	if (!cryo_kmod_available()) {
+		printf("freezer module: not loaded (fsfreeze backend: watchdog)\n");
+		return;
+	}
+	if (cryo_kmod_open(&fd, &err) < 0 || cryo_kmod_version(fd, &v, &err) < 0) {
+		printf("freezer module: unusable: %s (fsfreeze backend: watchdog)\n", err.msg ? err.msg : "?");
+		cryo_error_clear(&err);
+	} else {
+		printf("freezer module: loaded, ABI %u (fsfreeze backend: kmod)\n", v);
+	}
+	if (fd >= 0)
+		close(fd);
+}
 
 /*
  * `cryo check`: can this host checkpoint and restore? Prints one line per
@@ -30,6 +53,7 @@ int cmd_check(struct cryo_cli *cli, int argc, char **argv)
 		return cli_fail(&err);
 	if (uname(&u) == 0)
 		printf("kernel: %s %s\n", u.sysname, u.release);
+	print_freezer_backend();
 	if (!h.found) {
 		printf("criu: not found (libcriu could not run `criu`)\n");
 		printf("checkpoint/restore: NOT available: install the criu package\n");
