@@ -13,6 +13,9 @@
 #
 # On VMs where compel gets no hardware breakpoints, run the binary with
 # CRIU_FAULT=130 (its no-breakpoints path) or dump/restore fails.
+# runc takes it as `runc --criu /opt/cryo-criu4/sbin/criu checkpoint ...`;
+# a container with its own network namespace additionally needs
+# iptables-restore on the host for CRIU's network lock.
 set -euo pipefail
 
 PREFIX=${CRYO_CRIU4_PREFIX:-/opt/cryo-criu4}
