@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Build a CRIU 4.x for hosts whose kernel is too new for bookworm's criu 3.17
+# (its `criu check` fails there) and install it as /opt/cryo-criu4/sbin/criu,
+# beside Debian's /usr/sbin/criu, which the VM tests keep using.
+#
+# The source is the upstream tarball of Debian trixie's criu source package
+# (deb-src line: /etc/apt/sources.list.d/cryo-trixie-src.sources); only the
+# criu binary is built: no docs, no plugins, no crit, no libcriu. Build
+# dependencies come from bookworm only. Idempotent: does nothing when the
+# installed binary already reports the version of the tarball.
+#
+# On VMs where compel gets no hardware breakpoints, run the binary with
+# CRIU_FAULT=130 (its no-breakpoints path) or dump/restore fails.
+# runc takes it as `runc --criu /opt/cryo-criu4/sbin/criu checkpoint ...`;
+# a container with its own network namespace additionally needs
+# iptables-restore on the host for CRIU's network lock.
+set -euo pipefail
+
+PREFIX=${CRYO_CRIU4_PREFIX:-/opt/cryo-criu4}
+CACHE=${CRYO_CRIU4_CACHE:-/var/cache/cryo-criu4}
+
+# The minimal set on top of what tests/setup.sh installs that links the
+# criu binary: libprotobuf-dev only for google/protobuf/descriptor.proto,
+# libnet1-dev and uuid-dev because criu links -lnet -luuid unconditionally.
+PKGS=(
+	build-essential pkg-config
+	libprotobuf-dev libprotobuf-c-dev protobuf-c-compiler
+	libnl-3-dev libnet1-dev libcap-dev uuid-dev
+)
+
+die() { echo "setup-criu4.sh: $*" >&2; exit 1; }
+say() { echo "setup-criu4.sh: $*"; }
+
+[ "$(id -u)" = 0 ] || die "run as root (installs packages into / and $PREFIX)"
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+	say "installing ${missing[*]} (bookworm)"
+	apt-get update -qq
+	# The trixie line is deb-src only, so binaries still come from bookworm.
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+		"${missing[@]}" >/dev/null
+fi
+
+# What apt says the orig tarball is (name + sha256); empty when apt has no
+# trixie source index (offline): then the cached tarball is taken as is.
+orig_uri() {
+	(cd / && apt-get source --print-uris criu 2>/dev/null) \
+		| sed -n "s/^'[^']*' \(criu_[^ ]*\.orig\.tar\.[a-z0-9]*\) [0-9]* SHA256:\([0-9a-f]*\)$/\1 \2/p" \
+		| head -1
+}
+
+mkdir -p "$CACHE"
+read -r tarname sha < <(orig_uri || true; echo) || true
+if [ -z "${tarname:-}" ]; then
+	apt-get update -qq || true
+	read -r tarname sha < <(orig_uri || true; echo) || true
+fi
+if [ -z "${tarname:-}" ]; then
+	tarname=
+	for f in "$CACHE"/criu_4.*.orig.tar.*; do
+		[ -e "$f" ] && tarname=$(printf '%s\n%s\n' "$tarname" "${f##*/}" | sort -V | tail -1)
+	done
+	[ -n "$tarname" ] || die "apt knows no criu source and $CACHE holds no tarball"
+	sha=
+fi
+version=${tarname#criu_}
+version=${version%.orig.tar.*}
+case $version in 4.*) ;; *) die "apt's criu source is $version, not 4.x (is the trixie deb-src line there?)" ;; esac
+
+if [ -x "$PREFIX/sbin/criu" ] && [ "$("$PREFIX/sbin/criu" --version 2>/dev/null | sed -n 's/^Version: //p')" = "$version" ]; then
+	say "$PREFIX/sbin/criu $version already installed"
+	exit 0
+fi
+
+if [ ! -s "$CACHE/$tarname" ]; then
+	say "downloading $tarname"
+	# The .dsc of this source is not downloadable here, so apt-get exits
+	# non-zero after fetching the tarball: judge by the file, not the status.
+	(cd "$CACHE" && apt-get source --download-only criu >/dev/null 2>&1) || true
+	[ -s "$CACHE/$tarname" ] || die "apt-get source did not fetch $tarname"
+fi
+if [ -n "$sha" ]; then
+	echo "$sha  $CACHE/$tarname" | sha256sum -c --quiet - \
+		|| die "$CACHE/$tarname does not match apt's sha256; delete it and rerun"
+fi
+
+work=$(mktemp -d /tmp/cryo-criu4-build.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+tar -C "$work" -xf "$CACHE/$tarname"
+src=$(echo "$work"/criu-*)
+[ -d "$src" ] || die "$tarname did not unpack to criu-*/"
+
+# NO_GNUTLS: TLS page transfer is of no use to cryo and would add a
+# dependency that only happens to be installed; other optional features
+# (libbsd, nftables, selinux, bpf) stay whatever pkg-config finds.
+say "building criu $version in $src (make -j2 criu)"
+start=$(date +%s)
+if ! make -C "$src" -j2 NO_GNUTLS=1 criu >"$work/build.log" 2>&1; then
+	tail -30 "$work/build.log" >&2
+	die "build failed"
+fi
+end=$(date +%s)
+grep -E '^(Note|Warn):' "$work/build.log" | sed 's/^/setup-criu4.sh:   /' || true
+
+install -D -m 0755 "$src/criu/criu" "$PREFIX/sbin/criu"
+say "installed $PREFIX/sbin/criu $("$PREFIX/sbin/criu" --version | sed -n 's/^Version: //p'), build took $((end - start)) s"
