@@ -132,6 +132,10 @@ int main(int argc, char **argv)
 	zombie = fork();
 	if (zombie == 0)
 		_exit(7);
+	/* wait until it is a zombie: the loop below checks it never stops being one */
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT) < 0)
+		return 2;
 	if (pipe(pipefd) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0)
 		return 2;
 	child = fork();
