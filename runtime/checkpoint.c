@@ -19,6 +19,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "mountinfo.h"
+#include "restore.h"
 #include "snapshot.h"
 #include "spec.h"
 #include "state.h"
@@ -67,6 +68,7 @@ struct ctx {
 	struct cryo_fsfreeze_opts fso;
 	Cryo__Manifest *m;
 	char **ext_mounts;       /* key, value pairs for CRIU, NULL-terminated */
+	bool criu_stopped;       /* CRIU ended the tasks itself (see step_criu_dump) */
 	int64_t t0, frozen_at, fs_frozen_at;
 	uint64_t fs_frozen_us;
 };
@@ -318,8 +320,14 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 		.image_dir = c->img->staging_path,
 		.work_dir = c->work_dir,
 		.parent_path = o->parent_path,
-		/* the cgroup stays frozen: the container is only stopped once the image is committed */
-		.leave_running = true,
+		/*
+		 * The cgroup stays frozen: the container is only stopped once the
+		 * image is committed. Except for established TCP connections when
+		 * the container stops: only CRIU can end the tasks while their
+		 * sockets are in repair mode, or the kernel would close them and
+		 * the peers would see the connections end.
+		 */
+		.leave_running = o->leave_running || o->pre_dump || !o->criu.tcp_established,
 		.flags = o->criu,
 		.pre_dump = o->pre_dump,
 	};
@@ -333,10 +341,60 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 	r = cryo_criu_dump(&co, err);
 	if (r < 0)
 		return r;
+	c->criu_stopped = !co.leave_running;
 	r = copy_log_into_image(c, o->pre_dump ? "pre-dump.log" : "dump.log");
 	if (r < 0)
 		cryo_warn("checkpoint `%s`: could not copy CRIU's log into the image: %s", o->id, strerror(-r));
 	return 0;
+}
+
+/*
+ * A later step failed after CRIU ended the tasks (--tcp-established
+ * without --leave-running): bring the container back from the staged
+ * image, into the same cgroup and the same rootfs, so a failed checkpoint
+ * still leaves it as it was. The cgroup is empty now and thawed first:
+ * CRIU can't finish restoring tasks that freeze as it moves them in.
+ */
+static void undo_criu_dump(struct ctx *c)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	struct cryo_criu_opts co = { 0 };
+	char **ext = NULL, **p;
+	pid_t pid = 0;
+	int r;
+
+	if (!c->criu_stopped || !c->img)
+		return;
+	r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, &e);
+	if (r >= 0)
+		r = cryo_restore_ext_mounts(c->spec, c->st->bundle, &ext, &e);
+	if (r >= 0) {
+		co.image_dir = c->img->staging_path;
+		co.work_dir = c->work_dir;
+		co.log_name = "undo-restore.log";
+		co.root = c->st->rootfs;
+		co.flags = c->o->criu;
+		co.ext_mounts = (const char *const *)ext;
+		r = cryo_criu_restore(&co, &pid, &e);
+	}
+	for (p = ext; p && *p; p++)
+		free(*p);
+	free(ext);
+	/* as it was: frozen until `freeze-cgroup`'s undo (or for good, if it was paused) */
+	if (r >= 0)
+		r = cryo_freezer_freeze(c->fz, THAW_TIMEOUT_MS, 0, &e);
+	if (r >= 0) {
+		c->st->pid = pid;
+		(void)cryo_pid_start_time(pid, &c->st->pid_start_time);
+		r = cryo_state_save(c->o->root, c->st, &e);
+	}
+	if (r < 0) {
+		cryo_warn("checkpoint `%s`: undo: CRIU ended the container and bringing it back failed: %s", c->o->id,
+			  e.msg);
+		cryo_error_clear(&e);
+		return;
+	}
+	c->criu_stopped = false;
 }
 
 static int fill_manifest(struct ctx *c, struct cryo_error *err)
@@ -449,7 +507,9 @@ static int step_finish(struct ctx *c, struct cryo_error *err)
 /*
  * The plan. Steps after `criu-dump` have no undo of their own: what they
  * did lives in the staging dir, which `stage`'s undo removes, and the
- * container is still frozen, which `freeze-cgroup`'s undo thaws.
+ * container is still frozen, which `freeze-cgroup`'s undo thaws (when
+ * CRIU ended the tasks, `criu-dump`'s undo first restores them, frozen,
+ * from the staging dir).
  */
 static const struct step steps[] = {
 	{ "lock", step_lock, undo_lock },
@@ -458,7 +518,7 @@ static const struct step steps[] = {
 	{ "freeze-fs", step_freeze_fs, undo_freeze_fs },
 	{ "snapshot-rootfs", step_snapshot, NULL },
 	{ "thaw-fs", step_thaw_fs, NULL },
-	{ "criu-dump", step_criu_dump, NULL },
+	{ "criu-dump", step_criu_dump, undo_criu_dump },
 	{ "manifest", step_manifest, NULL },
 	{ "commit", step_commit, NULL },
 	{ "finish", step_finish, NULL },

@@ -67,8 +67,7 @@ static void strv_free(char **v)
 	free(v);
 }
 
-/* CRIU's external mounts on restore: the name it dumped → the host source (see checkpoint.c). */
-static int ext_mounts(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err)
+int cryo_restore_ext_mounts(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err)
 {
 	char **v;
 	size_t i, n = 0;
@@ -251,7 +250,7 @@ static int do_restore(const struct cryo_restore_opts *o, struct rctx *c, pid_t *
 	r = cryo_mkdir_p(c->work, 0700);
 	if (r < 0)
 		return cryo_error_set(err, -r, "create work dir `%s`", c->work);
-	r = ext_mounts(c->spec, c->bundle, &c->ext, err);
+	r = cryo_restore_ext_mounts(c->spec, c->bundle, &c->ext, err);
 	if (r < 0)
 		return r;
 	co.image_dir = c->image;
