@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,10 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "console.h"
 #include "util.h"
+#include "testlib.h"
 
 static char dir[] = "/tmp/cryo-unit-console-XXXXXX";
 
@@ -26,10 +22,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tl_rm_rf(dir);
 }
 
 static void test_send_recv(void **state)
@@ -102,7 +95,7 @@ static void test_recvtty(void **state)
 {
 	const char *build = getenv("CRYO_BUILD");
 	char tool[512], sock[256], ready[256], out[4096] = { 0 };
-	int op[2], st;
+	int op[2];
 	size_t len = 0;
 	pid_t rpid, cpid;
 	ssize_t n;
@@ -148,13 +141,11 @@ static void test_recvtty(void **state)
 		      (char *)NULL);
 		_exit(127);
 	}
-	assert_int_equal(waitpid(cpid, &st, 0), cpid);
-	assert_int_equal(st, 0);
+	assert_int_equal(tl_wait(cpid), 0);
 	while (len + 1 < sizeof(out) && (n = read(op[0], out + len, sizeof(out) - 1 - len)) > 0)
 		len += (size_t)n;
 	close(op[0]);
-	assert_int_equal(waitpid(rpid, &st, 0), rpid);
-	assert_int_equal(st, 0);
+	assert_int_equal(tl_wait(rpid), 0);
 	if (!strstr(out, "/dev/pts/") || !strstr(out, "all-ttys") || !strstr(out, "has-ctty") ||
 	    !strstr(out, "size=33 111"))
 		fail_msg("recvtty relayed: %s", out);

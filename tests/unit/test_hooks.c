@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "hooks.h"
 #include "util.h"
+#include "testlib.h"
 
 static char dir[] = "/tmp/cryo-unit-hooks-XXXXXX";
 
@@ -25,22 +21,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static int parse(const char *json, struct cryo_hooks_spec *spec, struct cryo_error *err)
-{
-	struct json_object *o = json_tokener_parse(json);
-	int r;
-
-	if (!o)
-		fail_msg("bad test json: %s", json);
-	r = cryo_hooks_parse(o, spec, err);
-	json_object_put(o);
-	return r;
+	return tl_rm_rf(dir);
 }
 
 static void test_parse_valid(void **state)
@@ -48,7 +29,7 @@ static void test_parse_valid(void **state)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_hooks_spec spec;
 
-	assert_int_equal(parse("{\"prestart\": [{\"path\": \"/bin/true\"},"
+	assert_int_equal(tl_parse(cryo_hooks_parse, "{\"prestart\": [{\"path\": \"/bin/true\"},"
 			       " {\"path\": \"/bin/sh\", \"args\": [\"sh\", \"-c\", \"exit 0\"], \"env\": [\"A=1\"], \"timeout\": 5}],"
 			       " \"poststop\": [], \"createRuntime\": null, \"futureKind\": [1]}",
 			       &spec, &err),
@@ -74,11 +55,7 @@ static void expect_error(const char *json, const char *msg)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_hooks_spec spec;
 
-	assert_int_equal(parse(json, &spec, &err), -EINVAL);
-	assert_non_null(err.msg);
-	if (strcmp(err.msg, msg) != 0)
-		fail_msg("for %s\n got: %s\nwant: %s", json, err.msg, msg);
-	cryo_error_clear(&err);
+	tl_expect_error(json, tl_parse(cryo_hooks_parse, json, &spec, &err), -EINVAL, &err, msg);
 }
 
 static void test_parse_invalid(void **state)
@@ -146,7 +123,7 @@ static int run(const char *tmpl, enum cryo_hook_kind kind, const char *state_jso
 	char *json = subst(tmpl);
 	int r;
 
-	r = parse(json, &spec, err);
+	r = tl_parse(cryo_hooks_parse, json, &spec, err);
 	free(json);
 	assert_int_equal(r, 0);
 	r = cryo_hooks_run(&spec, kind, state_json, err);

@@ -8,10 +8,7 @@
  */
 #include <errno.h>
 #include <grp.h>
-#include <setjmp.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "caps.h"
 #include "rlimits.h"
 #include "seccomp.h"
 #include "util.h"
+#include "testlib.h"
 
 static const char *config =
 	"{\"process\": {"
@@ -103,13 +99,11 @@ fail:
 static int run(bool nnp, uid_t uid, const char *want_eff)
 {
 	pid_t pid = fork();
-	int st;
 
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(init_sequence(nnp, uid, want_eff));
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return tl_wait(pid);
 }
 
 static void test_order(void **state)
@@ -136,10 +130,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	return tl_rm_rf(dir);
 }
 
 int main(void)

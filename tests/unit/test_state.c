@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +8,9 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include <cmocka.h>
-
 #include "state.h"
 #include "util.h"
+#include "testlib.h"
 
 static char root[] = "/tmp/cryo-unit-state-XXXXXX";
 
@@ -25,10 +21,7 @@ static int setup(void **state)
 
 static int teardown(void **state)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
-	return system(cmd) == 0 ? 0 : -1;
+	return tl_rm_rf(root);
 }
 
 static void test_roundtrip(void **state)
@@ -120,7 +113,7 @@ static void test_corrupt(void **state)
 static void test_lock(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
-	int fd = -1, fd2 = -1, status;
+	int fd = -1, fd2 = -1;
 	int64_t t0;
 	pid_t pid;
 
@@ -141,9 +134,7 @@ static void test_lock(void **state)
 			_exit(2);
 		_exit(strstr(e.msg, "locked by another cryo command") ? 0 : 3);
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tl_wait(pid), 0);
 
 	close(fd);
 	assert_int_equal(cryo_state_lock(root, "locked", 0, &fd2, &err), 0);

@@ -1,18 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cmocka.h>
-
 #include "error.h"
 #include "util.h"
+#include "testlib.h"
 
 static void test_error_chain(void **state)
 {
@@ -96,9 +92,7 @@ static void test_files(void **state)
 	struct stat st;
 	size_t len = 0;
 
-	assert_non_null(mkdtemp(dir));
-	dfd = open(dir, O_DIRECTORY | O_CLOEXEC);
-	assert_true(dfd >= 0);
+	dfd = tl_tmpdir(dir);
 
 	assert_int_equal(cryo_write_new_file_at(dfd, "f", "hello", 5, 0600), 0);
 	assert_int_equal(fstatat(dfd, "f", &st, 0), 0);
@@ -121,8 +115,7 @@ static void test_files(void **state)
 	assert_true(S_ISDIR(st.st_mode));
 
 	assert_int_equal(unlinkat(dfd, "f", 0), 0);
-	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
-	assert_int_equal(system(sub), 0);
+	assert_int_equal(tl_rm_rf(dir), 0);
 }
 
 int main(void)
