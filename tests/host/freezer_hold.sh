@@ -72,6 +72,10 @@ for h in v1 v2; do
 	out=$(cryo --root "$R" recover) || fail "$h: recover failed: $out"
 	echo "$out" | grep -q "^kept" || fail "$h: recover did not keep the live hold: $out"
 	fz_expect_state "$cg" FROZEN
+	# the journal dir sits in the state root under a valid id, but is no container
+	[ -d "$R/holds" ] || fail "$h: no hold journal dir $R/holds"
+	out=$(cryo --root "$R" list -q) || fail "$h: list failed: $out"
+	! grep -qx holds <<<"$out" || fail "$h: \`cryo list\` shows the hold journal as a container: $out"
 	check cryo --root "$R" thaw --cgroup "$cg"
 	fz_expect_state "$cg" RUNNING
 

@@ -144,10 +144,28 @@ static void test_lock(void **state)
 static void test_list_and_status(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_state *st = NULL;
 	enum cryo_status s;
-	char **ids = NULL;
+	char **ids = NULL, path[256];
 	size_t n;
 
+	/*
+	 * Not containers, though their names are valid ids: the hold journal
+	 * (`holds/`, made by a held freeze) and `locked`, whose state dir was
+	 * made (test_lock) but never got a state file.
+	 */
+	snprintf(path, sizeof(path), "%s/holds", root);
+	assert_int_equal(mkdir(path, 0700), 0);
+	assert_int_equal(cryo_state_list(root, &ids, &err), 0);
+	for (n = 0; ids[n]; n++)
+		;
+	assert_int_equal(n, 1);
+	assert_string_equal(ids[0], "web");
+	cryo_strv_free(ids);
+
+	assert_int_equal(cryo_state_new("locked", &st, &err), 0);
+	assert_int_equal(cryo_state_save(root, st, &err), 0);
+	cryo_state_free(st);
 	assert_int_equal(cryo_state_list(root, &ids, &err), 0);
 	for (n = 0; ids[n]; n++)
 		;
