@@ -11,7 +11,6 @@ fz_need_hierarchies
 R=$T/root
 mkdir -p "$R"
 at_exit "fz_kill_watchdogs '$R'"
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 for h in v1 v2; do
 	fz_mkcg $h hold; cg=$CG
@@ -111,7 +110,7 @@ JSON
 	fz_expect_state "$cg" RUNNING
 	expect_fail 1 cryo --root "$R" resume fz-$h
 	echo "$LAST_OUTPUT" | grep -q "not frozen" || fail "$h: resume twice: $LAST_OUTPUT"
-	fz_rmcg "$cg"
+	cg_remove "$cg"
 	# its init is gone: the container is stopped and can't be paused
 	expect_fail 1 cryo --root "$R" pause fz-$h
 	echo "$LAST_OUTPUT" | grep -q "is stopped, not running" || fail "$h: pause of a stopped container: $LAST_OUTPUT"

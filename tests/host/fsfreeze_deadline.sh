@@ -9,10 +9,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/fsimg.sh"
 
-need_root
-need_cmd losetup
-need_cmd mkfs.ext4
-need_cmd mkfs.xfs
+fsimg_need ext4 xfs
 need_cmd setsid
 R=$T/root
 MARGIN=2000  # ms past the deadline that still counts as "by the deadline" (shared, loaded machines)
