@@ -90,7 +90,10 @@ static void test_files(void **state)
 	_cleanup_close_ int dfd = -1;
 	char sub[256];
 	struct stat st;
+	struct dirent *de;
 	size_t len = 0;
+	int n = 0;
+	DIR *d;
 
 	dfd = tl_tmpdir(dir);
 
@@ -113,6 +116,23 @@ static void test_files(void **state)
 	assert_int_equal(cryo_mkdir_p(sub, 0700), 0);
 	assert_int_equal(stat(sub, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
+
+	/* opendir relative to a dir fd: never through a symlink, never a file; "." leaves dfd alone */
+	assert_int_equal(symlinkat("a", dfd, "link"), 0);
+	errno = 0;
+	assert_null(cryo_opendir_at(dfd, "link"));
+	assert_true(errno == ELOOP || errno == ENOTDIR);
+	errno = 0;
+	assert_null(cryo_opendir_at(dfd, "f"));
+	assert_int_equal(errno, ENOTDIR);
+	d = cryo_opendir_at(dfd, ".");
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, "a") == 0 || strcmp(de->d_name, "f") == 0 || strcmp(de->d_name, "link") == 0;
+	assert_int_equal(n, 3);
+	assert_true(fcntl(dirfd(d), F_GETFD) & FD_CLOEXEC);
+	closedir(d);
+	assert_true(fcntl(dfd, F_GETFD) >= 0);
 
 	assert_int_equal(unlinkat(dfd, "f", 0), 0);
 	assert_int_equal(tl_rm_rf(dir), 0);
