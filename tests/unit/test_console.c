@@ -13,18 +13,6 @@
 #include "util.h"
 #include "testlib.h"
 
-static char dir[] = "/tmp/cryo-unit-console-XXXXXX";
-
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	return tl_rm_rf(dir);
-}
-
 static void test_send_recv(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
@@ -71,7 +59,7 @@ static void test_connect_errors(void **state)
 	char path[200];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/nobody-listens", dir);
+	snprintf(path, sizeof(path), "%s/nobody-listens", tl_dir);
 	assert_int_equal(cryo_console_connect(path, &fd, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "connect to console socket `"));
 	assert_non_null(strstr(err.msg, "`: No such file or directory"));
@@ -103,8 +91,8 @@ static void test_recvtty(void **state)
 	if (!build)
 		skip();
 	snprintf(tool, sizeof(tool), "%s/tests/tools/recvtty", build);
-	snprintf(sock, sizeof(sock), "%s/console.sock", dir);
-	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	snprintf(sock, sizeof(sock), "%s/console.sock", tl_dir);
+	snprintf(ready, sizeof(ready), "%s/ready", tl_dir);
 	if (access(tool, X_OK) < 0 || access("/dev/ptmx", R_OK | W_OK) < 0)
 		skip();
 	assert_int_equal(pipe2(op, O_CLOEXEC), 0);
@@ -161,5 +149,5 @@ int main(void)
 		cmocka_unit_test(test_recvtty),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tl_group_setup_tmpdir, tl_group_teardown_tmpdir);
 }

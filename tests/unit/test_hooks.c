@@ -12,18 +12,6 @@
 #include "util.h"
 #include "testlib.h"
 
-static char dir[] = "/tmp/cryo-unit-hooks-XXXXXX";
-
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	return tl_rm_rf(dir);
-}
-
 static void test_parse_valid(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
@@ -80,7 +68,7 @@ static void write_script(const char *name, const char *body)
 	char path[256];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", tl_dir, name);
 	f = fopen(path, "we");
 	assert_non_null(f);
 	fprintf(f, "#!/bin/sh\n%s\n", body);
@@ -93,12 +81,12 @@ static char *slurp(const char *name)
 	char path[256], *buf = NULL;
 	size_t len;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", tl_dir, name);
 	assert_int_equal(cryo_read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len), 0);
 	return buf;
 }
 
-/* json with every "@D" replaced by the test dir */
+/* json with every "@D" replaced by the test tl_dir */
 static char *subst(const char *tmpl)
 {
 	size_t cap = strlen(tmpl) * 8 + 1, j = 0;
@@ -107,7 +95,7 @@ static char *subst(const char *tmpl)
 	assert_non_null(out);
 	for (const char *p = tmpl; *p;) {
 		if (p[0] == '@' && p[1] == 'D') {
-			j += (size_t)snprintf(out + j, cap - j, "%s", dir);
+			j += (size_t)snprintf(out + j, cap - j, "%s", tl_dir);
 			p += 2;
 		} else {
 			out[j++] = *p++;
@@ -167,24 +155,24 @@ static void test_run_failure(void **state)
 			     " {\"path\": \"@D/never.sh\"}]}",
 			     CRYO_HOOK_POSTSTOP, "{}", &err),
 			 -ECANCELED);
-	snprintf(want, sizeof(want), "hook poststop[0] `%s/fail.sh` exited with status 3: some output boom", dir);
+	snprintf(want, sizeof(want), "hook poststop[0] `%s/fail.sh` exited with status 3: some output boom", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 	/* stopped at the first failure */
-	snprintf(path, sizeof(path), "%s/never", dir);
+	snprintf(path, sizeof(path), "%s/never", tl_dir);
 	assert_int_equal(access(path, F_OK), -1);
 
 	assert_int_equal(run("{\"prestart\": [{\"path\": \"@D/missing\"}]}", CRYO_HOOK_PRESTART, "{}", &err),
 			 -ECANCELED);
 	snprintf(want, sizeof(want),
-		 "hook prestart[0] `%s/missing` exited with status 127: cannot execute: No such file or directory", dir);
+		 "hook prestart[0] `%s/missing` exited with status 127: cannot execute: No such file or directory", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 
 	write_script("signal.sh", "kill -TERM $$");
 	assert_int_equal(run("{\"prestart\": [{\"path\": \"@D/signal.sh\"}]}", CRYO_HOOK_PRESTART, "{}", &err),
 			 -ECANCELED);
-	snprintf(want, sizeof(want), "hook prestart[0] `%s/signal.sh` killed by signal 15 (Terminated)", dir);
+	snprintf(want, sizeof(want), "hook prestart[0] `%s/signal.sh` killed by signal 15 (Terminated)", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 }
@@ -200,7 +188,7 @@ static void test_run_timeout(void **state)
 			     CRYO_HOOK_START_CONTAINER, "{}", &err),
 			 -ETIMEDOUT);
 	assert_true(cryo_now_ms() - t0 < 5000);
-	snprintf(want, sizeof(want), "hook startContainer[0] `%s/slow.sh` timed out after 1 s: started", dir);
+	snprintf(want, sizeof(want), "hook startContainer[0] `%s/slow.sh` timed out after 1 s: started", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 }
@@ -236,5 +224,5 @@ int main(void)
 		cmocka_unit_test(test_run_daemon_and_big_output),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tl_group_setup_tmpdir, tl_group_teardown_tmpdir);
 }

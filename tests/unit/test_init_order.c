@@ -34,8 +34,6 @@ static const char *config =
 	" \"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": ["
 	"  {\"names\": [\"mkdir\", \"mkdirat\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 13}]}}}";
 
-static char dir[] = "/tmp/cryo-unit-order-XXXXXX";
-
 /* What runtime/container.c's init does between `start` and execve. */
 static int init_sequence(bool nnp, uid_t uid, const char *want_eff)
 {
@@ -88,7 +86,7 @@ static int init_sequence(bool nnp, uid_t uid, const char *want_eff)
 		 "test \"$(ulimit -n)\" = 321 && test \"$(ulimit -Hn)\" = 654 || { echo bad limits; exit 1; }; "
 		 "mkdir %s/x 2>/dev/null && { echo mkdir allowed; exit 1; }; "
 		 "test -d %s/x && exit 1; exit 0",
-		 want_eff, nnp ? 1 : 0, dir, dir);
+		 want_eff, nnp ? 1 : 0, tl_dir, tl_dir);
 	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 	return 127;
 fail:
@@ -110,7 +108,7 @@ static void test_order(void **state)
 {
 	if (geteuid() != 0)
 		skip();
-	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(chmod(tl_dir, 0777), 0);
 	/* uid 1000 after execve: effective = ambient = CAP_NET_BIND_SERVICE (0x400) */
 	assert_int_equal(run(true, 1000, "0000000000000400"), 0);
 	assert_int_equal(run(false, 1000, "0000000000000400"), 0);
@@ -122,22 +120,11 @@ static void test_order(void **state)
 	assert_int_equal(run(true, 0, "0000000000000420"), 0);
 }
 
-/* created and removed around the whole group, so a failed assert leaves nothing */
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	return tl_rm_rf(dir);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tl_group_setup_tmpdir, tl_group_teardown_tmpdir);
 }

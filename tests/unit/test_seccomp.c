@@ -130,8 +130,6 @@ static void test_parse_bounds(void **state)
 	json_object_put(o);
 }
 
-static char dir[] = "/tmp/cryo-unit-seccomp-XXXXXX";
-
 static int load(const char *json, bool nnp)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
@@ -158,8 +156,8 @@ static int child_errno(void)
 {
 	char a[128], b[128];
 
-	snprintf(a, sizeof(a), "%s/a", dir);
-	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(a, sizeof(a), "%s/a", tl_dir);
+	snprintf(b, sizeof(b), "%s/b", tl_dir);
 	if (load("{" ALLOW ", \"architectures\": [\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\"],"
 		 " \"syscalls\": [{\"names\": [\"mkdir\", \"mkdirat\"], \"action\": \"SCMP_ACT_ERRNO\"},"
 		 "  {\"names\": [\"umask\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 33,"
@@ -249,7 +247,7 @@ static int child_privileged_no_nnp(void)
 {
 	char a[128];
 
-	snprintf(a, sizeof(a), "%s/c", dir);
+	snprintf(a, sizeof(a), "%s/c", tl_dir);
 	/* a rule that repeats the default action is dropped, not an error */
 	if (load("{" ALLOW ", \"syscalls\": [{\"names\": [\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\"},"
 		 " {\"names\": [\"getpid\"], \"action\": \"SCMP_ACT_ALLOW\"}]}", false) < 0)
@@ -270,17 +268,6 @@ static void test_apply(void **state)
 	assert_int_equal(tl_in_child(child_privileged_no_nnp), 0);
 }
 
-/* created and removed around the whole group, so a failed assert leaves nothing */
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	return tl_rm_rf(dir);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -290,5 +277,5 @@ int main(void)
 		cmocka_unit_test(test_apply),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tl_group_setup_tmpdir, tl_group_teardown_tmpdir);
 }

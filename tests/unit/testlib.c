@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -58,4 +61,17 @@ int tl_tmpdir(char *tmpl)
 int tl_rm_rf(const char *dir)
 {
 	return cryo_rm_rf_at(AT_FDCWD, dir);
+}
+
+char tl_dir[PATH_MAX];
+
+int tl_group_setup_tmpdir(void **state)
+{
+	snprintf(tl_dir, PATH_MAX, "/tmp/cryo-unit-%s-XXXXXX", program_invocation_short_name);
+	return mkdtemp(tl_dir) ? 0 : -1;
+}
+
+int tl_group_teardown_tmpdir(void **state)
+{
+	return tl_rm_rf(tl_dir);
 }

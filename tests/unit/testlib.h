@@ -49,3 +49,12 @@ int tl_tmpdir(char *tmpl);
 
 /* Remove a temporary directory tree; 0 or -errno. */
 int tl_rm_rf(const char *dir);
+
+/*
+ * A temporary directory tl_dir around a whole group, so a failed assert
+ * leaves nothing: cmocka_run_group_tests(tests, tl_group_setup_tmpdir,
+ * tl_group_teardown_tmpdir).
+ */
+extern char tl_dir[];
+int tl_group_setup_tmpdir(void **state);
+int tl_group_teardown_tmpdir(void **state);
