@@ -298,7 +298,7 @@ static bool in_path(const char *name)
 }
 
 /* Options common to dump and restore. */
-static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const char *log_name, int *ret_img_fd,
+static int set_common(criu_opts *co, const struct cryo_criu_opts *o, const char *log_name, int *ret_img_fd,
 			int *ret_work_fd, struct cryo_error *err)
 {
 	_cleanup_close_ int img = -1, work = -1;
@@ -343,17 +343,18 @@ static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const cha
 	return 0;
 }
 
-int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
+/*
+ * libcriu options for one dump or restore (`what`): the service binary,
+ * the environment this CRIU version needs, and the options common to both.
+ * The image and work dir fds must stay open until CRIU has run.
+ */
+static int open_session(const struct cryo_criu_opts *o, const char *what, const char *log_name, criu_opts **ret_co,
+			int *ret_img_fd, int *ret_work_fd, struct cryo_error *err)
 {
 	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
-	_cleanup_close_ int img = -1, work = -1;
-	struct cryo_criu_version v;
-	const char *what = o->pre_dump ? "pre-dump" : "dump";
-	const char *name = o->log_name ? o->log_name : (o->pre_dump ? "pre-dump.log" : "dump.log");
+	struct cryo_criu_version v = { 0 };
 	int r;
 
-	if (o->pid <= 0)
-		return cryo_error_setx(err, EINVAL, "criu %s: no process to dump", what);
 	r = new_opts(&co, err);
 	if (r < 0)
 		return r;
@@ -361,9 +362,26 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	prepare_env(&v);
-	r = setup_common(co, o, name, &img, &work, err);
+	r = set_common(co, o, log_name, ret_img_fd, ret_work_fd, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "criu %s", what);
+	*ret_co = TAKE_PTR(co);
+	return 0;
+}
+
+int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
+{
+	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
+	_cleanup_close_ int img = -1, work = -1;
+	const char *what = o->pre_dump ? "pre-dump" : "dump";
+	const char *name = o->log_name ? o->log_name : (o->pre_dump ? "pre-dump.log" : "dump.log");
+	int r;
+
+	if (o->pid <= 0)
+		return cryo_error_setx(err, EINVAL, "criu %s: no process to dump", what);
+	r = open_session(o, what, name, &co, &img, &work, err);
+	if (r < 0)
+		return r;
 	criu_local_set_pid(co, o->pid);
 	criu_local_set_leave_running(co, o->leave_running);
 	if (o->track_mem || o->pre_dump)
@@ -391,20 +409,12 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 {
 	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
 	_cleanup_close_ int img = -1, work = -1;
-	struct cryo_criu_version v;
 	const char *name = o->log_name ? o->log_name : "restore.log";
 	int r;
 
-	r = new_opts(&co, err);
+	r = open_session(o, "restore", name, &co, &img, &work, err);
 	if (r < 0)
 		return r;
-	r = version_of(co, &v, err);
-	if (r < 0)
-		return r;
-	prepare_env(&v);
-	r = setup_common(co, o, name, &img, &work, err);
-	if (r < 0)
-		return cryo_error_prefix(err, "criu restore");
 	criu_local_set_tcp_close(co, o->tcp_close);
 	if (o->root) {
 		r = criu_local_set_root(co, o->root);

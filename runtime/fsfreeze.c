@@ -1179,7 +1179,7 @@ int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report,
 	}
 	if (r < 0)
 		return r;
-	d = fdopendir(dup(t.dirfd));
+	d = cryo_opendir_at(t.dirfd, ".");
 	if (!d) {
 		r = cryo_error_set(err, errno, "list `%s/%s`", state_dir, JOURNAL_DIR);
 		closep(&t.dirfd);

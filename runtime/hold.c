@@ -238,19 +238,28 @@ static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct
 	return 0;
 }
 
-int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err)
+/* The journal dir that should hold entry name; a missing dir is "no hold `name`" (-ENOENT). */
+static int open_holds_dir_for(const char *root, const char *name, int *ret_fd, struct cryo_error *err)
 {
-	_cleanup_close_ int dfd = -1;
 	int r;
 
 	r = cryo_validate_id(name, err);
 	if (r < 0)
 		return r;
-	r = open_holds_dir(root, false, &dfd, err);
+	r = open_holds_dir(root, false, ret_fd, err);
 	if (r == -ENOENT) {
 		cryo_error_clear(err);
 		return cryo_error_setx(err, ENOENT, "no hold `%s`", name);
 	}
+	return r;
+}
+
+int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1;
+	int r;
+
+	r = open_holds_dir_for(root, name, &dfd, err);
 	if (r < 0)
 		return r;
 	return load_at(dfd, name, ret, err);
@@ -594,14 +603,7 @@ int cryo_hold_release_name(const char *root, const char *name, struct cryo_error
 	struct cryo_hold_rec *rec = NULL;
 	int r;
 
-	r = cryo_validate_id(name, err);
-	if (r < 0)
-		return r;
-	r = open_holds_dir(root, false, &dfd, err);
-	if (r == -ENOENT) {
-		cryo_error_clear(err);
-		return cryo_error_setx(err, ENOENT, "no hold `%s`", name);
-	}
+	r = open_holds_dir_for(root, name, &dfd, err);
 	if (r < 0)
 		return r;
 	r = load_at(dfd, name, &rec, err);
@@ -630,7 +632,7 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 	}
 	if (r < 0)
 		return r;
-	d = fdopendir(dup(dfd));
+	d = cryo_opendir_at(dfd, ".");
 	if (!d)
 		return cryo_error_set(err, errno, "list `%s/%s`", root, HOLDS_DIR);
 	while ((de = readdir(d))) {

@@ -24,21 +24,15 @@ static void remove_stale_staging(int parent_fd, const char *final_name)
 	struct dirent *de;
 	size_t plen;
 	DIR *d;
-	int fd;
 
 	if (asprintf(&prefix, ".%s" STAGING_TAG, final_name) < 0) {
 		prefix = NULL;
 		return;
 	}
 	plen = strlen(prefix);
-	fd = openat(parent_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	d = cryo_opendir_at(parent_fd, ".");
+	if (!d)
 		return;
-	d = fdopendir(fd);
-	if (!d) {
-		close(fd);
-		return;
-	}
 	while ((de = readdir(d))) {
 		uint64_t pid;
 
@@ -166,19 +160,13 @@ static int fsync_tree(int dfd, int depth, struct cryo_error *err)
 {
 	struct dirent *de;
 	DIR *d;
-	int fd, r = 0;
+	int r = 0;
 
 	if (depth > RM_MAX_DEPTH)
 		return cryo_error_setx(err, ELOOP, "image directory nests too deep");
-	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	d = cryo_opendir_at(dfd, ".");
+	if (!d)
 		return cryo_error_set(err, errno, "open image dir");
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return cryo_error_set(err, -r, "open image dir");
-	}
 	while (r == 0 && (de = readdir(d))) {
 		struct stat st;
 		int cfd;
@@ -218,17 +206,11 @@ static int dir_is_empty_at(int dirfd, const char *name)
 {
 	struct dirent *de;
 	DIR *d;
-	int fd, r = 1;
+	int r = 1;
 
-	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	d = cryo_opendir_at(dirfd, name);
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
 			r = 0;

@@ -126,18 +126,10 @@ static int list_dir(int dirfd, char ***ret, size_t *ret_n, struct cryo_error *er
 	size_t n = 0, cap = 0;
 	struct dirent *de;
 	DIR *d;
-	int fd;
 
-	fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	d = cryo_opendir_at(dirfd, ".");
+	if (!d)
 		return cryo_error_set(err, errno, "open image dir");
-	d = fdopendir(fd);
-	if (!d) {
-		int e = errno;
-
-		close(fd);
-		return cryo_error_set(err, e, "open image dir");
-	}
 	while ((errno = 0, de = readdir(d))) {
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
 		    strcmp(de->d_name, CRYO_MANIFEST_NAME) == 0 || strcmp(de->d_name, MANIFEST_TMP_NAME) == 0)

@@ -370,6 +370,15 @@ void cryo_strv_free(char **v)
 	free(v);
 }
 
+static bool has_state(int rootfd, const char *id)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/" STATE_FILE, id);
+	return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+}
+
 int cryo_state_list(const char *root, char ***ret, struct cryo_error *err)
 {
 	char **v = NULL;
@@ -383,7 +392,12 @@ int cryo_state_list(const char *root, char ***ret, struct cryo_error *err)
 	while (d && (de = readdir(d))) {
 		char **nv;
 
-		if (de->d_type != DT_DIR || cryo_validate_id(de->d_name, NULL) < 0)
+		/*
+		 * The root also holds directories that are not containers (the
+		 * hold journal `holds/`) under names that are valid ids: a
+		 * container is a directory with a state file.
+		 */
+		if (de->d_type != DT_DIR || cryo_validate_id(de->d_name, NULL) < 0 || !has_state(dirfd(d), de->d_name))
 			continue;
 		nv = realloc(v, (n + 2) * sizeof(*v));
 		if (!nv)

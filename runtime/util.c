@@ -219,12 +219,29 @@ int cryo_parse_u64(const char *s, uint64_t max, uint64_t *ret)
 	return 0;
 }
 
+DIR *cryo_opendir_at(int dirfd, const char *name)
+{
+	DIR *d;
+	int fd, e;
+
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		e = errno;
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
 static int rm_rf_depth(int dfd, const char *name, int depth)
 {
 	struct stat st;
 	struct dirent *de;
 	DIR *d;
-	int fd, r = 0;
+	int r = 0;
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
@@ -232,15 +249,9 @@ static int rm_rf_depth(int dfd, const char *name, int depth)
 		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
 	if (depth > RM_RF_MAX_DEPTH)
 		return -ELOOP;
-	fd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
+	d = cryo_opendir_at(dfd, name);
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
 	while ((de = readdir(d))) {
 		int q;
 

@@ -7,6 +7,7 @@
 #ifndef CRYO_UTIL_H
 #define CRYO_UTIL_H
 
+#include <dirent.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -91,6 +92,13 @@ int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t 
  * following symlinks; at most 32 levels). A missing name is not an error.
  */
 int cryo_rm_rf_at(int dirfd, const char *name);
+
+/*
+ * opendir() of dirfd/name (never following a symlink at name; "." for
+ * dirfd itself, read from a new open file of its own, so the caller's fd
+ * and offset stay untouched). NULL with errno set on failure, like opendir().
+ */
+DIR *cryo_opendir_at(int dirfd, const char *name);
 
 /* mkdir -p with mode for each created component. */
 int cryo_mkdir_p(const char *path, mode_t mode);

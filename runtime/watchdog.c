@@ -106,12 +106,23 @@ static void detach(int ready_fd, const int *keep_fds, size_t n_keep)
 	}
 }
 
+/* poll() fd for POLLIN up to timeout_ms, resuming after signals: 1, 0 on timeout, -1 with errno. */
+static int wait_readable(int fd, int timeout_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	int r;
+
+	do {
+		r = poll(&p, 1, timeout_ms);
+	} while (r < 0 && errno == EINTR);
+	return r;
+}
+
 int cryo_watchdog_spawn(cryo_watchdog_main_fn main_fn, void *data, const int *keep_fds, size_t n_keep,
 			int timeout_ms, pid_t *ret_pid, struct cryo_error *err)
 {
 	_cleanup_close_ int rfd = -1;
 	struct ready_msg m = { 0 };
-	struct pollfd p;
 	int pfd[2], status, r;
 	ssize_t n;
 	pid_t pid;
@@ -153,10 +164,7 @@ int cryo_watchdog_spawn(cryo_watchdog_main_fn main_fn, void *data, const int *ke
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
 
-	p = (struct pollfd){ .fd = rfd, .events = POLLIN };
-	do {
-		r = poll(&p, 1, timeout_ms);
-	} while (r < 0 && errno == EINTR);
+	r = wait_readable(rfd, timeout_ms);
 	if (r < 0)
 		return cryo_error_set(err, errno, "watchdog: wait for it to start");
 	if (r == 0)
@@ -174,15 +182,21 @@ int cryo_watchdog_spawn(cryo_watchdog_main_fn main_fn, void *data, const int *ke
 	return 0;
 }
 
-static int socket_addr(int dirfd, const char *name, struct sockaddr_un *sa, socklen_t *ret_len, struct cryo_error *err)
+/* A new socket and the address of dirfd/name for it (through /proc: sun_path is short). */
+static int open_socket(int dirfd, const char *name, struct sockaddr_un *sa, socklen_t *ret_len, int *ret_fd,
+		       struct cryo_error *err)
 {
-	int n;
+	int n, fd;
 
 	*sa = (struct sockaddr_un){ .sun_family = AF_UNIX };
 	n = snprintf(sa->sun_path, sizeof(sa->sun_path), "/proc/self/fd/%d/%s", dirfd, name);
 	if (n < 0 || (size_t)n >= sizeof(sa->sun_path))
 		return cryo_error_setx(err, ENAMETOOLONG, "watchdog socket name `%s` is too long", name);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "watchdog: socket");
 	*ret_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + (size_t)n + 1);
+	*ret_fd = fd;
 	return 0;
 }
 
@@ -193,12 +207,9 @@ int cryo_watchdog_listen(int dirfd, const char *name, int *ret_fd, struct cryo_e
 	socklen_t len = 0;
 	int r;
 
-	r = socket_addr(dirfd, name, &sa, &len, err);
+	r = open_socket(dirfd, name, &sa, &len, &fd, err);
 	if (r < 0)
 		return r;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return cryo_error_set(err, errno, "watchdog: socket");
 	if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
 		return cryo_error_set(err, errno, "watchdog: remove stale socket `%s`", name);
 	if (bind(fd, (struct sockaddr *)&sa, len) < 0)
@@ -214,25 +225,18 @@ int cryo_watchdog_call(int dirfd, const char *name, const char *req, char *reply
 {
 	_cleanup_close_ int fd = -1;
 	struct sockaddr_un sa;
-	struct pollfd p;
 	socklen_t len = 0;
 	ssize_t n;
 	int r;
 
-	r = socket_addr(dirfd, name, &sa, &len, err);
+	r = open_socket(dirfd, name, &sa, &len, &fd, err);
 	if (r < 0)
 		return r;
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return cryo_error_set(err, errno, "watchdog: socket");
 	if (connect(fd, (struct sockaddr *)&sa, len) < 0)
 		return cryo_error_set(err, errno, "watchdog: connect to `%s`", name);
 	if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0)
 		return cryo_error_set(err, errno == EPIPE || errno == ECONNRESET ? EPIPE : errno, "watchdog: send");
-	p = (struct pollfd){ .fd = fd, .events = POLLIN };
-	do {
-		r = poll(&p, 1, timeout_ms);
-	} while (r < 0 && errno == EINTR);
+	r = wait_readable(fd, timeout_ms);
 	if (r < 0)
 		return cryo_error_set(err, errno, "watchdog: wait for the reply");
 	if (r == 0)

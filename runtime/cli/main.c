@@ -9,22 +9,12 @@
 #include "version.h"
 #include "cli.h"
 
+/* A row without a name starts a group: its summary is the heading in --help. */
+#define GROUP(heading) { NULL, heading, NULL }
+
 static const struct cli_command commands[] = {
-	{ "features", "print what this build and host support (JSON)", cmd_features },
-	{ "check", "can this host checkpoint and restore? (CRIU, kernel, breakpoints)", cmd_check },
-	{ "checkpoint", "checkpoint a container (freeze, snapshot, CRIU dump, atomic image)", cmd_checkpoint },
-	{ "restore", "restore a container from a checkpoint image", cmd_restore },
-	{ "inspect", "print a checkpoint image's manifest", cmd_inspect },
-	{ "fsfreeze", "freeze a container's rootfs filesystem, with a deadline", cmd_fsfreeze },
-	{ "fsthaw", "thaw a filesystem frozen by `cryo fsfreeze`", cmd_fsthaw },
-	{ "freeze", "freeze a container (or --cgroup) and wait until FROZEN", cmd_freeze },
-	{ "thaw", "thaw a container (or --cgroup); cancels FREEZING", cmd_thaw },
-	{ "pause", "OCI name of freeze", cmd_pause },
-	{ "resume", "OCI name of thaw", cmd_resume },
-	{ "kill-all", "signal every task of a container (or --cgroup), none escapes", cmd_kill_all },
-	{ "freezer-state", "print RUNNING, FREEZING or FROZEN for a container (or --cgroup)", cmd_freezer_state },
-	{ "recover", "thaw whatever a dead cryo left frozen (journal of holds)", cmd_recover },
-	{ "sleep-hook", "system-sleep hook: keep frozen containers frozen across suspend/resume", cmd_sleep_hook },
+	/* lifecycle: the OCI runtime commands */
+	GROUP("Container lifecycle (OCI)"),
 	{ "create", "create a container from a bundle (it waits for start)", cmd_create },
 	{ "start", "start the process of a created container", cmd_start },
 	{ "run", "create and start a container; returns its exit code", cmd_run },
@@ -34,6 +24,29 @@ static const struct cli_command commands[] = {
 	{ "list", "list containers", cmd_list },
 	{ "ps", "list the processes of a container", cmd_ps },
 	{ "spec", "write a default config.json", cmd_spec },
+	/* freezer: cgroup freezes, their holds and what undoes them */
+	GROUP("Freezer"),
+	{ "freeze", "freeze a container (or --cgroup) and wait until FROZEN", cmd_freeze },
+	{ "thaw", "thaw a container (or --cgroup); cancels FREEZING", cmd_thaw },
+	{ "pause", "OCI name of freeze", cmd_pause },
+	{ "resume", "OCI name of thaw", cmd_resume },
+	{ "kill-all", "signal every task of a container (or --cgroup), none escapes", cmd_kill_all },
+	{ "freezer-state", "print RUNNING, FREEZING or FROZEN for a container (or --cgroup)", cmd_freezer_state },
+	{ "recover", "thaw whatever a dead cryo left frozen (journal of holds)", cmd_recover },
+	{ "sleep-hook", "system-sleep hook: keep frozen containers frozen across suspend/resume", cmd_sleep_hook },
+	/* fsfreeze: FIFREEZE of a container's rootfs, always with a deadline */
+	GROUP("Filesystem freeze"),
+	{ "fsfreeze", "freeze a container's rootfs filesystem, with a deadline", cmd_fsfreeze },
+	{ "fsthaw", "thaw a filesystem frozen by `cryo fsfreeze`", cmd_fsthaw },
+	/* checkpoint: CRIU images of containers and whether this host can make them */
+	GROUP("Checkpoint/restore"),
+	{ "checkpoint", "checkpoint a container (freeze, snapshot, CRIU dump, atomic image)", cmd_checkpoint },
+	{ "restore", "restore a container from a checkpoint image", cmd_restore },
+	{ "inspect", "print a checkpoint image's manifest", cmd_inspect },
+	{ "check", "can this host checkpoint and restore? (CRIU, kernel, breakpoints)", cmd_check },
+	/* misc */
+	GROUP("Other"),
+	{ "features", "print what this build and host support (JSON)", cmd_features },
 };
 
 int cli_fail(struct cryo_error *err)
@@ -75,11 +88,13 @@ static void usage(FILE *out)
 		"  --debug               verbose diagnostics\n"
 		"  --systemd-cgroup      accepted for compatibility, ignored\n"
 		"  -v, --version         print the version\n"
-		"  -h, --help            print this help\n"
-		"\n"
-		"Commands:\n");
-	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-		fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
+		"  -h, --help            print this help\n");
+	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+		if (!commands[i].name)
+			fprintf(out, "\n%s:\n", commands[i].summary);
+		else
+			fprintf(out, "  %-14s %s\n", commands[i].name, commands[i].summary);
+	}
 }
 
 int main(int argc, char **argv)
@@ -141,7 +156,7 @@ int main(int argc, char **argv)
 	}
 
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		if (strcmp(commands[i].name, argv[optind]) == 0) {
+		if (commands[i].name && strcmp(commands[i].name, argv[optind]) == 0) {
 			/* the subcommand sees argv starting at its own name */
 			char **sub = argv + optind;
 			int subc = argc - optind;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Checkpoint/restore benchmark (not a timed test), in the VM harness where
-# criu 3.17 works: the same self-checking workload (tests/helpers/counter.c:
+# criu 3.17 works: the same self-checking workload (tests/tools/cryo-test-counter.c:
 # a 3-process tree, pipe, socket pair, zombie, MEM MiB of touched memory)
 #
 #   bare   `criu dump -t PID` / `criu restore -d` of the process tree
@@ -31,7 +31,7 @@ need_cmd criu
 REPS=${1:-3}
 shift || true
 SIZES=${*:-64 512}
-CNT=$CRYO_BUILD/tests/cryo-test-counter
+CNT=$CRYO_BUILD/tests/tools/cryo-test-counter
 file "$CNT" | grep -q 'statically linked' || skip "cryo-test-counter is not static (sanitizer build?)"
 "$CRYO_BIN" check >"$T/check.out" 2>&1 || { cat "$T/check.out"; fail "cryo check: CRIU does not work here"; }
 RUNC=1

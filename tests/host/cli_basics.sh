@@ -9,6 +9,10 @@ echo "$out" | grep -q '^cryo version [0-9]' || fail "--version printed: $out"
 
 out=$(cryo --help) || fail "--help failed"
 echo "$out" | grep -q 'features' || fail "--help does not list the features command: $out"
+# commands are listed in groups, each under its heading
+for g in 'Container lifecycle (OCI):create' 'Freezer:freeze' 'Filesystem freeze:fsfreeze' 'Checkpoint/restore:checkpoint'; do
+	echo "$out" | grep -A1 -xF "${g%%:*}:" | grep -q "^  ${g#*:} " || fail "--help does not list \`${g#*:}\` under \`${g%%:*}\`: $out"
+done
 
 expect_fail 2 cryo no-such-command
 echo "$LAST_OUTPUT" | grep -q "unknown command \`no-such-command\`" || fail "unknown command message: $LAST_OUTPUT"

@@ -17,7 +17,7 @@ for h in v1 v2; do
 		fz_expect_state "$cg" FROZEN
 		check cryo thaw --cgroup "$cg"
 		fz_expect_state "$cg" RUNNING
-		fz_rmcg "$cg"
+		cg_remove "$cg"
 		log "$h: froze and thawed $n tasks"
 	done
 

@@ -63,6 +63,6 @@ for h in v1 v2; do
 	check cryo freeze --cgroup "$cg" --timeout 5000
 	fz_expect_state "$cg" FROZEN
 	check cryo thaw --cgroup "$cg"
-	fz_rmcg "$cg"
+	cg_remove "$cg"
 done
 echo ok

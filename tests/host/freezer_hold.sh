@@ -11,7 +11,6 @@ fz_need_hierarchies
 R=$T/root
 mkdir -p "$R"
 at_exit "fz_kill_watchdogs '$R'"
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 for h in v1 v2; do
 	fz_mkcg $h hold; cg=$CG
@@ -72,6 +71,10 @@ for h in v1 v2; do
 	out=$(cryo --root "$R" recover) || fail "$h: recover failed: $out"
 	echo "$out" | grep -q "^kept" || fail "$h: recover did not keep the live hold: $out"
 	fz_expect_state "$cg" FROZEN
+	# the journal dir sits in the state root under a valid id, but is no container
+	[ -d "$R/holds" ] || fail "$h: no hold journal dir $R/holds"
+	out=$(cryo --root "$R" list -q) || fail "$h: list failed: $out"
+	! grep -qx holds <<<"$out" || fail "$h: \`cryo list\` shows the hold journal as a container: $out"
 	check cryo --root "$R" thaw --cgroup "$cg"
 	fz_expect_state "$cg" RUNNING
 
@@ -107,7 +110,7 @@ JSON
 	fz_expect_state "$cg" RUNNING
 	expect_fail 1 cryo --root "$R" resume fz-$h
 	echo "$LAST_OUTPUT" | grep -q "not frozen" || fail "$h: resume twice: $LAST_OUTPUT"
-	fz_rmcg "$cg"
+	cg_remove "$cg"
 	# its init is gone: the container is stopped and can't be paused
 	expect_fail 1 cryo --root "$R" pause fz-$h
 	echo "$LAST_OUTPUT" | grep -q "is stopped, not running" || fail "$h: pause of a stopped container: $LAST_OUTPUT"

@@ -36,7 +36,7 @@ for h in v1 v2; do
 	check cryo thaw --cgroup "$cg"
 	for _ in $(seq 100); do [ "$(wc -l < "$T/term.$h" 2>/dev/null || echo 0)" -ge 20 ] && break; sleep 0.05; done
 	[ "$(wc -l < "$T/term.$h")" -ge 20 ] || fail "$h: only $(wc -l < "$T/term.$h") of 20 tasks got SIGTERM"
-	fz_rmcg "$cg"
+	cg_remove "$cg"
 done
 expect_fail 2 cryo kill-all --cgroup /x NOSUCHSIG
 echo "$LAST_OUTPUT" | grep -q "unknown signal" || fail "bad signal message: $LAST_OUTPUT"

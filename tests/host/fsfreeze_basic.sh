@@ -8,10 +8,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/fsimg.sh"
 
-need_root
-need_cmd losetup
-need_cmd mkfs.ext4
-need_cmd mkfs.xfs
+fsimg_need ext4 xfs
 need_cmd fsfreeze
 need_cmd setpriv
 R=$T/root

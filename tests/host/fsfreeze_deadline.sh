@@ -9,10 +9,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/fsimg.sh"
 
-need_root
-need_cmd losetup
-need_cmd mkfs.ext4
-need_cmd mkfs.xfs
+fsimg_need ext4 xfs
 need_cmd setsid
 R=$T/root
 MARGIN=2000  # ms past the deadline that still counts as "by the deadline" (shared, loaded machines)
@@ -20,6 +17,15 @@ MARGIN=2000  # ms past the deadline that still counts as "by the deadline" (shar
 # the journal of the filesystem mounted on $mp
 journal() { grep -l "\"mountpoint\":\"${mp//\//\\\\/}\"" "$R"/.fsfreeze/*.json 2>/dev/null | xargs -r cat; }
 watchdog_pid() { journal | python3 -c 'import json,sys; print(json.load(sys.stdin)["watchdog_pid"])'; }
+# a 60 s freeze of $mp; its watchdog's pid in $wd
+freeze_60s() {
+	check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
+	wd=$(watchdog_pid)
+}
+kill_watchdog() {
+	kill -9 "$wd"
+	wait_gone "$wd" 30 || fail "watchdog survived kill -9"
+}
 
 # freeze mp with timeout S, then time how long a writer stays blocked
 deadline_run() {
@@ -150,10 +156,8 @@ start_writer "$mp/f" "f"
 wait_gone $WRITER 50 || fail "left frozen after a failed hold"
 
 log "kill -9 of the watchdog itself: cryo says so, --force thaws"
-check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
-wd=$(watchdog_pid)
-kill -9 "$wd"
-wait_gone "$wd" 30 || fail "watchdog survived kill -9"
+freeze_60s
+kill_watchdog
 expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
 echo "$LAST_OUTPUT" | grep -q "its watchdog (pid $wd) is gone, so no deadline will thaw it" || fail "dead watchdog: $LAST_OUTPUT"
 expect_fail 1 cryo --root "$R" fsfreeze --path "$mp"
@@ -167,12 +171,10 @@ expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
 echo "$LAST_OUTPUT" | grep -q "already thawed by \`cryo recover\` after its watchdog died" || fail "thaw after recover: $LAST_OUTPUT"
 
 log "the same, thawed by hand with fsthaw --force; recover keeps a live hold"
-check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
-wd=$(watchdog_pid)
+freeze_60s
 out=$(cryo --root "$R" recover) || fail "recover failed: $out"
 echo "$out" | grep -q "kept fs-freeze \`$mp\`: its watchdog is live" || fail "recover of a live hold: $out"
-kill -9 "$wd"
-wait_gone "$wd" 30 || fail "watchdog survived kill -9"
+kill_watchdog
 check cryo --root "$R" fsthaw --force --path "$mp"
 start_writer "$mp/d2" "d2"
 wait_gone $WRITER 50 || fail "--force did not thaw"
@@ -180,8 +182,7 @@ expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
 echo "$LAST_OUTPUT" | grep -q "already thawed by a forced thaw" || fail "thaw after a forced thaw: $LAST_OUTPUT"
 
 log "SIGTERM to the watchdog thaws"
-check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
-wd=$(watchdog_pid)
+freeze_60s
 start_writer "$mp/t" "t"
 wait_dstate $WRITER || fail "not frozen"
 kill -TERM "$wd"

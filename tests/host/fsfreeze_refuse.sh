@@ -10,9 +10,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$(dirname "$0")/../lib/fsimg.sh"
 
-need_root
-need_cmd losetup
-need_cmd mkfs.ext4
+fsimg_need ext4
 R=$T/root
 mp=$T/ext4
 fsimg_mount ext4 ext4 64M

@@ -12,7 +12,7 @@ bundle_new "$B"
 
 # inside: ls is pid 1, so /proc/self/fd is what cryo handed over plus ls's own dir fd (3)
 bundle_set "$B" 'c["process"]["args"] = ["ls", "/proc/self/fd"]'
-out=$(timeout 60 "$CRYO_BIN" --root "$RTROOT" --log "$T/log" run --bundle "$B" "$id" </dev/null 2>&1 3</dev/null 4</dev/null 9</dev/null) \
+out=$(rt_timed --log "$T/log" run --bundle "$B" "$id" </dev/null 2>&1 3</dev/null 4</dev/null 9</dev/null) \
 	|| fail "run: $out"
 [ "$(echo $out)" = "0 1 2 3" ] || fail "fds open in the container: \`$(echo $out)\` (expected \`0 1 2 3\`, 3 being ls's own)"
 # outside: the running init has exactly 0 1 2, even with more fds open in the caller
@@ -33,7 +33,7 @@ if (echo x > "/proc/$pid/exe") 2>/dev/null; then fail "/proc/$pid/exe of the ini
 check rt delete --force "$id"
 # an entrypoint that execs /proc/self/exe runs the memfd copy, never the host file
 bundle_set "$B" 'c["process"]["args"] = ["/proc/self/exe"]'
-timeout 60 "$CRYO_BIN" --root "$RTROOT" run --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || true
+rt_timed run --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || true
 [ "$(sha256sum "$CRYO_BIN" | cut -d' ' -f1)" = "$sum" ] || fail "the cryo binary changed"
 rt delete --force "$id" >/dev/null 2>&1 || true
 # an immutable binary can't be written at all: cryo then skips the copy
@@ -69,7 +69,7 @@ c["root"]["readonly"] = True
 c["linux"]["devices"] = [{"path": "/dev/fuse", "type": "c", "major": 10, "minor": 229, "fileMode": 438, "uid": 0, "gid": 0}]
 '
 before=$(stat -c '%U %G %a' /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty)
-out=$(timeout 60 "$CRYO_BIN" --root "$RTROOT" run --bundle "$B" "$id" </dev/null 2>&1) || fail "run: $out"
+out=$(rt_timed run --bundle "$B" "$id" </dev/null 2>&1) || fail "run: $out"
 for want in timer_list-masked acpi-masked procsys-ro sys-ro zero=4 null-ok links-ok pts-ok shm-ok root-ro has-root isolated; do
 	echo "$out" | grep -qx "$want" || fail "expected \`$want\` in: $out"
 done

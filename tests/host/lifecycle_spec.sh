@@ -11,7 +11,7 @@
 id=rt-spec-$$
 B=$T/$id
 bundle_new "$B"
-runit() { timeout 60 "$CRYO_BIN" --root "$RTROOT" run --bundle "$B" "$id" </dev/null 2>&1; }
+runit() { rt_timed run --bundle "$B" "$id" </dev/null 2>&1; }
 
 # -- capabilities, seccomp, rlimits, NNP, OOM score
 bundle_set "$B" '

@@ -9,7 +9,7 @@
 # gets that far.)
 . "$(dirname "$0")/../lib/common.sh"
 need_root
-TOOL=$CRYO_BUILD/tests/cryo-test-criu
+TOOL=$CRYO_BUILD/tests/tools/cryo-test-criu
 [ -x "$TOOL" ] || fail "build $TOOL first"
 R=$T/root
 id=rs-bad-$$

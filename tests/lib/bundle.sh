@@ -6,6 +6,7 @@
 #   bundle_set DIR PY         edit DIR/config.json: PY runs with `c` bound to the config
 #   cgroup_parent             the parent cgroup every container of this test lives in
 #   rt                        cryo with --root in $T
+#   rt_timed                  rt under a 60 s timeout, for a foreground `run` that could hang
 need_root
 need_cmd busybox
 need_cmd mkfs.ext4
@@ -15,6 +16,7 @@ CGPARENT="cryo-test-runtime-$$"
 RTROOT="$T/root"
 
 rt() { "$CRYO_BIN" --root "$RTROOT" "$@"; }
+rt_timed() { timeout 60 "$CRYO_BIN" --root "$RTROOT" "$@"; }
 
 _cgparent_cleanup() {
 	local d

@@ -6,6 +6,10 @@
 #   check CMD...           run CMD, fail with its output if it fails
 #   expect_fail RC CMD...  CMD must exit with RC (any non-zero if RC is "!")
 #   at_exit "cmd"          run cmd on exit (LIFO), before the host check
+#   now_ms                 CLOCK_REALTIME in ms
+#   cg_remove DIR          thaw a test cgroup (v1 or v2, any state), SIGKILL
+#                          every task in it and below, remove it and its
+#                          children (for at_exit)
 #
 # Each test gets $T, a private temp dir, and its own host check: a test
 # that leaves damage behind fails even if its assertions passed.
@@ -65,6 +69,34 @@ need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
 need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs \`$1\`"; }
 
 cryo() { "$CRYO_BIN" "$@"; }
+
+now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+cg_remove() {
+	local dir=$1 c pid
+	[ -d "$dir" ] || return 0
+	# v1: THAWED on the parent thaws its children; v2: each child keeps its own cgroup.freeze
+	[ -e "$dir/cgroup.freeze" ] && echo 0 >"$dir/cgroup.freeze"
+	[ -e "$dir/freezer.state" ] && echo THAWED >"$dir/freezer.state"
+	for c in "$dir"/*/; do
+		[ -d "$c" ] && cg_remove "${c%/}"
+	done
+	for _ in $(seq 100); do
+		# (cgroup files have no size: read them)
+		[ -n "$(cat "$dir/cgroup.procs" 2>/dev/null)" ] || break
+		if [ -e "$dir/cgroup.kill" ]; then
+			echo 1 >"$dir/cgroup.kill"
+		else
+			for pid in $(cat "$dir/cgroup.procs" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+		fi
+		sleep 0.05
+	done
+	for _ in $(seq 40); do
+		rmdir "$dir" 2>/dev/null && return 0
+		sleep 0.05
+	done
+	rmdir "$dir"
+}
 
 if [ "${CRYO_NO_HOSTCHECK:-0}" != 1 ] && [ -d /sys/fs/cgroup ]; then
 	_HOSTCHECK_SAVED="$T/hostcheck.before"

@@ -13,27 +13,12 @@ fz_need_hierarchies() {
 # fz_root v1|v2
 fz_root() { if [ "$1" = v1 ]; then echo "$V1ROOT"; else echo "$V2ROOT"; fi; }
 
-# Thaw, empty and remove a test cgroup (any state, any depth).
-fz_rmcg() {
-	local cg=$1 i p
-	[ -d "$cg" ] || return 0
-	[ -f "$cg/freezer.state" ] && echo THAWED > "$cg/freezer.state"
-	[ -f "$cg/cgroup.freeze" ] && echo 0 > "$cg/cgroup.freeze"
-	for i in $(seq 100); do
-		[ -f "$cg/cgroup.kill" ] && echo 1 > "$cg/cgroup.kill"
-		for p in $(cat "$cg/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
-		[ -z "$(cat "$cg/cgroup.procs" 2>/dev/null)" ] && break
-		sleep 0.05
-	done
-	rmdir "$cg"
-}
-
 # fz_mkcg v1|v2 NAME: create a cgroup, removed at exit; its path is in $CG
 # (not printed: at_exit must run in this shell, not in a $(...) subshell)
 fz_mkcg() {
 	CG="$(fz_root "$1")/cryo-test-freezer-$$-$2"
 	mkdir "$CG" || fail "mkdir $CG"
-	at_exit "fz_rmcg '$CG'"
+	at_exit "cg_remove '$CG'"
 }
 
 # fz_spawn CG N [CMD...]: start N copies of CMD (default: sleep 1000) in CG

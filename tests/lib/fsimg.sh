@@ -5,14 +5,21 @@
 # writer in D state cannot be killed, and a watchdog's fd keeps the mount
 # busy).
 #
+#   fsimg_need FSTYPE...           skip unless root with losetup and mkfs.FSTYPE
 #   fsimg_mount FSTYPE NAME SIZE   image $T/NAME.img mounted on $T/NAME
 #   start_writer FILE DATA         background write; pid in $WRITER
 #   task_state PID                 one letter from /proc/PID/stat
 #   wait_dstate PID [TENTHS]       until PID sleeps in D state
 #   wait_gone PID [TENTHS]         until PID exited; also reaps it
-#   now_ms                         CLOCK_REALTIME in ms
 
-now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+fsimg_need() {
+	local fs
+	need_root
+	need_cmd losetup
+	for fs in "$@"; do
+		need_cmd "mkfs.$fs"
+	done
+}
 
 task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 

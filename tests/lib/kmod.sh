@@ -63,24 +63,6 @@ kmod_setup() {
 	export CRYO_KMOD_MNT=$MNT CRYO_KMOD_NOFRZ=$T CRYO_KMOD_CG2=$CG2 CRYO_KMOD_CG1=$CG1
 }
 
-cg_remove() {
-	local d=$1 c
-	[ -d "$d" ] || return 0
-	[ -e "$d/cgroup.freeze" ] && echo 0 >"$d/cgroup.freeze"
-	[ -e "$d/freezer.state" ] && echo THAWED >"$d/freezer.state"
-	for c in "$d"/*/; do
-		[ -d "$c" ] && rmdir "$c"
-	done
-	for c in $(cat "$d/cgroup.procs" 2>/dev/null); do
-		kill -9 "$c" 2>/dev/null
-	done
-	for _ in $(seq 50); do
-		rmdir "$d" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 kmod_load() {
 	insmod "$CRYO_KMOD" || fail "insmod $CRYO_KMOD"
 	[ -c /dev/cryo_freezer ] || fail "no /dev/cryo_freezer after insmod"

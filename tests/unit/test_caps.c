@@ -1,8 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,30 +9,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "caps.h"
 #include "util.h"
+#include "testlib.h"
 
 #define BIT(c) (UINT64_C(1) << (c))
-
-static int parse(const char *json, struct cryo_caps_spec *spec, struct cryo_error *err)
-{
-	struct json_object *o = json_tokener_parse(json);
-	int r;
-
-	assert_non_null(o);
-	r = cryo_caps_parse(o, spec, err);
-	json_object_put(o);
-	return r;
-}
 
 static void test_parse_valid(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_caps_spec spec;
 
-	assert_int_equal(parse("{\"bounding\": [\"CAP_CHOWN\", \"CAP_KILL\"], \"effective\": [\"CAP_KILL\"],"
+	assert_int_equal(tl_parse(cryo_caps_parse, "{\"bounding\": [\"CAP_CHOWN\", \"CAP_KILL\"], \"effective\": [\"CAP_KILL\"],"
 			       " \"permitted\": [\"CAP_KILL\"], \"ambient\": [], \"unknownField\": 1}", &spec, &err), 0);
 	assert_true(spec.present);
 	assert_true(spec.sets[CRYO_CAPS_BOUNDING] == (BIT(CAP_CHOWN) | BIT(CAP_KILL)));
@@ -48,7 +33,7 @@ static void test_parse_valid(void **state)
 	/* absent: nothing to do */
 	assert_int_equal(cryo_caps_parse(NULL, &spec, &err), 0);
 	assert_false(spec.present);
-	assert_int_equal(parse("{}", &spec, &err), 0);
+	assert_int_equal(tl_parse(cryo_caps_parse, "{}", &spec, &err), 0);
 	assert_true(spec.present);
 	assert_true(spec.sets[CRYO_CAPS_BOUNDING] == 0);
 }
@@ -58,11 +43,7 @@ static void expect_error(const char *json, const char *msg)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_caps_spec spec;
 
-	assert_int_equal(parse(json, &spec, &err), -EINVAL);
-	assert_non_null(err.msg);
-	if (strcmp(err.msg, msg) != 0)
-		fail_msg("for %s\n got: %s\nwant: %s", json, err.msg, msg);
-	cryo_error_clear(&err);
+	tl_expect_error(json, tl_parse(cryo_caps_parse, json, &spec, &err), -EINVAL, &err, msg);
 }
 
 static void test_parse_invalid(void **state)
@@ -74,19 +55,6 @@ static void test_parse_invalid(void **state)
 	expect_error("{\"permitted\": \"CAP_KILL\"}", "process.capabilities.permitted: must be an array of strings");
 	expect_error("{\"inheritable\": [7]}", "process.capabilities.inheritable[0]: must be a string");
 	expect_error("[]", "process.capabilities: must be an object");
-}
-
-/* Run fn in a forked child; returns its exit status (0 = passed). */
-static int in_child(int (*fn)(void))
-{
-	pid_t pid = fork();
-	int st;
-
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(fn());
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
 static int status_mask(const char *key, uint64_t *ret)
@@ -188,9 +156,9 @@ static void test_apply(void **state)
 {
 	if (geteuid() != 0)
 		skip();
-	assert_int_equal(in_child(child_root), 0);
-	assert_int_equal(in_child(child_setuid_exec), 0);
-	assert_int_equal(in_child(child_bad_ambient), 0);
+	assert_int_equal(tl_in_child(child_root), 0);
+	assert_int_equal(tl_in_child(child_setuid_exec), 0);
+	assert_int_equal(tl_in_child(child_bad_ambient), 0);
 }
 
 int main(void)

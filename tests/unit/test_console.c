@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,25 +9,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "console.h"
 #include "util.h"
-
-static char dir[] = "/tmp/cryo-unit-console-XXXXXX";
-
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
+#include "testlib.h"
 
 static void test_send_recv(void **state)
 {
@@ -78,7 +59,7 @@ static void test_connect_errors(void **state)
 	char path[200];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/nobody-listens", dir);
+	snprintf(path, sizeof(path), "%s/nobody-listens", tl_dir);
 	assert_int_equal(cryo_console_connect(path, &fd, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "connect to console socket `"));
 	assert_non_null(strstr(err.msg, "`: No such file or directory"));
@@ -102,7 +83,7 @@ static void test_recvtty(void **state)
 {
 	const char *build = getenv("CRYO_BUILD");
 	char tool[512], sock[256], ready[256], out[4096] = { 0 };
-	int op[2], st;
+	int op[2];
 	size_t len = 0;
 	pid_t rpid, cpid;
 	ssize_t n;
@@ -110,8 +91,8 @@ static void test_recvtty(void **state)
 	if (!build)
 		skip();
 	snprintf(tool, sizeof(tool), "%s/tests/tools/recvtty", build);
-	snprintf(sock, sizeof(sock), "%s/console.sock", dir);
-	snprintf(ready, sizeof(ready), "%s/ready", dir);
+	snprintf(sock, sizeof(sock), "%s/console.sock", tl_dir);
+	snprintf(ready, sizeof(ready), "%s/ready", tl_dir);
 	if (access(tool, X_OK) < 0 || access("/dev/ptmx", R_OK | W_OK) < 0)
 		skip();
 	assert_int_equal(pipe2(op, O_CLOEXEC), 0);
@@ -148,13 +129,11 @@ static void test_recvtty(void **state)
 		      (char *)NULL);
 		_exit(127);
 	}
-	assert_int_equal(waitpid(cpid, &st, 0), cpid);
-	assert_int_equal(st, 0);
+	assert_int_equal(tl_wait(cpid), 0);
 	while (len + 1 < sizeof(out) && (n = read(op[0], out + len, sizeof(out) - 1 - len)) > 0)
 		len += (size_t)n;
 	close(op[0]);
-	assert_int_equal(waitpid(rpid, &st, 0), rpid);
-	assert_int_equal(st, 0);
+	assert_int_equal(tl_wait(rpid), 0);
 	if (!strstr(out, "/dev/pts/") || !strstr(out, "all-ttys") || !strstr(out, "has-ctty") ||
 	    !strstr(out, "size=33 111"))
 		fail_msg("recvtty relayed: %s", out);
@@ -170,5 +149,5 @@ int main(void)
 		cmocka_unit_test(test_recvtty),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tl_group_setup_tmpdir, tl_group_teardown_tmpdir);
 }

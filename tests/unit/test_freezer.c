@@ -5,21 +5,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include <cmocka.h>
-
 #include "freezer.h"
 #include "hold.h"
 #include "util.h"
+#include "testlib.h"
 
 static void test_state_names(void **state)
 {
@@ -136,10 +132,7 @@ static void tmp_setup(struct tmp *t)
 
 static void tmp_teardown(struct tmp *t)
 {
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", t->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(tl_rm_rf(t->dir), 0);
 }
 
 static bool wait_for_file(const char *path, bool present, int ms)
@@ -241,7 +234,6 @@ static void test_hold_holder_death(void **state)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	int64_t start;
 	struct tmp t;
-	int status;
 	pid_t pid;
 
 	tmp_setup(&t);
@@ -255,8 +247,7 @@ static void test_hold_holder_death(void **state)
 			_exit(1);
 		_exit(0); /* dies holding it */
 	}
-	assert_int_equal(waitpid(pid, &status, 0), pid);
-	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(tl_wait(pid), 0);
 	start = cryo_now_ms();
 	/* long before the 60 s deadline */
 	assert_true(wait_for_file(t.marker, true, 3000));

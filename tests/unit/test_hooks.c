@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,44 +8,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "hooks.h"
 #include "util.h"
-
-static char dir[] = "/tmp/cryo-unit-hooks-XXXXXX";
-
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
-static int parse(const char *json, struct cryo_hooks_spec *spec, struct cryo_error *err)
-{
-	struct json_object *o = json_tokener_parse(json);
-	int r;
-
-	if (!o)
-		fail_msg("bad test json: %s", json);
-	r = cryo_hooks_parse(o, spec, err);
-	json_object_put(o);
-	return r;
-}
+#include "testlib.h"
 
 static void test_parse_valid(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_hooks_spec spec;
 
-	assert_int_equal(parse("{\"prestart\": [{\"path\": \"/bin/true\"},"
+	assert_int_equal(tl_parse(cryo_hooks_parse, "{\"prestart\": [{\"path\": \"/bin/true\"},"
 			       " {\"path\": \"/bin/sh\", \"args\": [\"sh\", \"-c\", \"exit 0\"], \"env\": [\"A=1\"], \"timeout\": 5}],"
 			       " \"poststop\": [], \"createRuntime\": null, \"futureKind\": [1]}",
 			       &spec, &err),
@@ -74,11 +43,7 @@ static void expect_error(const char *json, const char *msg)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_hooks_spec spec;
 
-	assert_int_equal(parse(json, &spec, &err), -EINVAL);
-	assert_non_null(err.msg);
-	if (strcmp(err.msg, msg) != 0)
-		fail_msg("for %s\n got: %s\nwant: %s", json, err.msg, msg);
-	cryo_error_clear(&err);
+	tl_expect_error(json, tl_parse(cryo_hooks_parse, json, &spec, &err), -EINVAL, &err, msg);
 }
 
 static void test_parse_invalid(void **state)
@@ -103,7 +68,7 @@ static void write_script(const char *name, const char *body)
 	char path[256];
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", tl_dir, name);
 	f = fopen(path, "we");
 	assert_non_null(f);
 	fprintf(f, "#!/bin/sh\n%s\n", body);
@@ -116,12 +81,12 @@ static char *slurp(const char *name)
 	char path[256], *buf = NULL;
 	size_t len;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	snprintf(path, sizeof(path), "%s/%s", tl_dir, name);
 	assert_int_equal(cryo_read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len), 0);
 	return buf;
 }
 
-/* json with every "@D" replaced by the test dir */
+/* json with every "@D" replaced by the test tl_dir */
 static char *subst(const char *tmpl)
 {
 	size_t cap = strlen(tmpl) * 8 + 1, j = 0;
@@ -130,7 +95,7 @@ static char *subst(const char *tmpl)
 	assert_non_null(out);
 	for (const char *p = tmpl; *p;) {
 		if (p[0] == '@' && p[1] == 'D') {
-			j += (size_t)snprintf(out + j, cap - j, "%s", dir);
+			j += (size_t)snprintf(out + j, cap - j, "%s", tl_dir);
 			p += 2;
 		} else {
 			out[j++] = *p++;
@@ -146,7 +111,7 @@ static int run(const char *tmpl, enum cryo_hook_kind kind, const char *state_jso
 	char *json = subst(tmpl);
 	int r;
 
-	r = parse(json, &spec, err);
+	r = tl_parse(cryo_hooks_parse, json, &spec, err);
 	free(json);
 	assert_int_equal(r, 0);
 	r = cryo_hooks_run(&spec, kind, state_json, err);
@@ -190,24 +155,24 @@ static void test_run_failure(void **state)
 			     " {\"path\": \"@D/never.sh\"}]}",
 			     CRYO_HOOK_POSTSTOP, "{}", &err),
 			 -ECANCELED);
-	snprintf(want, sizeof(want), "hook poststop[0] `%s/fail.sh` exited with status 3: some output boom", dir);
+	snprintf(want, sizeof(want), "hook poststop[0] `%s/fail.sh` exited with status 3: some output boom", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 	/* stopped at the first failure */
-	snprintf(path, sizeof(path), "%s/never", dir);
+	snprintf(path, sizeof(path), "%s/never", tl_dir);
 	assert_int_equal(access(path, F_OK), -1);
 
 	assert_int_equal(run("{\"prestart\": [{\"path\": \"@D/missing\"}]}", CRYO_HOOK_PRESTART, "{}", &err),
 			 -ECANCELED);
 	snprintf(want, sizeof(want),
-		 "hook prestart[0] `%s/missing` exited with status 127: cannot execute: No such file or directory", dir);
+		 "hook prestart[0] `%s/missing` exited with status 127: cannot execute: No such file or directory", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 
 	write_script("signal.sh", "kill -TERM $$");
 	assert_int_equal(run("{\"prestart\": [{\"path\": \"@D/signal.sh\"}]}", CRYO_HOOK_PRESTART, "{}", &err),
 			 -ECANCELED);
-	snprintf(want, sizeof(want), "hook prestart[0] `%s/signal.sh` killed by signal 15 (Terminated)", dir);
+	snprintf(want, sizeof(want), "hook prestart[0] `%s/signal.sh` killed by signal 15 (Terminated)", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 }
@@ -223,7 +188,7 @@ static void test_run_timeout(void **state)
 			     CRYO_HOOK_START_CONTAINER, "{}", &err),
 			 -ETIMEDOUT);
 	assert_true(cryo_now_ms() - t0 < 5000);
-	snprintf(want, sizeof(want), "hook startContainer[0] `%s/slow.sh` timed out after 1 s: started", dir);
+	snprintf(want, sizeof(want), "hook startContainer[0] `%s/slow.sh` timed out after 1 s: started", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 }
@@ -259,5 +224,5 @@ int main(void)
 		cmocka_unit_test(test_run_daemon_and_big_output),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tl_group_setup_tmpdir, tl_group_teardown_tmpdir);
 }

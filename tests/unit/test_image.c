@@ -7,9 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,11 +14,10 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include <cmocka.h>
-
 #include "image.h"
 #include "manifest.h"
 #include "util.h"
+#include "testlib.h"
 
 struct fixture {
 	char dir[64];
@@ -35,9 +31,7 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	strcpy(f->dir, "/tmp/cryo-unit-image.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(f->dfd >= 0);
+	f->dfd = tl_tmpdir(f->dir);
 	snprintf(f->final, sizeof(f->final), "%s/ckpt", f->dir);
 	unsetenv("CRYO_FAULT");
 	*state = f;
@@ -47,11 +41,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	int pfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	close(f->dfd);
-	assert_int_equal(cryo_rm_rf_at(pfd, f->dir + strlen("/tmp/")), 0);
-	close(pfd);
+	assert_int_equal(tl_rm_rf(f->dir), 0);
 	unsetenv("CRYO_FAULT");
 	free(f);
 	return 0;

@@ -8,10 +8,7 @@
  */
 #include <errno.h>
 #include <grp.h>
-#include <setjmp.h>
-#include <stdarg.h>
 #include <stdbool.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,12 +18,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "caps.h"
 #include "rlimits.h"
 #include "seccomp.h"
 #include "util.h"
+#include "testlib.h"
 
 static const char *config =
 	"{\"process\": {"
@@ -37,8 +33,6 @@ static const char *config =
 	"  \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 321, \"hard\": 654}]},"
 	" \"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": ["
 	"  {\"names\": [\"mkdir\", \"mkdirat\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 13}]}}}";
-
-static char dir[] = "/tmp/cryo-unit-order-XXXXXX";
 
 /* What runtime/container.c's init does between `start` and execve. */
 static int init_sequence(bool nnp, uid_t uid, const char *want_eff)
@@ -92,7 +86,7 @@ static int init_sequence(bool nnp, uid_t uid, const char *want_eff)
 		 "test \"$(ulimit -n)\" = 321 && test \"$(ulimit -Hn)\" = 654 || { echo bad limits; exit 1; }; "
 		 "mkdir %s/x 2>/dev/null && { echo mkdir allowed; exit 1; }; "
 		 "test -d %s/x && exit 1; exit 0",
-		 want_eff, nnp ? 1 : 0, dir, dir);
+		 want_eff, nnp ? 1 : 0, tl_dir, tl_dir);
 	execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
 	return 127;
 fail:
@@ -103,20 +97,18 @@ fail:
 static int run(bool nnp, uid_t uid, const char *want_eff)
 {
 	pid_t pid = fork();
-	int st;
 
 	assert_true(pid >= 0);
 	if (pid == 0)
 		_exit(init_sequence(nnp, uid, want_eff));
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return tl_wait(pid);
 }
 
 static void test_order(void **state)
 {
 	if (geteuid() != 0)
 		skip();
-	assert_int_equal(chmod(dir, 0777), 0);
+	assert_int_equal(chmod(tl_dir, 0777), 0);
 	/* uid 1000 after execve: effective = ambient = CAP_NET_BIND_SERVICE (0x400) */
 	assert_int_equal(run(true, 1000, "0000000000000400"), 0);
 	assert_int_equal(run(false, 1000, "0000000000000400"), 0);
@@ -128,25 +120,11 @@ static void test_order(void **state)
 	assert_int_equal(run(true, 0, "0000000000000420"), 0);
 }
 
-/* created and removed around the whole group, so a failed assert leaves nothing */
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_order),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tl_group_setup_tmpdir, tl_group_teardown_tmpdir);
 }

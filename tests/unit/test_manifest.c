@@ -5,21 +5,17 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cmocka.h>
-
 #include "digest.h"
 #include "image.h"
 #include "manifest.h"
 #include "util.h"
+#include "testlib.h"
 
 struct fixture {
 	char dir[64];
@@ -37,9 +33,7 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	strcpy(f->dir, "/tmp/cryo-unit-manifest.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->dfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(f->dfd >= 0);
+	f->dfd = tl_tmpdir(f->dir);
 	put(f->dfd, "core-1.img", "core image of pid 1");
 	put(f->dfd, "pages-1.img", "0123456789abcdef0123456789abcdef");
 	put(f->dfd, "rootfs.img", "ext4 bytes");
@@ -51,11 +45,9 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	int pfd = open("/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	close(f->dfd);
-	assert_int_equal(cryo_rm_rf_at(pfd, f->dir + strlen("/tmp/")), 0);
-	close(pfd);
+	assert_int_equal(tl_rm_rf(f->dir), 0);
 	free(f);
 	return 0;
 }

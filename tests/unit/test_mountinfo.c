@@ -2,9 +2,6 @@
 /* Which mount holds a path, on this host's real /proc/self/mountinfo. */
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,10 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "mountinfo.h"
 #include "util.h"
+#include "testlib.h"
 
 static void test_root_and_proc(void **state)
 {

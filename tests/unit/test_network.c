@@ -3,10 +3,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <sched.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,10 +12,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "network.h"
 #include "util.h"
+#include "testlib.h"
 
 static void test_parse_valid(void **state)
 {
@@ -64,12 +61,8 @@ static void expect_error(const char *value, const char *msg)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_network_spec spec;
 
-	assert_int_equal(cryo_network_parse_string(value, &spec, &err), -EINVAL);
-	assert_non_null(err.msg);
-	if (strcmp(err.msg, msg) != 0)
-		fail_msg("for %s\n got: %s\nwant: %s", value, err.msg, msg);
+	tl_expect_error(value, cryo_network_parse_string(value, &spec, &err), -EINVAL, &err, msg);
 	assert_false(spec.present);
-	cryo_error_clear(&err);
 }
 
 #define A "annotation org.cryo.network: "
@@ -186,7 +179,6 @@ struct call {
 static int run_in_a(struct call *c)
 {
 	pid_t pid = fork();
-	int st;
 
 	assert_true(pid >= 0);
 	if (pid == 0) {
@@ -213,8 +205,7 @@ static int run_in_a(struct call *c)
 		cryo_error_clear(&err);
 		_exit(0);
 	}
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	return tl_wait(pid);
 }
 
 static int setup_netns(void **state)

@@ -1,9 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,29 +9,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "rlimits.h"
 #include "util.h"
-
-static int parse(const char *json, struct cryo_rlimits_spec *spec, struct cryo_error *err)
-{
-	struct json_object *o = json_tokener_parse(json);
-	int r;
-
-	if (!o)
-		fail_msg("bad test json: %s", json);
-	r = cryo_rlimits_parse(o, spec, err);
-	json_object_put(o);
-	return r;
-}
+#include "testlib.h"
 
 static void test_parse_valid(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_rlimits_spec spec;
 
-	assert_int_equal(parse("[{\"type\": \"RLIMIT_NOFILE\", \"soft\": 256, \"hard\": 512},"
+	assert_int_equal(tl_parse(cryo_rlimits_parse, "[{\"type\": \"RLIMIT_NOFILE\", \"soft\": 256, \"hard\": 512},"
 			       " {\"type\": \"RLIMIT_CORE\", \"soft\": 0, \"hard\": 18446744073709551615}]",
 			       &spec, &err),
 			 0);
@@ -53,11 +37,7 @@ static void expect_error(const char *json, const char *msg)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_rlimits_spec spec;
 
-	assert_int_equal(parse(json, &spec, &err), -EINVAL);
-	assert_non_null(err.msg);
-	if (strcmp(err.msg, msg) != 0)
-		fail_msg("for %s\n got: %s\nwant: %s", json, err.msg, msg);
-	cryo_error_clear(&err);
+	tl_expect_error(json, tl_parse(cryo_rlimits_parse, json, &spec, &err), -EINVAL, &err, msg);
 }
 
 static void test_parse_invalid(void **state)
@@ -82,7 +62,7 @@ static int child(void)
 	struct cryo_rlimits_spec spec;
 	struct rlimit rl;
 
-	if (parse("[{\"type\": \"RLIMIT_NOFILE\", \"soft\": 100, \"hard\": 200},"
+	if (tl_parse(cryo_rlimits_parse, "[{\"type\": \"RLIMIT_NOFILE\", \"soft\": 100, \"hard\": 200},"
 		  " {\"type\": \"RLIMIT_CORE\", \"soft\": 0, \"hard\": 0}]", &spec, &err) < 0 ||
 	    cryo_rlimits_apply(&spec, 0, &err) < 0) {
 		fprintf(stderr, "%s\n", err.msg);
@@ -94,7 +74,7 @@ static int child(void)
 	if (getrlimit(RLIMIT_CORE, &rl) < 0 || rl.rlim_cur != 0 || rl.rlim_max != 0)
 		return 3;
 	/* raising the hard limit back is refused without CAP_SYS_RESOURCE (or fine with it) */
-	if (parse("[{\"type\": \"RLIMIT_CORE\", \"soft\": 0, \"hard\": 4096}]", &spec, &err) < 0)
+	if (tl_parse(cryo_rlimits_parse, "[{\"type\": \"RLIMIT_CORE\", \"soft\": 0, \"hard\": 4096}]", &spec, &err) < 0)
 		return 4;
 	if (cryo_rlimits_apply(&spec, 0, &err) < 0 &&
 	    strcmp(err.msg, "set RLIMIT_CORE to 0/4096 (raising a hard limit needs CAP_SYS_RESOURCE): "
@@ -113,7 +93,7 @@ static void test_apply_pid(void **state)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_rlimits_spec spec;
 	char path[64], *limits = NULL;
-	int st, p[2];
+	int p[2];
 	pid_t pid;
 
 	assert_int_equal(pipe(p), 0);
@@ -126,7 +106,7 @@ static void test_apply_pid(void **state)
 		_exit(read(p[0], &c, 1) == 0 ? 0 : 1);
 	}
 	close(p[0]);
-	assert_int_equal(parse("[{\"type\": \"RLIMIT_NOFILE\", \"soft\": 77, \"hard\": 99}]", &spec, &err), 0);
+	assert_int_equal(tl_parse(cryo_rlimits_parse, "[{\"type\": \"RLIMIT_NOFILE\", \"soft\": 77, \"hard\": 99}]", &spec, &err), 0);
 	assert_int_equal(cryo_rlimits_apply(&spec, pid, &err), 0);
 	cryo_rlimits_spec_free(&spec);
 	snprintf(path, sizeof(path), "/proc/%d/limits", pid);
@@ -134,21 +114,12 @@ static void test_apply_pid(void **state)
 	assert_non_null(strstr(limits, "Max open files            77                   99"));
 	free(limits);
 	close(p[1]);
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_int_equal(st, 0);
+	assert_int_equal(tl_wait(pid), 0);
 }
 
 static void test_apply(void **state)
 {
-	pid_t pid = fork();
-	int st;
-
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(child());
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	assert_true(WIFEXITED(st));
-	assert_int_equal(WEXITSTATUS(st), 0);
+	assert_int_equal(tl_in_child(child), 0);
 }
 
 int main(void)

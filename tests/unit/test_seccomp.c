@@ -2,10 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <seccomp.h>
-#include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,29 +14,16 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "seccomp.h"
 #include "util.h"
-
-static int parse(const char *json, struct cryo_seccomp_spec *spec, struct cryo_error *err)
-{
-	struct json_object *o = json_tokener_parse(json);
-	int r;
-
-	if (!o)
-		fail_msg("bad test json: %s", json);
-	r = cryo_seccomp_parse(o, spec, err);
-	json_object_put(o);
-	return r;
-}
+#include "testlib.h"
 
 static void test_parse_valid(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_seccomp_spec spec;
 
-	assert_int_equal(parse("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 38,"
+	assert_int_equal(tl_parse(cryo_seccomp_parse, "{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 38,"
 			       " \"architectures\": [\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\", \"SCMP_ARCH_X32\"],"
 			       " \"flags\": [\"SECCOMP_FILTER_FLAG_LOG\"],"
 			       " \"syscalls\": [{\"names\": [\"read\", \"write\"], \"action\": \"SCMP_ACT_ALLOW\"},"
@@ -68,7 +52,7 @@ static void test_parse_valid(void **state)
 	assert_int_equal(cryo_seccomp_parse(NULL, &spec, &err), 0);
 	assert_false(spec.present);
 	/* ERRNO without errnoRet is EPERM */
-	assert_int_equal(parse("{\"defaultAction\": \"SCMP_ACT_ERRNO\"}", &spec, &err), 0);
+	assert_int_equal(tl_parse(cryo_seccomp_parse, "{\"defaultAction\": \"SCMP_ACT_ERRNO\"}", &spec, &err), 0);
 	assert_int_equal(spec.default_action, SCMP_ACT_ERRNO(EPERM));
 	cryo_seccomp_spec_free(&spec);
 }
@@ -78,12 +62,8 @@ static void expect_error(const char *json, int code, const char *msg)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_seccomp_spec spec;
 
-	assert_int_equal(parse(json, &spec, &err), code);
-	assert_non_null(err.msg);
-	if (strcmp(err.msg, msg) != 0)
-		fail_msg("for %s\n got: %s\nwant: %s", json, err.msg, msg);
+	tl_expect_error(json, tl_parse(cryo_seccomp_parse, json, &spec, &err), code, &err, msg);
 	assert_false(spec.present);
-	cryo_error_clear(&err);
 }
 
 #define ALLOW "\"defaultAction\": \"SCMP_ACT_ALLOW\""
@@ -150,26 +130,12 @@ static void test_parse_bounds(void **state)
 	json_object_put(o);
 }
 
-static int run_child(int (*fn)(void))
-{
-	pid_t pid = fork();
-	int st;
-
-	assert_true(pid >= 0);
-	if (pid == 0)
-		_exit(fn());
-	assert_int_equal(waitpid(pid, &st, 0), pid);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-static char dir[] = "/tmp/cryo-unit-seccomp-XXXXXX";
-
 static int load(const char *json, bool nnp)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_seccomp_spec spec;
 
-	if (parse(json, &spec, &err) < 0) {
+	if (tl_parse(cryo_seccomp_parse, json, &spec, &err) < 0) {
 		fprintf(stderr, "parse: %s\n", err.msg);
 		return -1;
 	}
@@ -190,8 +156,8 @@ static int child_errno(void)
 {
 	char a[128], b[128];
 
-	snprintf(a, sizeof(a), "%s/a", dir);
-	snprintf(b, sizeof(b), "%s/b", dir);
+	snprintf(a, sizeof(a), "%s/a", tl_dir);
+	snprintf(b, sizeof(b), "%s/b", tl_dir);
 	if (load("{" ALLOW ", \"architectures\": [\"SCMP_ARCH_X86_64\", \"SCMP_ARCH_X86\"],"
 		 " \"syscalls\": [{\"names\": [\"mkdir\", \"mkdirat\"], \"action\": \"SCMP_ACT_ERRNO\"},"
 		 "  {\"names\": [\"umask\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 33,"
@@ -262,7 +228,7 @@ static int child_no_nnp_no_cap(void)
 	if (!caps || cap_set_flag(caps, CAP_EFFECTIVE, 1, &sa, CAP_CLEAR) < 0 || cap_set_proc(caps) < 0)
 		return 2;
 	cap_free(caps);
-	if (parse("{" ALLOW ", \"syscalls\": [{\"names\": [\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\"}]}", &spec,
+	if (tl_parse(cryo_seccomp_parse, "{" ALLOW ", \"syscalls\": [{\"names\": [\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\"}]}", &spec,
 		  &err) < 0)
 		return 3;
 	if (cryo_seccomp_apply(&spec, &err) != -EACCES || !err.msg ||
@@ -281,7 +247,7 @@ static int child_privileged_no_nnp(void)
 {
 	char a[128];
 
-	snprintf(a, sizeof(a), "%s/c", dir);
+	snprintf(a, sizeof(a), "%s/c", tl_dir);
 	/* a rule that repeats the default action is dropped, not an error */
 	if (load("{" ALLOW ", \"syscalls\": [{\"names\": [\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\"},"
 		 " {\"names\": [\"getpid\"], \"action\": \"SCMP_ACT_ALLOW\"}]}", false) < 0)
@@ -295,25 +261,11 @@ static void test_apply(void **state)
 {
 	if (geteuid() != 0)
 		skip();
-	assert_int_equal(run_child(child_errno), 0);
-	assert_int_equal(run_child(child_kill), 128 + SIGSYS);
-	assert_int_equal(run_child(child_default_errno), 0);
-	assert_int_equal(run_child(child_no_nnp_no_cap), 0);
-	assert_int_equal(run_child(child_privileged_no_nnp), 0);
-}
-
-/* created and removed around the whole group, so a failed assert leaves nothing */
-static int setup(void **state)
-{
-	return mkdtemp(dir) ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	char cmd[128];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-	return system(cmd) == 0 ? 0 : -1;
+	assert_int_equal(tl_in_child(child_errno), 0);
+	assert_int_equal(tl_in_child(child_kill), 128 + SIGSYS);
+	assert_int_equal(tl_in_child(child_default_errno), 0);
+	assert_int_equal(tl_in_child(child_no_nnp_no_cap), 0);
+	assert_int_equal(tl_in_child(child_privileged_no_nnp), 0);
 }
 
 int main(void)
@@ -325,5 +277,5 @@ int main(void)
 		cmocka_unit_test(test_apply),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, tl_group_setup_tmpdir, tl_group_teardown_tmpdir);
 }

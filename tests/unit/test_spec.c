@@ -1,16 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 
-#include <cmocka.h>
-
 #include "spec.h"
+#include "testlib.h"
 
 static struct cryo_spec *parse_ok(const char *text)
 {

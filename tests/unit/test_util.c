@@ -1,18 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
-#include <setjmp.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cmocka.h>
-
 #include "error.h"
 #include "util.h"
+#include "testlib.h"
 
 static void test_error_chain(void **state)
 {
@@ -94,11 +90,12 @@ static void test_files(void **state)
 	_cleanup_close_ int dfd = -1;
 	char sub[256];
 	struct stat st;
+	struct dirent *de;
 	size_t len = 0;
+	int n = 0;
+	DIR *d;
 
-	assert_non_null(mkdtemp(dir));
-	dfd = open(dir, O_DIRECTORY | O_CLOEXEC);
-	assert_true(dfd >= 0);
+	dfd = tl_tmpdir(dir);
 
 	assert_int_equal(cryo_write_new_file_at(dfd, "f", "hello", 5, 0600), 0);
 	assert_int_equal(fstatat(dfd, "f", &st, 0), 0);
@@ -120,9 +117,25 @@ static void test_files(void **state)
 	assert_int_equal(stat(sub, &st), 0);
 	assert_true(S_ISDIR(st.st_mode));
 
+	/* opendir relative to a dir fd: never through a symlink, never a file; "." leaves dfd alone */
+	assert_int_equal(symlinkat("a", dfd, "link"), 0);
+	errno = 0;
+	assert_null(cryo_opendir_at(dfd, "link"));
+	assert_true(errno == ELOOP || errno == ENOTDIR);
+	errno = 0;
+	assert_null(cryo_opendir_at(dfd, "f"));
+	assert_int_equal(errno, ENOTDIR);
+	d = cryo_opendir_at(dfd, ".");
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += strcmp(de->d_name, "a") == 0 || strcmp(de->d_name, "f") == 0 || strcmp(de->d_name, "link") == 0;
+	assert_int_equal(n, 3);
+	assert_true(fcntl(dirfd(d), F_GETFD) & FD_CLOEXEC);
+	closedir(d);
+	assert_true(fcntl(dfd, F_GETFD) >= 0);
+
 	assert_int_equal(unlinkat(dfd, "f", 0), 0);
-	snprintf(sub, sizeof(sub), "rm -rf '%s'", dir);
-	assert_int_equal(system(sub), 0);
+	assert_int_equal(tl_rm_rf(dir), 0);
 }
 
 int main(void)

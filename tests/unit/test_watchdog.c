@@ -8,10 +8,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
-#include <setjmp.h>
 #include <signal.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,10 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cmocka.h>
-
 #include "util.h"
 #include "watchdog.h"
+#include "testlib.h"
 
 struct fixture {
 	char dir[64];
@@ -36,9 +32,7 @@ static int setup(void **state)
 
 	assert_non_null(f);
 	snprintf(f->dir, sizeof(f->dir), "/tmp/cryo-unit-watchdog.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	f->dirfd = open(f->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(f->dirfd >= 0);
+	f->dirfd = tl_tmpdir(f->dir);
 	f->lfd = -1;
 	*state = f;
 	return 0;
@@ -47,12 +41,10 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fixture *f = *state;
-	char cmd[128];
 
 	closep(&f->lfd);
 	close(f->dirfd);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
-	if (system(cmd) != 0)
+	if (tl_rm_rf(f->dir) < 0)
 		return -1;
 	free(f);
 	return 0;

@@ -22,8 +22,6 @@
 #                                is left in COUNTER_PID (a child of the test
 #                                shell: `wait` works; don't call it in $(...))
 #   counter FILE                 the number in FILE
-#   cg_remove DIR                thaw the cgroup (v1 or v2), SIGKILL every task
-#                                in it until it is empty, rmdir it (at_exit)
 #   pm_test_suspend NAME         one suspend-to-idle cycle stopped at the
 #                                "freezer" pm_test level (every task frozen by
 #                                the PM freezer, 1 s pause, thawed): the real
@@ -102,28 +100,6 @@ pm_test_suspend() {
 	kmsg_since "$1" | grep -q 'PM: suspend entry' || fail "the kernel did not enter the suspend path"
 	kmsg_since "$1" | grep -q 'PM: suspend exit' || fail "the kernel did not leave the suspend path"
 	log "suspend cycle took $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }')s"
-}
-
-cg_remove() {
-	local dir=$1 pid
-	[ -d "$dir" ] || return 0
-	[ -e "$dir/cgroup.freeze" ] && echo 0 >"$dir/cgroup.freeze"
-	[ -e "$dir/freezer.state" ] && echo THAWED >"$dir/freezer.state"
-	for _ in $(seq 50); do
-		# (cgroup files have no size: read them)
-		[ -n "$(cat "$dir/cgroup.procs")" ] || break
-		if [ -e "$dir/cgroup.kill" ]; then
-			echo 1 >"$dir/cgroup.kill"
-		else
-			while read -r pid; do kill -9 "$pid"; done <"$dir/cgroup.procs"
-		fi
-		sleep 0.1
-	done
-	for _ in $(seq 20); do
-		rmdir "$dir" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	rmdir "$dir"
 }
 
 vm_containers_setup() {

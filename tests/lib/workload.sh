@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Sourced after common.sh by the tests that run the self-checking
+# checkpoint/restore workload, tests/tools/cryo-test-counter.c. It keeps
+# rewriting a status file: "<count> ok <records>", or "FAIL <why>".
+#
+#   WL_BIN                     the workload binary
+#   wl_status STATUS           the content of STATUS
+#   wl_count STATUS            the count in STATUS (empty while there is none)
+#   wl_wait_above STATUS MIN   until the count passes MIN; fails the test on a
+#                              FAIL status or after 30 s
+
+WL_BIN=$CRYO_BUILD/tests/tools/cryo-test-counter
+
+# it rewrites the file every 20 ms (truncate, write): read until non-empty
+wl_status() {
+	local s
+	for _ in 1 2 3 4 5; do
+		s=$(cat "$1" 2>/dev/null)
+		[ -n "$s" ] && break
+		sleep 0.01
+	done
+	echo "$s"
+}
+
+wl_count() { wl_status "$1" | awk '{ print $1 }'; }
+
+wl_wait_above() {
+	local status=$1 min=$2 c
+	for _ in $(seq 300); do
+		if wl_status "$status" | grep -q FAIL; then fail "workload: $(wl_status "$status")"; fi
+		c=$(wl_count "$status")
+		[ -n "$c" ] && [ "$c" -gt "$min" ] 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "workload counter did not pass $min (status: $(wl_status "$status"))"
+}
