@@ -125,24 +125,15 @@ static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc
 			return cli_usage_error(name, "unknown option");
 		}
 	}
-	if (optind < argc)
-		id = argv[optind++];
-	if (optind < argc)
-		return cli_usage_error(name, "unexpected argument `%s`", argv[optind]);
-	if (!!id == !!cgroup)
-		return cli_usage_error(name, "give a container ID or --cgroup PATH (exactly one)");
+	r = cgtarget_operands(name, "freeze", oci, argc, argv, cgroup, &id);
+	if (r)
+		return r;
 	if (deadline && hold_ms)
 		return cli_usage_error(name, "--deadline and --hold exclude each other");
-	if (oci && cgroup)
-		return cli_usage_error(name, "works on containers; use `cryo freeze --cgroup`");
 
-	r = cgtarget_open(&t, cli->root, id, cgroup, &err);
+	r = cgtarget_open_live(&t, cli->root, id, cgroup, "running", &err);
 	if (r < 0)
 		return cli_fail(&err);
-	if (t.st && t.st->status != CRYO_STATUS_RUNNING && t.st->status != CRYO_STATUS_PAUSED) {
-		r = cryo_error_setx(&err, EINVAL, "container `%s` is %s, not running", id, cryo_status_names[t.st->status]);
-		goto fail;
-	}
 	/* v1 tasks can miss a single kick; a thaw + freeze catches them */
 	if (thaw_retry || cryo_freezer_backend_of(t.f) == CRYO_FREEZER_V1)
 		flags |= CRYO_FREEZER_THAW_RETRY;

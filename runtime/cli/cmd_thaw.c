@@ -62,22 +62,13 @@ static int run_thaw(const char *name, bool oci, struct cryo_cli *cli, int argc, 
 			return cli_usage_error(name, "unknown option");
 		}
 	}
-	if (optind < argc)
-		id = argv[optind++];
-	if (optind < argc)
-		return cli_usage_error(name, "unexpected argument `%s`", argv[optind]);
-	if (!!id == !!cgroup)
-		return cli_usage_error(name, "give a container ID or --cgroup PATH (exactly one)");
-	if (oci && cgroup)
-		return cli_usage_error(name, "works on containers; use `cryo thaw --cgroup`");
+	r = cgtarget_operands(name, "thaw", oci, argc, argv, cgroup, &id);
+	if (r)
+		return r;
 
-	r = cgtarget_open(&t, cli->root, id, cgroup, &err);
+	r = cgtarget_open_live(&t, cli->root, id, cgroup, "paused", &err);
 	if (r < 0)
 		return cli_fail(&err);
-	if (t.st && t.st->status != CRYO_STATUS_RUNNING && t.st->status != CRYO_STATUS_PAUSED) {
-		r = cryo_error_setx(&err, EINVAL, "container `%s` is %s, not paused", id, cryo_status_names[t.st->status]);
-		goto out;
-	}
 	r = cryo_hold_release_name(cli->root, t.hold_name, &err);
 	if (r < 0 && r != -ENOENT && r != -ETIME)
 		goto out;
