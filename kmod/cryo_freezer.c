@@ -185,7 +185,9 @@ static int cryo_undo(struct cryo_hold *hold)
 	int ret;
 
 	if (hold->target.kind == CRYO_KIND_FS) {
-		ret = cryo_thaw_sb(hold->path.mnt->mnt_sb);
+		/* before 6.6 a FITHAW behind our back may have done it */
+		ret = cryo_sb_frozen(hold->path.mnt->mnt_sb) ?
+		      cryo_thaw_sb(hold->path.mnt->mnt_sb) : -EINVAL;
 		path_put(&hold->path);
 		hold->path.mnt = NULL;
 		hold->path.dentry = NULL;
@@ -194,10 +196,30 @@ static int cryo_undo(struct cryo_hold *hold)
 		fput(hold->ctl);
 		hold->ctl = NULL;
 	}
-	if (ret)
+	if (ret && ret != -EINVAL)
 		pr_warn("thaw of %s %s failed: %d\n",
 			cryo_kind_names[hold->target.kind], hold->what, ret);
 	return ret;
+}
+
+/*
+ * Before 6.6 a freeze is one global state of the superblock: a FITHAW
+ * from userspace undoes ours. Such a hold is lost - answered like a fired
+ * one (EINVAL), which tells its holder that its window was broken. Needs
+ * cryo_lock.
+ */
+static bool cryo_lost(struct cryo_hold *hold)
+{
+	lockdep_assert_held(&cryo_lock);
+	if (hold->target.kind != CRYO_KIND_FS || hold->state != CRYO_HELD ||
+	    cryo_sb_frozen(hold->path.mnt->mnt_sb))
+		return false;
+	cancel_delayed_work(&hold->work);
+	path_put(&hold->path);
+	hold->path.mnt = NULL;
+	hold->path.dentry = NULL;
+	hold->state = CRYO_FIRED;
+	return true;
 }
 
 static void cryo_hold_free(struct cryo_hold *hold)
@@ -654,6 +676,7 @@ static long cryo_ioctl_thaw(struct cryo_holder *holder, void __user *argp,
 		mutex_unlock(&cryo_lock);
 		return -EINVAL;
 	}
+	cryo_lost(hold);
 	if (hold->state == CRYO_FREEZING) {
 		mutex_unlock(&cryo_lock);
 		return -EBUSY;
@@ -680,6 +703,8 @@ static long cryo_ioctl_reset(struct cryo_holder *holder, void __user *argp,
 
 	mutex_lock(&cryo_lock);
 	hold = cryo_find_for(holder, &t);
+	if (hold)
+		cryo_lost(hold);
 	if (!hold || hold->state != CRYO_HELD ||
 	    (hold->detached && !args.timeout_sec)) {
 		ret = hold && hold->state == CRYO_FREEZING ? -EBUSY : -EINVAL;

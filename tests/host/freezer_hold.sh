@@ -30,7 +30,7 @@ for h in v1 v2; do
 	fz_spawn "$cg" 3
 
 	# kill -9 of the holder: its watchdog thaws at once
-	"$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --hold 30000 &  # $! must be cryo itself
+	"$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --hold $((30000 * S)) &  # $! must be cryo itself
 	holder=$!
 	fz_wait_state "$cg" FROZEN 5000 || fail "$h: --hold did not freeze"
 	[ -n "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: no hold journalled"
