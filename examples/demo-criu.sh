@@ -44,7 +44,7 @@ step "cryo inspect $IMG"
 
 step "cryo restore $ID --image-path $IMG -d"
 if ! "$CRYO" --root "$ROOT" restore -d --image-path "$IMG" "$ID" </dev/null >"$WORK/restore.log" 2>&1; then
-	echo "restore FAILED (known open bug: the restored rootfs image is mounted before its loop device is sized):"
+	echo "restore FAILED:"
 	sed 's/^/  /' "$WORK/restore.log"
 	exit 1
 fi

@@ -291,8 +291,20 @@ static int collect_ext_mounts(struct ctx *c, struct cryo_error *err)
 			ADD(c->spec->mounts[i].destination, c->spec->mounts[i].destination);
 	for (i = 0; i < ARRAY_SIZE(cryo_ext_devices); i++)
 		ADD(cryo_ext_devices[i], cryo_ext_devices[i]);
-	for (i = 0; i < c->spec->n_masked_paths; i++)
-		ADD(c->spec->masked_paths[i], "/dev/null");
+	/*
+	 * Masked files are /dev/null bound over them; masked directories are
+	 * empty tmpfs mounts CRIU dumps like any tmpfs. Which is which is seen
+	 * through the container's own root (a missing path is not mounted).
+	 */
+	for (i = 0; i < c->spec->n_masked_paths; i++) {
+		_cleanup_free_ char *p = NULL;
+		struct stat st;
+
+		if (asprintf(&p, "/proc/%d/root%s", (int)c->st->pid, c->spec->masked_paths[i]) < 0)
+			return cryo_error_set(err, ENOMEM, "external mounts");
+		if (stat(p, &st) == 0 && !S_ISDIR(st.st_mode))
+			ADD(c->spec->masked_paths[i], "/dev/null");
+	}
 #undef ADD
 	return 0;
 }
@@ -323,12 +335,8 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 		.parent_path = o->parent_path,
 		/* the cgroup stays frozen: the container is only stopped once the image is committed */
 		.leave_running = true,
-		.tcp_established = o->tcp_established,
-		.ext_unix_sk = o->ext_unix_sk,
-		.shell_job = o->shell_job,
-		.file_locks = o->file_locks,
+		.flags = o->criu,
 		.pre_dump = o->pre_dump,
-		.cg_mode = o->cg_mode,
 	};
 	int r;
 
@@ -372,10 +380,10 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 		ci->has_##f = 1;  \
 		ci->f = (v);      \
 	} while (0)
-	SETB(tcp_established, o->tcp_established);
-	SETB(ext_unix_sk, o->ext_unix_sk);
-	SETB(shell_job, o->shell_job);
-	SETB(file_locks, o->file_locks);
+	SETB(tcp_established, o->criu.tcp_established);
+	SETB(ext_unix_sk, o->criu.ext_unix_sk);
+	SETB(shell_job, o->criu.shell_job);
+	SETB(file_locks, o->criu.file_locks);
 	SETB(leave_running, o->leave_running);
 	SETB(pre_dump, o->pre_dump);
 #undef SETB
@@ -392,7 +400,7 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 	m->frozen_window_usec = (uint64_t)(cryo_now_us() - c->frozen_at);
 	m->has_fs_frozen_window_usec = 1;
 	m->fs_frozen_window_usec = c->fs_frozen_us;
-	if ((cryo_manifest_set_string(&ci->manage_cgroups_mode, cryo_criu_cg_mode_names[o->cg_mode]) < 0) ||
+	if ((cryo_manifest_set_string(&ci->manage_cgroups_mode, cryo_criu_cg_mode_names[o->criu.cg_mode]) < 0) ||
 	    (o->parent_path && cryo_manifest_set_string(&ci->parent_path, o->parent_path) < 0) ||
 	    cryo_manifest_set_string(&ci->log_file, o->pre_dump ? "pre-dump.log" : "dump.log") < 0 ||
 	    cryo_manifest_set_string(&m->bundle, c->st->bundle) < 0 ||
@@ -446,6 +454,10 @@ static int step_finish(struct ctx *c, struct cryo_error *err)
 	/* killed while still held: nothing runs after the dump */
 	r = cryo_freezer_kill_all(c->fz, SIGKILL, THAW_TIMEOUT_MS, err);
 	drop_kmod_hold(c);
+	if (r < 0)
+		return r;
+	/* empty now: a cgroup left frozen would freeze whatever is restored into it */
+	r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
 	if (r < 0)
 		return r;
 	c->st->status = CRYO_STATUS_STOPPED;

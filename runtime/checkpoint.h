@@ -39,13 +39,9 @@ struct cryo_checkpoint_opts {
 	const char *image_path;    /* NULL = ./checkpoint (runc's default) */
 	const char *work_path;     /* CRIU's log; NULL = <root>/<id>/criu */
 	const char *parent_path;
+	struct cryo_criu_flags criu;
 	bool leave_running;
-	bool tcp_established;
-	bool ext_unix_sk;
-	bool shell_job;
-	bool file_locks;
 	bool pre_dump;
-	enum cryo_criu_cg_mode cg_mode;
 	int64_t freeze_timeout_ms; /* cgroup freeze; 0 = 5000 */
 	enum cryo_fs_freeze_mode fs_freeze;
 };

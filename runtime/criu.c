@@ -325,12 +325,12 @@ static int setup_common(criu_opts *co, const struct cryo_criu_opts *o, const cha
 	 */
 	if (!in_path("iptables-restore"))
 		(void)criu_local_set_network_lock(co, CRIU_NETWORK_LOCK_NFTABLES);
-	criu_local_set_ext_unix_sk(co, o->ext_unix_sk);
-	criu_local_set_tcp_established(co, o->tcp_established);
-	criu_local_set_shell_job(co, o->shell_job);
-	criu_local_set_file_locks(co, o->file_locks);
-	if (o->cg_mode != CRYO_CRIU_CG_DEFAULT)
-		criu_local_set_manage_cgroups_mode(co, to_criu_cg_mode(o->cg_mode));
+	criu_local_set_ext_unix_sk(co, o->flags.ext_unix_sk);
+	criu_local_set_tcp_established(co, o->flags.tcp_established);
+	criu_local_set_shell_job(co, o->flags.shell_job);
+	criu_local_set_file_locks(co, o->flags.file_locks);
+	if (o->flags.cg_mode != CRYO_CRIU_CG_DEFAULT)
+		criu_local_set_manage_cgroups_mode(co, to_criu_cg_mode(o->flags.cg_mode));
 	if (o->timeout_s)
 		criu_local_set_timeout(co, o->timeout_s);
 	for (m = o->ext_mounts; m && m[0] && m[1]; m += 2) {

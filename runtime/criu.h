@@ -34,6 +34,15 @@ enum cryo_criu_cg_mode {
 extern const char *const cryo_criu_cg_mode_names[_CRYO_CRIU_CG_MAX];
 int cryo_criu_cg_mode_from_string(const char *s, enum cryo_criu_cg_mode *ret, struct cryo_error *err);
 
+/* The CRIU flags a user passes to both checkpoint and restore (runc's names). */
+struct cryo_criu_flags {
+	bool tcp_established;
+	bool ext_unix_sk;
+	bool shell_job;
+	bool file_locks;
+	enum cryo_criu_cg_mode cg_mode;
+};
+
 struct cryo_criu_opts {
 	pid_t pid;                 /* dump: root of the tree */
 	const char *image_dir;     /* where images go (dump) or come from (restore) */
@@ -42,15 +51,11 @@ struct cryo_criu_opts {
 	const char *parent_path;   /* previous (pre-)dump, relative to image_dir */
 	const char *root;          /* restore: the rootfs to restore into (containers); NULL = / */
 	const char *freeze_cgroup; /* dump: a cgroup cryo froze already; CRIU seizes its tasks without ptrace-freezing */
+	struct cryo_criu_flags flags;
 	bool leave_running;
-	bool tcp_established;
 	bool tcp_close;            /* restore: drop established connections */
-	bool ext_unix_sk;
-	bool shell_job;
-	bool file_locks;
 	bool pre_dump;             /* dump: a pre-dump (memory only, tree keeps running) */
 	bool track_mem;            /* dump: keep soft-dirty tracking for a later incremental dump */
-	enum cryo_criu_cg_mode cg_mode;
 	unsigned timeout_s;        /* CRIU's own timeout for seizing tasks; 0 = CRIU's default */
 	/*
 	 * External (bind) mounts, NULL-terminated key, value pairs, may be NULL:

@@ -8,6 +8,7 @@
 #define CRYO_ERROR_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 struct cryo_error {
 	int status;   /* positive errno, 0 when no error is set */

@@ -22,6 +22,8 @@
 #include "util.h"
 
 #define LOCK_TIMEOUT_MS 5000
+/* Under the state root; a leading dot can't be a container id. */
+#define RESTORE_WORK_DIR ".restore"
 
 /* The container must not exist, or be stopped (then its old state is replaced). */
 static int claim_id(const struct cryo_restore_opts *o, struct cryo_error *err)
@@ -113,6 +115,40 @@ static int write_pid_file(const char *path, pid_t pid, struct cryo_error *err)
 	return 0;
 }
 
+/*
+ * A cgroup left from before (the checkpointed container's, or one its
+ * owner keeps) is reused only when it is empty, and thawed first: the
+ * restored tasks would otherwise freeze the moment CRIU moves them in.
+ */
+static int reuse_cgroup(const char *rel, const struct cryo_cgroup_paths *cg, struct cryo_error *err)
+{
+	const char *paths[] = { cg->v2, cg->v1_freezer };
+	const enum cryo_freezer_backend backends[] = { CRYO_FREEZER_V2, CRYO_FREEZER_V1 };
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0, i;
+	int r;
+
+	r = cryo_cgroup_pids(rel, &pids, &n, err);
+	if (r < 0)
+		return r;
+	if (n > 0)
+		return cryo_error_setx(err, EBUSY, "cgroup `%s` exists and has %zu processes (pid %d)", rel, n,
+				       (int)pids[0]);
+	for (i = 0; i < ARRAY_SIZE(paths); i++) {
+		struct cryo_freezer *f = NULL;
+
+		if (!paths[i])
+			continue;
+		r = cryo_freezer_open(backends[i], paths[i], &f, err);
+		if (r >= 0)
+			r = cryo_freezer_thaw(f, 5000, 0, err);
+		cryo_freezer_close(f);
+		if (r < 0)
+			return cryo_error_prefix(err, "thaw the existing cgroup `%s`", paths[i]);
+	}
+	return 0;
+}
+
 struct rctx {
 	Cryo__Manifest *m;
 	struct cryo_spec *spec;
@@ -194,15 +230,21 @@ static int do_restore(const struct cryo_restore_opts *o, struct rctx *c, pid_t *
 	if (r == -EEXIST) {
 		cryo_error_clear(err);
 		r = cryo_cgroup_get_paths(c->cgrel, &c->cg, err);
+		if (r >= 0)
+			r = reuse_cgroup(c->cgrel, &c->cg, err);
 	} else if (r >= 0) {
 		c->cgroup_created = true;
 	}
 	if (r < 0)
 		return cryo_error_prefix(err, "cgroup");
 
+	/*
+	 * Not in the state dir by default: a failed restore removes that, and
+	 * CRIU's log must outlive the failure it explains.
+	 */
 	if (o->work_path)
 		c->work = strdup(o->work_path);
-	else if (asprintf(&c->work, "%s/%s/criu", o->root, o->id) < 0)
+	else if (asprintf(&c->work, "%s/" RESTORE_WORK_DIR "/%s", o->root, o->id) < 0)
 		c->work = NULL;
 	if (!c->work)
 		return cryo_error_set(err, ENOMEM, "restore");
@@ -216,11 +258,7 @@ static int do_restore(const struct cryo_restore_opts *o, struct rctx *c, pid_t *
 	co.work_dir = c->work;
 	co.root = c->rootfs;
 	co.tcp_close = o->tcp_close;
-	co.tcp_established = o->tcp_established;
-	co.ext_unix_sk = o->ext_unix_sk;
-	co.shell_job = o->shell_job;
-	co.file_locks = o->file_locks;
-	co.cg_mode = o->cg_mode;
+	co.flags = o->criu;
 	co.ext_mounts = (const char *const *)c->ext;
 	r = cryo_criu_restore(&co, &pid, err);
 	if (r < 0)
@@ -271,6 +309,30 @@ kill:
 	return r;
 }
 
+/* After a restore that worked: CRIU's log moves into the state dir, next to the dump's. */
+static void keep_restore_log(const struct cryo_restore_opts *o, const char *work)
+{
+	_cleanup_free_ char *dst = NULL, *src = NULL;
+	_cleanup_close_ int rootfd = -1;
+
+	if (o->work_path)
+		return;
+	if (asprintf(&src, "%s/restore.log", work) < 0 || asprintf(&dst, "%s/%s/criu", o->root, o->id) < 0)
+		return;
+	if (cryo_mkdir_p(dst, 0700) < 0)
+		return;
+	free(dst);
+	if (asprintf(&dst, "%s/%s/criu/restore.log", o->root, o->id) < 0)
+		return;
+	(void)rename(src, dst);
+	rootfd = open(o->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd >= 0) {
+		free(src);
+		if (asprintf(&src, RESTORE_WORK_DIR "/%s", o->id) >= 0)
+			(void)cryo_rm_rf_at(rootfd, src);
+	}
+}
+
 static int run_poststart(const struct cryo_restore_opts *o, const struct cryo_spec *spec, struct cryo_error *err)
 {
 	struct json_object *js = NULL;
@@ -313,6 +375,7 @@ int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_sta
 		cryo_warn("restore `%s`: %s", o->id, err->msg);
 		cryo_error_clear(err);
 	}
+	keep_restore_log(o, c.work);
 	if (c.lock_fd >= 0)
 		close(c.lock_fd);
 	c.lock_fd = -1;

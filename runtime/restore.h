@@ -31,11 +31,7 @@ struct cryo_restore_opts {
 	const char *console_socket; /* accepted; a restored tty is CRIU's (--shell-job) */
 	bool detach;
 	bool tcp_close;
-	bool tcp_established;
-	bool ext_unix_sk;
-	bool shell_job;
-	bool file_locks;
-	enum cryo_criu_cg_mode cg_mode;
+	struct cryo_criu_flags criu;
 };
 
 /*

@@ -148,7 +148,11 @@ int cryo_snapshot_take(const char *rootfs, const struct cryo_mount *mnt, bool ow
 	return 0;
 }
 
-/* Attach path to a free loop device (autoclear: it goes away with the last unmount). */
+/*
+ * Attach path to a free loop device (autoclear: it goes away with the last
+ * unmount). Returns the open device: autoclear also fires on the last close,
+ * so the caller keeps it open until the mount holds the device.
+ */
 static int loop_attach(const char *path, char *ret_dev, size_t devlen, struct cryo_error *err)
 {
 	_cleanup_close_ int ctl = -1, file = -1, dev = -1;
@@ -176,7 +180,7 @@ static int loop_attach(const char *path, char *ret_dev, size_t devlen, struct cr
 		return cryo_error_set(err, errno, "attach `%s` to `%s`", path, ret_dev);
 	/* the device may just have been released by the old rootfs: drop its cached blocks */
 	(void)ioctl(dev, BLKFLSBUF, 0);
-	return 0;
+	return TAKE_FD(dev);
 }
 
 static int restore_image(const char *image_dir, const Cryo__RootfsSnapshot *s, const char *rootfs,
@@ -237,19 +241,15 @@ static int restore_image(const char *image_dir, const Cryo__RootfsSnapshot *s, c
 	 * running down and fail the mount with EIO: try a fresh one again.
 	 */
 	for (attempt = 0;; attempt++) {
-		int lfd;
+		_cleanup_close_ int lfd = -1;
 
-		r = loop_attach(s->source, dev, sizeof(dev), err);
-		if (r < 0)
-			return r;
+		lfd = loop_attach(s->source, dev, sizeof(dev), err);
+		if (lfd < 0)
+			return lfd;
 		if (mount(dev, rootfs, s->fstype, 0, NULL) == 0)
 			return 0;
 		r = cryo_error_set(err, errno, "mount `%s` (%s) at `%s`", dev, s->fstype, rootfs);
-		lfd = open(dev, O_RDONLY | O_CLOEXEC);
-		if (lfd >= 0) {
-			(void)ioctl(lfd, LOOP_CLR_FD, 0);
-			close(lfd);
-		}
+		(void)ioctl(lfd, LOOP_CLR_FD, 0);
 		if (attempt >= 4)
 			return r;
 		cryo_error_clear(err);

@@ -6,6 +6,7 @@
 #include "checkpoint.h"
 #include "util.h"
 #include "cli.h"
+#include "criu-flags.h"
 
 static void usage(FILE *out)
 {
@@ -18,11 +19,7 @@ static void usage(FILE *out)
 		"  --image-path DIR          where the image goes (default ./checkpoint)\n"
 		"  --work-path DIR           CRIU's work dir and log (default <root>/<ID>/criu)\n"
 		"  --leave-running           keep the container running afterwards\n"
-		"  --tcp-established         dump established TCP connections\n"
-		"  --ext-unix-sk             allow external unix sockets\n"
-		"  --shell-job               the container was started from a shell (terminal)\n"
-		"  --file-locks              dump file locks\n"
-		"  --manage-cgroups-mode M   soft, full, strict or ignore\n"
+		CLI_CRIU_FLAG_HELP
 		"  --pre-dump                memory pre-dump only (container keeps running)\n"
 		"  --parent-path DIR         previous (pre-)dump, relative to the image path\n"
 		"  --timeout MS              cgroup freeze timeout (default 5000)\n"
@@ -35,11 +32,7 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 		{ "image-path", required_argument, NULL, 'i' },
 		{ "work-path", required_argument, NULL, 'w' },
 		{ "leave-running", no_argument, NULL, 'l' },
-		{ "tcp-established", no_argument, NULL, 't' },
-		{ "ext-unix-sk", no_argument, NULL, 'x' },
-		{ "shell-job", no_argument, NULL, 's' },
-		{ "file-locks", no_argument, NULL, 'f' },
-		{ "manage-cgroups-mode", required_argument, NULL, 'm' },
+		CLI_CRIU_FLAG_OPTIONS,
 		{ "pre-dump", no_argument, NULL, 'P' },
 		{ "parent-path", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 'T' },
@@ -53,6 +46,13 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 	int c;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		int rc = cli_criu_flag("checkpoint", c, optarg, &o.criu);
+
+		if (rc >= 0) {
+			if (rc > 0)
+				return rc;
+			continue;
+		}
 		switch (c) {
 		case 'i':
 			o.image_path = optarg;
@@ -62,26 +62,6 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 			break;
 		case 'l':
 			o.leave_running = true;
-			break;
-		case 't':
-			o.tcp_established = true;
-			break;
-		case 'x':
-			o.ext_unix_sk = true;
-			break;
-		case 's':
-			o.shell_job = true;
-			break;
-		case 'f':
-			o.file_locks = true;
-			break;
-		case 'm':
-			if (cryo_criu_cg_mode_from_string(optarg, &o.cg_mode, &err) < 0) {
-				int rc = cli_usage_error("checkpoint", "%s", err.msg);
-
-				cryo_error_clear(&err);
-				return rc;
-			}
 			break;
 		case 'P':
 			o.pre_dump = true;
@@ -96,8 +76,7 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 			break;
 		case 'F':
 			if (cryo_fs_freeze_mode_from_string(optarg, &o.fs_freeze, &err) < 0) {
-				int rc = cli_usage_error("checkpoint", "%s", err.msg);
-
+				rc = cli_usage_error("checkpoint", "%s", err.msg);
 				cryo_error_clear(&err);
 				return rc;
 			}

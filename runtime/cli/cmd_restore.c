@@ -5,6 +5,7 @@
 
 #include "restore.h"
 #include "cli.h"
+#include "criu-flags.h"
 
 int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 {
@@ -16,11 +17,7 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 		{ "pid-file", required_argument, NULL, 'p' },
 		{ "console-socket", required_argument, NULL, 'c' },
 		{ "tcp-close", no_argument, NULL, 'C' },
-		{ "tcp-established", no_argument, NULL, 't' },
-		{ "ext-unix-sk", no_argument, NULL, 'x' },
-		{ "shell-job", no_argument, NULL, 's' },
-		{ "file-locks", no_argument, NULL, 'f' },
-		{ "manage-cgroups-mode", required_argument, NULL, 'm' },
+		CLI_CRIU_FLAG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -30,6 +27,13 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 	int c, status = 0;
 
 	while ((c = getopt_long(argc, argv, "db:h", opts, NULL)) != -1) {
+		int rc = cli_criu_flag("restore", c, optarg, &o.criu);
+
+		if (rc >= 0) {
+			if (rc > 0)
+				return rc;
+			continue;
+		}
 		switch (c) {
 		case 'i':
 			o.image_path = optarg;
@@ -52,39 +56,18 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 		case 'C':
 			o.tcp_close = true;
 			break;
-		case 't':
-			o.tcp_established = true;
-			break;
-		case 'x':
-			o.ext_unix_sk = true;
-			break;
-		case 's':
-			o.shell_job = true;
-			break;
-		case 'f':
-			o.file_locks = true;
-			break;
-		case 'm':
-			if (cryo_criu_cg_mode_from_string(optarg, &o.cg_mode, &err) < 0) {
-				int rc = cli_usage_error("restore", "%s", err.msg);
-
-				cryo_error_clear(&err);
-				return rc;
-			}
-			break;
 		case 'h':
 			printf("Usage: cryo restore [OPTIONS] ID\n\n"
 			       "Verify a checkpoint image (manifest and every file's sha256), put the rootfs\n"
 			       "back from its snapshot and restore the container with CRIU.\n\n"
 			       "  --image-path DIR   the image (default ./checkpoint)\n"
-			       "  --work-path DIR    CRIU's work dir and log (default <root>/<ID>/criu)\n"
+			       "  --work-path DIR    CRIU's work dir and log (default <root>/.restore/<ID>;\n"
+			       "                     once restored the log moves to <root>/<ID>/criu)\n"
 			       "  --bundle DIR       bundle (default: the one recorded in the image)\n"
 			       "  -d, --detach       return once restored\n"
 			       "  --pid-file FILE    write the init's pid\n"
 			       "  --console-socket S accepted for compatibility\n"
-			       "  --tcp-close        drop established TCP connections\n"
-			       "  --tcp-established, --ext-unix-sk, --shell-job, --file-locks,\n"
-			       "  --manage-cgroups-mode M   as for checkpoint\n");
+			       "  --tcp-close        drop established TCP connections\n" CLI_CRIU_FLAG_HELP);
 			return 0;
 		default:
 			return 2;

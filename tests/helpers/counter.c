@@ -2,7 +2,7 @@
 /*
  * A self-checking workload for checkpoint/restore (CRIU's zdtm idea).
  *
- *   cryo-test-counter STATUS [MEM_MIB] [RECORDS]
+ *   cryo-test-counter STATUS [MEM_MIB] [RECORDS|-] [TCP_PORT]
  *
  * It becomes a session leader with a tree: a child that sends an
  * increasing counter over a pipe and over a unix socket pair, and a
@@ -12,9 +12,13 @@
  * STATUS (kept open, written at offset 0) is still the file it opened.
  * With RECORDS (a path), it also appends numbered fixed-size records and
  * keeps the count in memory, so a restore can compare disk and memory.
- * Every 20 ms it rewrites STATUS as "<count> ok <records>"; on the first
- * broken check it writes "FAIL <why>" and exits 1.
+ * With TCP_PORT, it keeps a TCP connection to an echo peer on 127.0.0.1
+ * (outside the container: --tcp-established) and checks a round trip of
+ * the counter every 20 ms.
+ * Every 20 ms it rewrites STATUS as "<count> ok <records> <tcp round
+ * trips>"; on the first broken check it writes "FAIL <why>" and exits 1.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -28,6 +32,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <netinet/in.h>
 
 #define RECORD_LEN 32
 
@@ -91,8 +96,10 @@ static void sender(int pipe_w, int sock)
 int main(int argc, char **argv)
 {
 	uint64_t expect = 1, mem_mib = argc > 2 ? strtoull(argv[2], NULL, 10) : 4, records = 0, i;
-	const char *records_path = argc > 3 ? argv[3] : NULL;
-	int pipefd[2], sp[2], rec_fd = -1, devnull;
+	const char *records_path = argc > 3 && strcmp(argv[3], "-") != 0 ? argv[3] : NULL;
+	unsigned long tcp_port = argc > 4 ? strtoul(argv[4], NULL, 10) : 0;
+	uint64_t round_trips = 0;
+	int pipefd[2], sp[2], rec_fd = -1, tcp = -1, devnull;
 	size_t mem_len;
 	uint64_t *mem;
 	pid_t child, zombie;
@@ -101,7 +108,7 @@ int main(int argc, char **argv)
 	int64_t last = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s STATUS [MEM_MIB] [RECORDS]\n", argv[0]);
+		fprintf(stderr, "usage: %s STATUS [MEM_MIB] [RECORDS|-] [TCP_PORT]\n", argv[0]);
 		return 2;
 	}
 	status_fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -110,6 +117,14 @@ int main(int argc, char **argv)
 	if (records_path) {
 		rec_fd = open(records_path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
 		if (rec_fd < 0)
+			return 2;
+	}
+	if (tcp_port > 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)tcp_port) };
+
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (tcp < 0 || connect(tcp, (struct sockaddr *)&a, sizeof(a)) < 0)
 			return 2;
 	}
 	/* no terminal, own session: CRIU needs no --shell-job */
@@ -132,6 +147,10 @@ int main(int argc, char **argv)
 	zombie = fork();
 	if (zombie == 0)
 		_exit(7);
+	/* wait until it is a zombie: the loop below checks it never stops being one */
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)zombie, &si, WEXITED | WNOWAIT) < 0)
+		return 2;
 	if (pipe(pipefd) < 0 || socketpair(AF_UNIX, SOCK_STREAM, 0, sp) < 0)
 		return 2;
 	child = fork();
@@ -182,6 +201,17 @@ int main(int argc, char **argv)
 			if (fstat(rec_fd, &st) < 0 || (uint64_t)st.st_size != records * RECORD_LEN)
 				fail("records on disk vs memory", (uint64_t)st.st_size / RECORD_LEN, records);
 		}
-		report("%llu ok %llu", (unsigned long long)(expect - 1), (unsigned long long)records);
+		if (tcp >= 0) {
+			uint64_t back = 0;
+
+			if (write(tcp, &expect, sizeof(expect)) != sizeof(expect))
+				fail("tcp write", (uint64_t)errno, 0);
+			read_exact(tcp, &back, sizeof(back), "tcp read");
+			if (back != expect)
+				fail("tcp echo", back, expect);
+			round_trips++;
+		}
+		report("%llu ok %llu %llu", (unsigned long long)(expect - 1), (unsigned long long)records,
+		       (unsigned long long)round_trips);
 	}
 }

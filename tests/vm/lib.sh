@@ -28,11 +28,18 @@
 #                                "freezer" pm_test level (every task frozen by
 #                                the PM freezer, 1 s pause, thawed): the real
 #                                freeze/thaw path of a suspend; kmsg mark NAME
+#   vm_containers_setup          what `cryo run` needs in the fresh guest: the
+#                                loop driver, the cgroup2 controllers enabled
+#                                in the root (libcgroup enables them in the
+#                                container's parent), lo up
+#
+# CRYO_VM_MEM (MiB) and CRYO_VM_TIMEOUT (s) size the VM a test re-runs in.
 
 in_vm() { [ -e /run/cryo-vm/config ] && [ "$(hostname)" = cryo-vm ]; }
 
 if ! in_vm; then
-	exec "$(dirname "${BASH_SOURCE[0]}")/run" --timeout "${CRYO_VM_TIMEOUT:-900}" bash "$0" "$@"
+	exec "$(dirname "${BASH_SOURCE[0]}")/run" --timeout "${CRYO_VM_TIMEOUT:-900}" ${CRYO_VM_MEM:+--mem "$CRYO_VM_MEM"} \
+		bash "$0" "$@"
 fi
 
 kmsg_mark() { echo "cryo-test: mark $1" >/dev/kmsg; }
@@ -117,4 +124,13 @@ cg_remove() {
 		sleep 0.1
 	done
 	rmdir "$dir"
+}
+
+vm_containers_setup() {
+	local c
+	modprobe loop 2>/dev/null || true
+	for c in $(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null); do
+		echo "+$c" >/sys/fs/cgroup/unified/cgroup.subtree_control 2>/dev/null || true
+	done
+	ip link set lo up 2>/dev/null || true
 }

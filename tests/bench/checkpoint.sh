@@ -1,0 +1,184 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Checkpoint/restore benchmark (not a timed test), in the VM harness where
+# criu 3.17 works: the same self-checking workload (tests/helpers/counter.c:
+# a 3-process tree, pipe, socket pair, zombie, MEM MiB of touched memory)
+#
+#   bare   `criu dump -t PID` / `criu restore -d` of the process tree
+#   cryo   `cryo checkpoint` / `cryo restore -d` of a container running it
+#          (adds: cgroup freeze, FIFREEZE + rootfs snapshot of its 32 MiB
+#          ext4 image, sha256 of every image file, atomic commit; restore
+#          verifies all of that first and recreates rootfs and cgroup)
+#   runc   `runc checkpoint` / `runc restore -d` of the same container
+#
+# side by side, interleaved, REPS times per size; prints medians, ratios
+# to bare CRIU, and cryo's frozen windows and its own steps from the
+# manifest. Every restore is checked: the workload keeps counting.
+#
+#   tests/bench/checkpoint.sh [REPS] [MEM_MIB...]   (default 3, 64 512)
+#
+# Re-runs itself in the VM (CRYO_VM_MEM=3072 by default). Absolute times
+# are TCG's (~10x slower than the host): read the ratios.
+: "${CRYO_VM_MEM:=3072}" "${CRYO_VM_TIMEOUT:=3000}"
+export CRYO_VM_MEM CRYO_VM_TIMEOUT
+source "$(dirname "$0")/../vm/lib.sh"
+source "$(dirname "$0")/../lib/common.sh"
+vm_containers_setup
+. "$CRYO_SRC/tests/lib/bundle.sh"
+need_cmd criu
+
+REPS=${1:-3}
+shift || true
+SIZES=${*:-64 512}
+CNT=$CRYO_BUILD/tests/cryo-test-counter
+file "$CNT" | grep -q 'statically linked' || skip "cryo-test-counter is not static (sanitizer build?)"
+"$CRYO_BIN" check >"$T/check.out" 2>&1 || { cat "$T/check.out"; fail "cryo check: CRIU does not work here"; }
+RUNC=1
+command -v runc >/dev/null || RUNC=0
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+# every timing goes into $T/times as "SYSTEM OP MEM MS"
+rec() { echo "$1 $2 $3 $4" >>"$T/times"; }
+
+status_of() { cat "$1" 2>/dev/null; }
+wait_counting() { # STATUS_FILE MIN
+	local c
+	for _ in $(seq 600); do
+		if status_of "$1" | grep -q FAIL; then fail "workload: $(status_of "$1")"; fi
+		c=$(status_of "$1" | awk '{ print $1 }')
+		[ -n "$c" ] && [ "$c" -gt "$2" ] 2>/dev/null && return 0
+		sleep 0.1
+	done
+	fail "workload in $1 stuck at $(status_of "$1")"
+}
+count_of() { status_of "$1" | awk '{ print $1 }'; }
+
+bench_bare() { # MEM REP
+	local d=$T/bare-$1-$2 pid t0 c
+	mkdir -p "$d/img"
+	setsid "$CNT" "$d/status" "$1" </dev/null >/dev/null 2>&1 &
+	pid=$!
+	wait_counting "$d/status" 20
+	t0=$(now_ms)
+	criu dump -t "$pid" -D "$d/img" -o dump.log >/dev/null 2>&1 || fail "bare criu dump: $(grep Error "$d/img/dump.log" | head -3)"
+	rec bare dump "$1" $(($(now_ms) - t0))
+	wait "$pid" 2>/dev/null
+	c=$(count_of "$d/status")
+	t0=$(now_ms)
+	criu restore -D "$d/img" -d -o restore.log >/dev/null 2>&1 || fail "bare criu restore: $(grep Error "$d/img/restore.log" | head -3)"
+	rec bare restore "$1" $(($(now_ms) - t0))
+	wait_counting "$d/status" $((c + 20))
+	kill -KILL -- "-$pid" 2>/dev/null
+	for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	rm -rf "$d"
+}
+
+# one bundle per system, made once per size: the counter is the init
+make_bundle() { # DIR MEM
+	bundle_new "$1" /counter /status "$2"
+	cp "$CNT" "$1/rootfs/counter"
+	bundle_set "$1" "c['linux'].pop('resources', None)"
+}
+
+bench_cryo() { # MEM REP BUNDLE
+	local id img=$T/cryo-img t0 c
+	id=$(basename "$3")
+	rm -rf "$img"
+	rt run -d --bundle "$3" "$id" </dev/null >"$T/run.out" 2>&1 || fail "cryo run: $(cat "$T/run.out")"
+	wait_counting "$3/rootfs/status" 20
+	t0=$(now_ms)
+	rt checkpoint --image-path "$img" "$id" >"$T/ck.out" 2>&1 || fail "cryo checkpoint: $(cat "$T/ck.out")"
+	rec cryo dump "$1" $(($(now_ms) - t0))
+	rt inspect --json "$img" | python3 -c '
+import json, sys
+m = json.load(sys.stdin)
+steps = {t["step"]: t["usec"] / 1e3 for t in m["timings"]}
+print("cryo frozen %s %.0f" % (sys.argv[1], m["frozen_window_usec"] / 1e3))
+print("cryo fsfrozen %s %.0f" % (sys.argv[1], m["fs_frozen_window_usec"] / 1e3))
+for s in ("criu-dump", "snapshot-rootfs", "manifest", "commit"):
+    if s in steps:
+        print("cryo step:%s %s %.0f" % (s, sys.argv[1], steps[s]))
+' "$1" >>"$T/times" || fail "inspect --json"
+	c=$(count_of "$3/rootfs/status")
+	t0=$(now_ms)
+	rt restore -d --image-path "$img" "$id" </dev/null >"$T/rs.out" 2>&1 || fail "cryo restore: $(cat "$T/rs.out")"
+	rec cryo restore "$1" $(($(now_ms) - t0))
+	# the rootfs was put back from the snapshot: the status file too
+	wait_counting "$3/rootfs/status" $((c + 20))
+	rt delete --force "$id" >/dev/null 2>&1 || fail "cryo delete"
+	rm -rf "$img"
+}
+
+bench_runc() { # MEM REP BUNDLE
+	local id img=$T/runc-img t0 c r=(runc --root "$T/runc")
+	id=$(basename "$3")
+	rm -rf "$img"
+	"${r[@]}" run -d --bundle "$3" "$id" </dev/null >"$T/runc.out" 2>&1 || fail "runc run: $(cat "$T/runc.out")"
+	wait_counting "$3/rootfs/status" 20
+	t0=$(now_ms)
+	if ! "${r[@]}" checkpoint --image-path "$img" --work-path "$T/runc-work" "$id" >"$T/runc.out" 2>&1; then
+		log "runc checkpoint fails here: $(tail -3 "$T/runc.out" | tr '\n' ' ') $(grep Error "$T/runc-work/dump.log" 2>/dev/null | head -2)"
+		RUNC=0
+		"${r[@]}" delete --force "$id" >/dev/null 2>&1
+		return 0
+	fi
+	rec runc dump "$1" $(($(now_ms) - t0))
+	c=$(count_of "$3/rootfs/status")
+	t0=$(now_ms)
+	if ! "${r[@]}" restore -d --image-path "$img" --work-path "$T/runc-work" --bundle "$3" "$id" \
+		</dev/null >"$T/runc.out" 2>&1; then
+		log "runc restore fails here: $(tail -3 "$T/runc.out" | tr '\n' ' ') $(grep Error "$T/runc-work/restore.log" 2>/dev/null | head -2)"
+		RUNC=0
+		"${r[@]}" delete --force "$id" >/dev/null 2>&1
+		return 0
+	fi
+	rec runc restore "$1" $(($(now_ms) - t0))
+	wait_counting "$3/rootfs/status" $((c + 20))
+	"${r[@]}" delete --force "$id" >/dev/null 2>&1
+	rm -rf "$img"
+}
+
+: >"$T/times"
+for mem in $SIZES; do
+	make_bundle "$T/bc$mem" "$mem"
+	make_bundle "$T/br$mem" "$mem"
+	for rep in $(seq "$REPS"); do
+		log "MEM=$mem MiB, round $rep/$REPS"
+		bench_bare "$mem" "$rep"
+		bench_cryo "$mem" "$rep" "$T/bc$mem"
+		[ "$RUNC" = 1 ] && bench_runc "$mem" "$rep" "$T/br$mem"
+	done
+done
+
+python3 - "$T/times" <<'PY'
+import statistics, sys
+t = {}
+for line in open(sys.argv[1]):
+    sysname, op, mem, ms = line.split()
+    t.setdefault((sysname, op, int(mem)), []).append(float(ms))
+def med(k):
+    v = t.get(k)
+    return statistics.median(v) if v else None
+mems = sorted({k[2] for k in t})
+print("\n# median ms (TCG), ratio to bare criu")
+print("%-6s %-8s %10s %10s %8s %10s %8s" % ("MiB", "op", "bare", "cryo", "cryo/b", "runc", "runc/b"))
+for mem in mems:
+    for op in ("dump", "restore"):
+        b, c, r = med(("bare", op, mem)), med(("cryo", op, mem)), med(("runc", op, mem))
+        fmt = lambda x: "%10.0f" % x if x is not None else "%10s" % "-"
+        rat = lambda x: "%8.2f" % (x / b) if x is not None and b else "%8s" % "-"
+        print("%-6d %-8s %s %s %s %s %s" % (mem, op, fmt(b), fmt(c), rat(c), fmt(r), rat(r)))
+print("\n# cryo checkpoint, median ms: frozen window, fs frozen, and its steps")
+for mem in mems:
+    parts = []
+    for k in ("frozen", "fsfrozen", "step:criu-dump", "step:snapshot-rootfs", "step:manifest", "step:commit"):
+        v = med(("cryo", k, mem))
+        if v is not None:
+            parts.append("%s %.0f" % (k.replace("step:", ""), v))
+    b = med(("bare", "dump", mem))
+    cd = med(("cryo", "step:criu-dump", mem))
+    extra = " (criu-dump step / bare dump = %.2f)" % (cd / b) if b and cd else ""
+    print("%d MiB: %s%s" % (mem, ", ".join(parts), extra))
+PY
+echo "PASS checkpoint bench (reps=$REPS, sizes: $SIZES)"
