@@ -13,7 +13,12 @@
  * is then kept as "fired" so that RESET_TIMEOUT answers EINVAL, as in the
  * proposed FIFREEZE_RESET_TIMEOUT), or when the file is released, which
  * also happens when the holding process is killed. An open file pins the
- * module, so no hold can outlive an unload.
+ * module.
+ *
+ * A detached hold is owned by the module instead of a file: it is made
+ * through a file but lives on after it, until its deadline (mandatory),
+ * a THAW through any open file, or the unload of the module, which thaws
+ * every detached hold that is left. That is a watchdog without a process.
  *
  * Filesystems are frozen with freeze_super(), exactly what FIFREEZE does.
  * Cgroups are frozen through their own control file: cgroup_freeze() is
@@ -91,6 +96,7 @@ static const char * const cryo_state_names[] = {
 struct cryo_holder {
 	struct list_head holds;
 	unsigned int nr_holds;
+	unsigned int max_holds;
 };
 
 /* What a hold is about: a filesystem, or a cgroup directory. */
@@ -106,7 +112,8 @@ struct cryo_hold {
 	struct cryo_holder *holder;
 	struct cryo_target target;
 	enum cryo_state state;
-	bool detached;
+	bool unlisted;			/* off all lists, owned by one caller */
+	bool detached;			/* owned by the module, not a file */
 	struct path path;		/* fs: pins the mount and the sb */
 	struct file *ctl;		/* cgroup: its freezer control file */
 	char *what;
@@ -123,6 +130,12 @@ struct cryo_hold {
 
 static DEFINE_MUTEX(cryo_lock);
 static LIST_HEAD(cryo_all_holds);
+
+/* The owner of every detached hold. */
+static struct cryo_holder cryo_detached = {
+	.holds = LIST_HEAD_INIT(cryo_detached.holds),
+	.max_holds = CRYO_FREEZER_MAX_DETACHED,
+};
 static bool cryo_pm_paused;
 static unsigned int cryo_pm_cycles;
 static struct dentry *cryo_debugfs;
@@ -165,14 +178,16 @@ static int cryo_cg_write(struct cryo_hold *hold, bool freeze)
  * Undo the freeze and drop the references that kept its target alive, so
  * that a fired hold does not keep a filesystem from being unmounted.
  * Called by whoever owns the hold exclusively: the deadline work while
- * CRYO_FIRING, or the one that detached a held hold.
+ * CRYO_FIRING, or the one that unlisted a held hold.
  */
 static int cryo_undo(struct cryo_hold *hold)
 {
 	int ret;
 
 	if (hold->target.kind == CRYO_KIND_FS) {
-		ret = cryo_thaw_sb(hold->path.mnt->mnt_sb);
+		/* before 6.6 a FITHAW behind our back may have done it */
+		ret = cryo_sb_frozen(hold->path.mnt->mnt_sb) ?
+		      cryo_thaw_sb(hold->path.mnt->mnt_sb) : -EINVAL;
 		path_put(&hold->path);
 		hold->path.mnt = NULL;
 		hold->path.dentry = NULL;
@@ -181,10 +196,30 @@ static int cryo_undo(struct cryo_hold *hold)
 		fput(hold->ctl);
 		hold->ctl = NULL;
 	}
-	if (ret)
+	if (ret && ret != -EINVAL)
 		pr_warn("thaw of %s %s failed: %d\n",
 			cryo_kind_names[hold->target.kind], hold->what, ret);
 	return ret;
+}
+
+/*
+ * Before 6.6 a freeze is one global state of the superblock: a FITHAW
+ * from userspace undoes ours. Such a hold is lost - answered like a fired
+ * one (EINVAL), which tells its holder that its window was broken. Needs
+ * cryo_lock.
+ */
+static bool cryo_lost(struct cryo_hold *hold)
+{
+	lockdep_assert_held(&cryo_lock);
+	if (hold->target.kind != CRYO_KIND_FS || hold->state != CRYO_HELD ||
+	    cryo_sb_frozen(hold->path.mnt->mnt_sb))
+		return false;
+	cancel_delayed_work(&hold->work);
+	path_put(&hold->path);
+	hold->path.mnt = NULL;
+	hold->path.dentry = NULL;
+	hold->state = CRYO_FIRED;
+	return true;
 }
 
 static void cryo_hold_free(struct cryo_hold *hold)
@@ -231,7 +266,7 @@ static void cryo_expire(struct work_struct *work)
 					      struct cryo_hold, work);
 
 	mutex_lock(&cryo_lock);
-	if (hold->detached || hold->state != CRYO_HELD ||
+	if (hold->unlisted || hold->state != CRYO_HELD ||
 	    !hold->has_deadline || cryo_pm_paused) {
 		mutex_unlock(&cryo_lock);
 		return;
@@ -253,17 +288,17 @@ static void cryo_expire(struct work_struct *work)
 }
 
 /* Take a hold off all lists; its owner then calls cryo_hold_finish(). */
-static void cryo_detach(struct cryo_hold *hold)
+static void cryo_unlist(struct cryo_hold *hold)
 {
 	lockdep_assert_held(&cryo_lock);
 	list_del_init(&hold->node);
 	list_del_init(&hold->all);
 	hold->holder->nr_holds--;
-	hold->detached = true;
+	hold->unlisted = true;
 }
 
 /*
- * Thaw a detached hold if it is still held and free it. Returns the thaw's
+ * Thaw an unlisted hold if it is still held and free it. Returns the thaw's
  * result, or -EINVAL when the hold was no longer frozen (its deadline had
  * fired).
  */
@@ -271,7 +306,11 @@ static int cryo_hold_finish(struct cryo_hold *hold)
 {
 	int ret = -EINVAL;
 
-	/* Waits for a deadline work that is thawing this hold right now. */
+	/*
+	 * Waits for a deadline work that is thawing this hold right now, and
+	 * kills one that would re-arm itself: once this returns, nothing of
+	 * the module runs for this hold any more (module exit relies on it).
+	 */
 	cancel_delayed_work_sync(&hold->work);
 	if (hold->state == CRYO_HELD)
 		ret = cryo_undo(hold);
@@ -301,6 +340,36 @@ static struct cryo_hold *cryo_find(struct list_head *list,
 		if (cryo_target_eq(&hold->target, t))
 			return hold;
 	return NULL;
+}
+
+/* The oldest fired hold of a holder: fair game when it is full. */
+static struct cryo_hold *cryo_find_fired(struct cryo_holder *holder)
+{
+	struct cryo_hold *hold;
+
+	list_for_each_entry(hold, &holder->holds, node)
+		if (hold->state == CRYO_FIRED)
+			return hold;
+	return NULL;
+}
+
+/*
+ * The hold a THAW or RESET_TIMEOUT through holder names: the holder's
+ * own, else a detached one. A fired hold of the holder's own gives way to
+ * a live detached hold of the same target made since.
+ */
+static struct cryo_hold *cryo_find_for(struct cryo_holder *holder,
+				       const struct cryo_target *t)
+{
+	struct cryo_hold *own, *det;
+
+	own = cryo_find(&holder->holds, t, false);
+	if (own && own->state != CRYO_FIRED)
+		return own;
+	det = cryo_find(&cryo_detached.holds, t, false);
+	if (det && (!own || det->state != CRYO_FIRED))
+		return det;
+	return own;
 }
 
 static struct cryo_hold *cryo_hold_alloc(const struct cryo_target *t)
@@ -335,9 +404,11 @@ static int cryo_hold_insert(struct cryo_holder *holder, struct cryo_hold *hold)
 		return -EBUSY;
 	}
 	old = cryo_find(&holder->holds, &hold->target, false);
+	if (!old && holder->nr_holds >= holder->max_holds)
+		old = cryo_find_fired(holder);
 	if (old)
-		cryo_detach(old);
-	if (holder->nr_holds >= CRYO_FREEZER_MAX_HOLDS) {
+		cryo_unlist(old);
+	if (holder->nr_holds >= holder->max_holds) {
 		mutex_unlock(&cryo_lock);
 		if (old)
 			cryo_hold_finish(old);
@@ -358,7 +429,7 @@ static int cryo_hold_commit(struct cryo_hold *hold, int ret, u64 timeout_sec)
 {
 	mutex_lock(&cryo_lock);
 	if (ret) {
-		cryo_detach(hold);
+		cryo_unlist(hold);
 		mutex_unlock(&cryo_lock);
 		cryo_hold_free(hold);
 		return ret;
@@ -369,18 +440,41 @@ static int cryo_hold_commit(struct cryo_hold *hold, int ret, u64 timeout_sec)
 	return 0;
 }
 
+enum cryo_op {
+	CRYO_OP_FREEZE,
+	CRYO_OP_THAW,
+	CRYO_OP_RESET,
+};
+
 static int cryo_get_args(struct cryo_freezer_hold *args, void __user *argp,
-			 bool thaw)
+			 enum cryo_op op)
 {
+	u32 flags_ok = op == CRYO_OP_FREEZE ? CRYO_FREEZER_HOLD_DETACHED : 0;
+
 	if (!capable(CAP_SYS_ADMIN))
 		return -EPERM;
 	if (copy_from_user(args, argp, sizeof(*args)))
 		return -EFAULT;
-	if (args->flags || args->timeout_sec > CRYO_FREEZER_TIMEOUT_MAX)
+	if (args->flags & ~flags_ok ||
+	    args->timeout_sec > CRYO_FREEZER_TIMEOUT_MAX)
 		return -EINVAL;
-	if (thaw && args->timeout_sec)
+	if (op == CRYO_OP_THAW && args->timeout_sec)
+		return -EINVAL;
+	/* nothing but its deadline would ever end it */
+	if (args->flags & CRYO_FREEZER_HOLD_DETACHED && !args->timeout_sec)
 		return -EINVAL;
 	return 0;
+}
+
+/* Who owns a new hold: the file, or the module for a detached one. */
+static struct cryo_holder *cryo_owner(struct cryo_holder *holder,
+				      const struct cryo_freezer_hold *args,
+				      struct cryo_hold *hold)
+{
+	if (!(args->flags & CRYO_FREEZER_HOLD_DETACHED))
+		return holder;
+	hold->detached = true;
+	return &cryo_detached;
 }
 
 static void cryo_fs_target(struct file *file, struct cryo_target *t)
@@ -430,7 +524,7 @@ static long cryo_ioctl_fs_freeze(struct cryo_holder *holder,
 	struct file *file;
 	int ret;
 
-	ret = cryo_get_args(&args, argp, false);
+	ret = cryo_get_args(&args, argp, CRYO_OP_FREEZE);
 	if (ret)
 		return ret;
 	file = fget(args.fd);
@@ -456,7 +550,7 @@ static long cryo_ioctl_fs_freeze(struct cryo_holder *holder,
 	path_get(&hold->path);
 	fput(file);
 
-	ret = cryo_hold_insert(holder, hold);
+	ret = cryo_hold_insert(cryo_owner(holder, &args, hold), hold);
 	if (ret) {
 		cryo_hold_free(hold);
 		return ret;
@@ -487,7 +581,7 @@ static long cryo_ioctl_cgroup_freeze(struct cryo_holder *holder,
 	char *buf, *p;
 	int ret;
 
-	ret = cryo_get_args(&args, argp, false);
+	ret = cryo_get_args(&args, argp, CRYO_OP_FREEZE);
 	if (ret)
 		return ret;
 	file = fget(args.fd);
@@ -528,7 +622,7 @@ static long cryo_ioctl_cgroup_freeze(struct cryo_holder *holder,
 		goto out_free;
 	fput(file);
 
-	ret = cryo_hold_insert(holder, hold);
+	ret = cryo_hold_insert(cryo_owner(holder, &args, hold), hold);
 	if (ret) {
 		cryo_hold_free(hold);
 		return ret;
@@ -569,7 +663,7 @@ static long cryo_ioctl_thaw(struct cryo_holder *holder, void __user *argp,
 	struct cryo_hold *hold;
 	int ret;
 
-	ret = cryo_get_args(&args, argp, true);
+	ret = cryo_get_args(&args, argp, CRYO_OP_THAW);
 	if (ret)
 		return ret;
 	ret = cryo_lookup_target(&args, cgroup, &t);
@@ -577,16 +671,17 @@ static long cryo_ioctl_thaw(struct cryo_holder *holder, void __user *argp,
 		return ret;
 
 	mutex_lock(&cryo_lock);
-	hold = cryo_find(&holder->holds, &t, false);
+	hold = cryo_find_for(holder, &t);
 	if (!hold) {
 		mutex_unlock(&cryo_lock);
 		return -EINVAL;
 	}
+	cryo_lost(hold);
 	if (hold->state == CRYO_FREEZING) {
 		mutex_unlock(&cryo_lock);
 		return -EBUSY;
 	}
-	cryo_detach(hold);
+	cryo_unlist(hold);
 	mutex_unlock(&cryo_lock);
 	return cryo_hold_finish(hold);
 }
@@ -599,7 +694,7 @@ static long cryo_ioctl_reset(struct cryo_holder *holder, void __user *argp,
 	struct cryo_hold *hold;
 	int ret;
 
-	ret = cryo_get_args(&args, argp, false);
+	ret = cryo_get_args(&args, argp, CRYO_OP_RESET);
 	if (ret)
 		return ret;
 	ret = cryo_lookup_target(&args, cgroup, &t);
@@ -607,8 +702,11 @@ static long cryo_ioctl_reset(struct cryo_holder *holder, void __user *argp,
 		return ret;
 
 	mutex_lock(&cryo_lock);
-	hold = cryo_find(&holder->holds, &t, false);
-	if (!hold || hold->state != CRYO_HELD) {
+	hold = cryo_find_for(holder, &t);
+	if (hold)
+		cryo_lost(hold);
+	if (!hold || hold->state != CRYO_HELD ||
+	    (hold->detached && !args.timeout_sec)) {
 		ret = hold && hold->state == CRYO_FREEZING ? -EBUSY : -EINVAL;
 		mutex_unlock(&cryo_lock);
 		return ret;
@@ -652,11 +750,15 @@ static int cryo_freezer_open(struct inode *inode, struct file *file)
 	if (!holder)
 		return -ENOMEM;
 	INIT_LIST_HEAD(&holder->holds);
+	holder->max_holds = CRYO_FREEZER_MAX_HOLDS;
 	file->private_data = holder;
 	return nonseekable_open(inode, file);
 }
 
-/* The holder is gone - closed, exited or killed: thaw all it held. */
+/*
+ * The holder is gone - closed, exited or killed: thaw all it held. Its
+ * detached holds are not on its list and live on.
+ */
 static int cryo_freezer_release(struct inode *inode, struct file *file)
 {
 	struct cryo_holder *holder = file->private_data;
@@ -665,7 +767,7 @@ static int cryo_freezer_release(struct inode *inode, struct file *file)
 
 	mutex_lock(&cryo_lock);
 	list_for_each_entry_safe(hold, tmp, &holder->holds, node) {
-		cryo_detach(hold);
+		cryo_unlist(hold);
 		list_add_tail(&hold->node, &gone);
 	}
 	mutex_unlock(&cryo_lock);
@@ -767,9 +869,10 @@ static int cryo_holds_show(struct seq_file *m, void *v)
 	seq_printf(m, "# pm_paused=%d pm_cycles=%u\n", cryo_pm_paused,
 		   cryo_pm_cycles);
 	list_for_each_entry(hold, &cryo_all_holds, all) {
-		seq_printf(m, "%s state=%s pid=%d since_ms=%llu age_ms=%llu",
+		seq_printf(m, "%s state=%s owner=%s pid=%d since_ms=%llu age_ms=%llu",
 			   cryo_kind_names[hold->target.kind],
-			   cryo_state_names[hold->state], hold->pid,
+			   cryo_state_names[hold->state],
+			   hold->detached ? "detached" : "file", hold->pid,
 			   div_u64(hold->since, NSEC_PER_MSEC),
 			   div_u64(boot - hold->since, NSEC_PER_MSEC));
 		if (!hold->has_deadline || hold->state != CRYO_HELD) {
@@ -829,14 +932,36 @@ static int __init cryo_freezer_init(void)
 }
 
 /*
- * Every hold belongs to an open file and every open file pins the module,
- * so nothing is frozen by us any more when this runs.
+ * Every open file pins the module, so the only holds left are detached
+ * ones; no ioctl or release can run any more. Once the PM notifier is
+ * gone (unregistering waits for a running one), only their deadline
+ * works still touch them: unlisting each under cryo_lock makes a work
+ * that runs later return at once, and cryo_hold_finish() waits for one
+ * that is thawing right now and cancels one that would re-arm, before it
+ * thaws what is still held. No work of ours is queued when this returns.
  */
 static void __exit cryo_freezer_exit(void)
 {
+	struct cryo_hold *hold, *tmp;
+	unsigned int thawed = 0;
+	LIST_HEAD(gone);
+
 	misc_deregister(&cryo_freezer_misc);
-	debugfs_remove(cryo_debugfs);
 	unregister_pm_notifier(&cryo_pm_nb);
+	debugfs_remove(cryo_debugfs);
+
+	mutex_lock(&cryo_lock);
+	list_for_each_entry_safe(hold, tmp, &cryo_detached.holds, node) {
+		cryo_unlist(hold);
+		list_add_tail(&hold->node, &gone);
+	}
+	mutex_unlock(&cryo_lock);
+
+	list_for_each_entry_safe(hold, tmp, &gone, node)
+		if (cryo_hold_finish(hold) == 0)
+			thawed++;
+	if (thawed)
+		pr_info("unload thawed %u detached holds\n", thawed);
 	WARN_ON(!list_empty(&cryo_all_holds));
 }
 

@@ -16,6 +16,7 @@
 #include "freezer.h"
 #include "fsfreeze.h"
 #include "image.h"
+#include "kmod.h"
 #include "log.h"
 #include "manifest.h"
 #include "mountinfo.h"
@@ -58,6 +59,7 @@ struct ctx {
 	char *config_json;
 	int lock_fd;
 	struct cryo_freezer *fz;
+	int kfd;                /* cryo_freezer.ko holds the freeze on it while we live */
 	bool was_frozen;
 	struct cryo_image *img;
 	char *work_dir;
@@ -154,13 +156,26 @@ static int step_freeze_cgroup(struct ctx *c, struct cryo_error *err)
 		return r;
 	c->was_frozen = s == CRYO_FREEZER_FROZEN;
 	c->frozen_at = cryo_now_us();
+	/* with the module, a crash of cryo thaws at once instead of never */
+	if (!c->was_frozen && cryo_kmod_available())
+		return cryo_freezer_kmod_freeze(c->fz, timeout, 0, 0, false, &c->kfd, err);
 	return cryo_freezer_freeze(c->fz, timeout, 0, err);
+}
+
+static void drop_kmod_hold(struct ctx *c)
+{
+	if (c->kfd >= 0 && cryo_freezer_kmod_thaw(c->fz, c->kfd, NULL) < 0)
+		cryo_debug("checkpoint `%s`: the kernel hold was gone already", c->o->id);
+	if (c->kfd >= 0)
+		close(c->kfd);
+	c->kfd = -1;
 }
 
 static void undo_freeze_cgroup(struct ctx *c)
 {
 	struct cryo_error e = CRYO_ERROR_INIT;
 
+	drop_kmod_hold(c);
 	if (c->fz && !c->was_frozen && cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, &e) < 0) {
 		cryo_warn("checkpoint `%s`: undo: thaw cgroup: %s", c->o->id, e.msg);
 		cryo_error_clear(&e);
@@ -489,11 +504,14 @@ static int step_finish(struct ctx *c, struct cryo_error *err)
 	int r;
 
 	if (c->o->leave_running || c->o->pre_dump) {
+		drop_kmod_hold(c);
 		if (c->was_frozen)
 			return 0;
 		return cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
 	}
+	/* killed while still held: nothing runs after the dump */
 	r = cryo_freezer_kill_all(c->fz, SIGKILL, THAW_TIMEOUT_MS, err);
+	drop_kmod_hold(c);
 	if (r < 0)
 		return r;
 	/* empty now: a cgroup left frozen would freeze whatever is restored into it */
@@ -534,6 +552,8 @@ static void ctx_done(struct ctx *c)
 	char **p;
 
 	cryo_image_abort(c->img);
+	if (c->kfd >= 0)
+		close(c->kfd);
 	cryo_freezer_close(c->fz);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
@@ -550,7 +570,7 @@ static void ctx_done(struct ctx *c)
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err)
 {
-	struct ctx c = { .o = o, .lock_fd = -1 };
+	struct ctx c = { .o = o, .lock_fd = -1, .kfd = -1 };
 	size_t i;
 	int r = 0;
 

@@ -63,6 +63,9 @@ int cryo_features_json(struct json_object **ret, struct cryo_error *err)
 	/* which backend holds filesystem freezes (see fsfreeze.h) */
 	json_object_object_add(freezer, "fsfreezeBackend",
 			       json_object_new_string(cryo_kmod_available() ? "kmod" : "watchdog"));
+	/* and held cgroup freezes: detached kmod holds, or the hold watchdog (hold.h) */
+	json_object_object_add(freezer, "cgroupHoldBackend",
+			       json_object_new_string(cryo_kmod_available() ? "kmod" : "watchdog"));
 	json_object_object_add(cryo, "freezer", freezer);
 	json_object_object_add(o, "org.cryo", cryo);
 

@@ -12,6 +12,7 @@
 
 #include "freezer.h"
 #include "hold.h"
+#include "kmod.h"
 #include "log.h"
 #include "util.h"
 
@@ -621,6 +622,76 @@ wait_empty:
 	}
 	return cryo_error_setx(err, EBUSY, "%u task%s of `%s` still alive %lld ms after SIGKILL", left,
 			       left == 1 ? "" : "s", f->path, (long long)timeout_ms);
+}
+
+/* The module wants a real directory fd; f->dirfd is O_PATH. */
+static int open_cgroup_dir(struct cryo_freezer *f, int *ret, struct cryo_error *err)
+{
+	int fd = openat(f->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open cgroup `%s`", f->path);
+	*ret = fd;
+	return 0;
+}
+
+int cryo_freezer_kmod_freeze(struct cryo_freezer *f, int64_t timeout_ms, unsigned flags, uint64_t deadline_ms,
+			     bool detached, int *ret_kfd, struct cryo_error *err)
+{
+	_cleanup_close_ int kfd = -1, dfd = -1;
+	enum cryo_freezer_state st;
+	int r;
+
+	r = f->ops->get_state(f, &st, err);
+	if (r < 0)
+		return r;
+	if (st == CRYO_FREEZER_FROZEN)
+		return cryo_error_setx(err, EALREADY, "cgroup `%s` is already FROZEN", f->path);
+	if (cryo_fault("freeze"))
+		return cryo_error_setx(err, EIO, "freeze `%s`: injected fault", f->path);
+	r = open_cgroup_dir(f, &dfd, err);
+	if (r < 0)
+		return r;
+	r = cryo_kmod_open(&kfd, err);
+	if (r < 0)
+		return r;
+	r = detached ? cryo_kmod_cgroup_freeze_detached(kfd, dfd, deadline_ms, err)
+		     : cryo_kmod_cgroup_freeze(kfd, dfd, deadline_ms, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "`%s`", f->path);
+	/* the kernel asked for the freeze; wait (and retry) as without it */
+	r = cryo_freezer_freeze(f, timeout_ms, flags & ~CRYO_FREEZER_STRICT, err);
+	if (r < 0) {
+		if (!(flags & CRYO_FREEZER_KEEP_FREEZING) && cryo_kmod_cgroup_thaw(kfd, dfd, NULL) < 0)
+			cryo_debug("drop the kernel hold of `%s`: its deadline fired already", f->path);
+		return r;
+	}
+	cryo_debug("cryo_freezer holds `%s`%s, deadline %llu ms", f->path, detached ? " (detached)" : "",
+		   (unsigned long long)deadline_ms);
+	*ret_kfd = detached ? -1 : TAKE_FD(kfd);
+	return 0;
+}
+
+int cryo_freezer_kmod_thaw(struct cryo_freezer *f, int kfd, struct cryo_error *err)
+{
+	_cleanup_close_ int own = -1, dfd = -1;
+	int r;
+
+	if (kfd < 0) {
+		if (!cryo_kmod_available())
+			return cryo_error_setx(err, ENODEV, "cryo_freezer is not loaded");
+		r = cryo_kmod_open(&own, err);
+		if (r < 0)
+			return r;
+		kfd = own;
+	}
+	r = open_cgroup_dir(f, &dfd, err);
+	if (r < 0)
+		return r;
+	r = cryo_kmod_cgroup_thaw(kfd, dfd, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "`%s`", f->path);
+	return 0;
 }
 
 int cryo_freezer_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)

@@ -167,6 +167,32 @@ int cryo_freezer_describe_blockers(struct cryo_freezer *f, unsigned max_named, c
 int cryo_freezer_describe_stuck(struct cryo_freezer *f, unsigned max_named, char **ret, unsigned *ret_count,
 				struct cryo_error *err);
 
+/*
+ * Held freezes through cryo_freezer.ko (when cryo_kmod_available()): the
+ * kernel owns the deadline and the thaw, no watchdog process is needed.
+ *
+ * cryo_freezer_kmod_freeze() takes the kernel hold, then waits for FROZEN
+ * exactly like cryo_freezer_freeze() (same retries, states and errors).
+ * Already FROZEN: -EALREADY whatever the flags, since nobody could hold
+ * a freeze made by someone else. deadline_ms > 0 is the
+ * hold's deadline, 0 none. detached: the hold belongs to the module and
+ * outlives this process until its deadline (needs deadline_ms > 0) or
+ * cryo_freezer_kmod_thaw(); *ret_kfd is -1. Otherwise the hold lives on
+ * *ret_kfd, the caller's /dev/cryo_freezer fd: if the caller dies, the
+ * kernel thaws at once. On failure the kernel hold is dropped again
+ * (kept, still with its deadline, under KEEP_FREEZING).
+ */
+int cryo_freezer_kmod_freeze(struct cryo_freezer *f, int64_t timeout_ms, unsigned flags, uint64_t deadline_ms,
+			     bool detached, int *ret_kfd, struct cryo_error *err);
+
+/*
+ * End the kernel hold on f (kfd: the holder's fd, or -1 to go through a
+ * new one, which finds detached holds). Only drops the hold and requests
+ * the thaw; cryo_freezer_thaw() waits. -EINVAL if no hold is live (none,
+ * or its deadline fired), -ENODEV without the module.
+ */
+int cryo_freezer_kmod_thaw(struct cryo_freezer *f, int kfd, struct cryo_error *err);
+
 /* The undo action of a CRYO_HOLD_CGROUP_THAW hold (see hold.h). */
 struct cryo_hold_rec;
 int cryo_freezer_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);

@@ -618,13 +618,19 @@ static bool thawed_behind_back(struct wd *w)
 	/*
 	 * A kmod hold: since Linux 6.6 a userspace FIFREEZE nests inside a
 	 * kernel freeze (and FITHAW cannot undo ours), so the probe would
-	 * freeze for good; before 6.6 a FITHAW behind cryo's back goes
-	 * unnoticed until the thaw answers EINVAL.
+	 * freeze for good. Before 6.6 a FITHAW behind cryo's back does undo
+	 * it; the module then answers RESET_TIMEOUT with EINVAL (0 keeps the
+	 * hold without a deadline, as it is), and the filesystem is frozen
+	 * again through the module, as by the probe.
 	 */
-	if (w->kfd >= 0)
+	if (w->kfd >= 0) {
+		if (cryo_kmod_fs_reset(w->kfd, w->t->fd, 0, NULL) != -EINVAL)
+			return false;
+		if (cryo_kmod_fs_freeze(w->kfd, w->t->fd, 0, NULL) < 0)
+			cryo_debug("freeze `%s` again after a thaw behind cryo's back failed", w->t->m.mountpoint);
+	} else if (ioctl(w->t->fd, FIFREEZE, 0) < 0) {
 		return false;
-	if (ioctl(w->t->fd, FIFREEZE, 0) < 0)
-		return false;
+	}
 	while (w->n_holds > 0)
 		drop_hold(w, &w->holds[0], LOST_BEHIND_BACK);
 	w->frozen_at_us = t0;

@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 
 #include "hold.h"
+#include "kmod.h"
 #include "log.h"
 #include "state.h"
 #include "util.h"
@@ -134,6 +135,7 @@ static int rec_to_json(const struct cryo_hold_rec *rec, char **ret)
 	json_object_object_add(o, "target", json_object_new_string(rec->target));
 	json_object_object_add(o, "backend", json_object_new_string(rec->backend));
 	json_object_object_add(o, "undoOnExit", json_object_new_boolean(rec->flags & CRYO_HOLD_UNDO_ON_EXIT));
+	json_object_object_add(o, "kmod", json_object_new_boolean(rec->flags & CRYO_HOLD_KMOD));
 	json_object_object_add(o, "holderPid", json_object_new_int(rec->holder_pid));
 	json_object_object_add(o, "holderStartTime", json_object_new_uint64(rec->holder_start));
 	json_object_object_add(o, "watchdogPid", json_object_new_int(rec->watchdog_pid));
@@ -217,6 +219,8 @@ static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct
 		r = get_int(o, "deadlineMonotonicMs", &rec->deadline_ms);
 	if (r == 0 && json_object_object_get_ex(o, "undoOnExit", &v) && json_object_get_boolean(v))
 		rec->flags |= CRYO_HOLD_UNDO_ON_EXIT;
+	if (r == 0 && json_object_object_get_ex(o, "kmod", &v) && json_object_get_boolean(v))
+		rec->flags |= CRYO_HOLD_KMOD;
 	json_object_put(o);
 	if (r < 0 || !kind) {
 		free(kind);
@@ -333,7 +337,10 @@ bool cryo_hold_is_live(const struct cryo_hold_rec *rec)
 	free(boot);
 	if (!same_boot)
 		return false;
-	if (!pid_matches(rec->watchdog_pid, rec->watchdog_start))
+	/* an unload of the module thawed all it held */
+	if ((rec->flags & CRYO_HOLD_KMOD) && !cryo_kmod_available())
+		return false;
+	if (!(rec->flags & CRYO_HOLD_KMOD) && !pid_matches(rec->watchdog_pid, rec->watchdog_start))
 		return false;
 	if ((rec->flags & CRYO_HOLD_UNDO_ON_EXIT) && !pid_matches(rec->holder_pid, rec->holder_start))
 		return false;
@@ -499,10 +506,16 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 			cryo_hold_rec_free(old);
 			return r;
 		}
+		if (!(old->flags & CRYO_HOLD_KMOD)) {
+			cryo_hold_rec_free(old);
+			return cryo_error_setx(err, EEXIST,
+					       "a stale hold `%s` exists (its holder died); run `cryo recover` first",
+					       name);
+		}
+		/* the kernel already undid a stale kmod hold: only its entry is left */
+		cryo_debug("hold `%s`: dropping the entry of a kmod hold that ended", name);
 		cryo_hold_rec_free(old);
-		r = cryo_error_setx(err, EEXIST, "a stale hold `%s` exists (its holder died); run `cryo recover` first",
-				    name);
-		return r;
+		old = NULL;
 	}
 
 	h = calloc(1, sizeof(*h));
@@ -530,13 +543,15 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 		goto fail;
 	}
 
-	a = (struct watchdog_args){ .rec = h->rec, .undo = undo, .dfd = dfd };
-	r = spawn_watchdog(&a, &h->rec->watchdog_pid, &h->rec->watchdog_start, err);
-	if (r < 0) {
-		cryo_error_prefix(err, "hold `%s`", name);
-		goto fail;
+	if (!(flags & CRYO_HOLD_KMOD)) {
+		a = (struct watchdog_args){ .rec = h->rec, .undo = undo, .dfd = dfd };
+		r = spawn_watchdog(&a, &h->rec->watchdog_pid, &h->rec->watchdog_start, err);
+		if (r < 0) {
+			cryo_error_prefix(err, "hold `%s`", name);
+			goto fail;
+		}
+		h->watchdog_pidfd = pidfd_open_(h->rec->watchdog_pid);
 	}
-	h->watchdog_pidfd = pidfd_open_(h->rec->watchdog_pid);
 	if (cryo_fault("hold-journal"))
 		r = -EIO;
 	else
@@ -548,8 +563,9 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 		r = cryo_error_set(err, r, "hold `%s`: write journal entry", name);
 		goto fail;
 	}
-	cryo_debug("hold `%s` on `%s` (%s), watchdog pid %d, deadline in %llu ms", name, target,
-		   cryo_hold_kind_names[kind], h->rec->watchdog_pid, (unsigned long long)timeout_ms);
+	cryo_debug("hold `%s` on `%s` (%s), %s pid %d, deadline in %llu ms", name, target,
+		   cryo_hold_kind_names[kind], (flags & CRYO_HOLD_KMOD) ? "kmod, no watchdog" : "watchdog",
+		   h->rec->watchdog_pid, (unsigned long long)timeout_ms);
 	*ret = h;
 	return 0;
 
@@ -655,9 +671,13 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 			if (report)
 				report(rec, "held", 0, userdata);
 		} else {
-			r = undo[rec->kind] ? undo[rec->kind](rec, &e)
-					    : cryo_error_setx(&e, EOPNOTSUPP, "no undo action for %s",
-							      cryo_hold_kind_names[rec->kind]);
+			/* a kmod hold that is not live was undone by the kernel */
+			if (rec->flags & CRYO_HOLD_KMOD)
+				r = 0;
+			else
+				r = undo[rec->kind] ? undo[rec->kind](rec, &e)
+						    : cryo_error_setx(&e, EOPNOTSUPP, "no undo action for %s",
+								      cryo_hold_kind_names[rec->kind]);
 			if (r == 0) {
 				snprintf(file, sizeof(file), "%s.json", name);
 				unlinkat(dfd, file, 0);

@@ -42,6 +42,14 @@ extern const char *const cryo_hold_kind_names[_CRYO_HOLD_KIND_MAX];
 enum cryo_hold_flag {
 	/* also undo as soon as the holder process exits without releasing */
 	CRYO_HOLD_UNDO_ON_EXIT = 1U << 0,
+	/*
+	 * cryo_freezer.ko holds the state change (a detached hold with the
+	 * deadline, or one on the holder's fd for UNDO_ON_EXIT): no watchdog
+	 * is started (watchdog_pid 0), the kernel undoes. The entry tells
+	 * `cryo recover` and `cryo thaw` about it; once it is no longer live
+	 * the kernel has undone it, so nothing is left to undo.
+	 */
+	CRYO_HOLD_KMOD = 1U << 1,
 };
 
 /* One journal entry, as read back from <root>/holds/<name>.json. */

@@ -66,12 +66,12 @@ static int hold_error(struct cryo_error *err, int e, bool freeze, const char *wh
 	return cryo_error_set(err, e, "%s %s with cryo_freezer", op, what);
 }
 
-static int hold_ioctl(int kfd, unsigned long cmd, int fd, uint64_t timeout_ms, const char *what,
-		      const char *op, struct cryo_error *err)
+static int hold_ioctl_flags(int kfd, unsigned long cmd, int fd, uint32_t flags, uint64_t timeout_ms,
+			    const char *what, const char *op, struct cryo_error *err)
 {
 	struct cryo_freezer_hold h = {
 		.fd = fd,
-		.flags = 0,
+		.flags = flags,
 		.timeout_sec = ms_to_sec(timeout_ms),
 	};
 
@@ -80,6 +80,12 @@ static int hold_ioctl(int kfd, unsigned long cmd, int fd, uint64_t timeout_ms, c
 				  cmd == CRYO_FREEZER_IOC_FS_FREEZE || cmd == CRYO_FREEZER_IOC_CGROUP_FREEZE,
 				  what, op);
 	return 0;
+}
+
+static int hold_ioctl(int kfd, unsigned long cmd, int fd, uint64_t timeout_ms, const char *what,
+		      const char *op, struct cryo_error *err)
+{
+	return hold_ioctl_flags(kfd, cmd, fd, 0, timeout_ms, what, op, err);
 }
 
 int cryo_kmod_fs_freeze(int kfd, int fd, uint64_t timeout_ms, struct cryo_error *err)
@@ -112,4 +118,20 @@ int cryo_kmod_cgroup_reset(int kfd, int dirfd, uint64_t timeout_ms, struct cryo_
 {
 	return hold_ioctl(kfd, CRYO_FREEZER_IOC_CGROUP_RESET_TIMEOUT, dirfd, timeout_ms, "cgroup",
 			  "reset the deadline of", err);
+}
+
+int cryo_kmod_fs_freeze_detached(int kfd, int fd, uint64_t timeout_ms, struct cryo_error *err)
+{
+	if (timeout_ms == 0)
+		return cryo_error_setx(err, EINVAL, "freeze filesystem: a detached hold needs a deadline");
+	return hold_ioctl_flags(kfd, CRYO_FREEZER_IOC_FS_FREEZE, fd, CRYO_FREEZER_HOLD_DETACHED, timeout_ms,
+				"filesystem", "freeze", err);
+}
+
+int cryo_kmod_cgroup_freeze_detached(int kfd, int dirfd, uint64_t timeout_ms, struct cryo_error *err)
+{
+	if (timeout_ms == 0)
+		return cryo_error_setx(err, EINVAL, "freeze cgroup: a detached hold needs a deadline");
+	return hold_ioctl_flags(kfd, CRYO_FREEZER_IOC_CGROUP_FREEZE, dirfd, CRYO_FREEZER_HOLD_DETACHED,
+				timeout_ms, "cgroup", "freeze", err);
 }

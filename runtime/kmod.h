@@ -41,4 +41,12 @@ int cryo_kmod_cgroup_freeze(int kfd, int dirfd, uint64_t timeout_ms, struct cryo
 int cryo_kmod_cgroup_thaw(int kfd, int dirfd, struct cryo_error *err);
 int cryo_kmod_cgroup_reset(int kfd, int dirfd, uint64_t timeout_ms, struct cryo_error *err);
 
+/*
+ * Detached holds (timeout_ms > 0 required): owned by the module, not by
+ * kfd. They outlive the caller and end at the deadline, at a THAW through
+ * any holder fd (cryo_kmod_*_thaw naming the same target), or at rmmod.
+ */
+int cryo_kmod_fs_freeze_detached(int kfd, int fd, uint64_t timeout_ms, struct cryo_error *err);
+int cryo_kmod_cgroup_freeze_detached(int kfd, int dirfd, uint64_t timeout_ms, struct cryo_error *err);
+
 #endif

@@ -11,14 +11,16 @@
  *   EBADF       fd is not an open file descriptor
  *   EOPNOTSUPP  the filesystem or cgroup cannot be frozen
  *   ENOTDIR     a cgroup call got an fd that is not a directory
- *   EINVAL      bad flags or timeout, a cgroup call got an fd outside a
+ *   EINVAL      bad flags or timeout (a detached hold needs a timeout,
+ *               also on RESET_TIMEOUT), a cgroup call got an fd outside a
  *               cgroup filesystem, or THAW/RESET_TIMEOUT of something this
  *               holder does not hold frozen - including a hold whose
  *               deadline has already thawed it (that is how the holder
  *               learns the deadline fired)
  *   EBUSY       already frozen (by another holder, by FIFREEZE, by a write
  *               to cgroup.freeze / freezer.state)
- *   ENOSPC      the holder has CRYO_FREEZER_MAX_HOLDS holds
+ *   ENOSPC      the holder has CRYO_FREEZER_MAX_HOLDS holds, or the
+ *               module CRYO_FREEZER_MAX_DETACHED detached ones
  */
 #ifndef _UAPI_CRYO_FREEZER_H
 #define _UAPI_CRYO_FREEZER_H
@@ -26,7 +28,7 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define CRYO_FREEZER_ABI_VERSION	1
+#define CRYO_FREEZER_ABI_VERSION	2
 
 /* Largest timeout_sec accepted: one week. */
 #define CRYO_FREEZER_TIMEOUT_MAX	(7 * 24 * 3600)
@@ -34,13 +36,27 @@
 /* Holds per open file. */
 #define CRYO_FREEZER_MAX_HOLDS		64
 
+/* Detached holds in the whole module, fired ones included. */
+#define CRYO_FREEZER_MAX_DETACHED	256
+
+/*
+ * Flags of a FREEZE (THAW and RESET_TIMEOUT take none).
+ *
+ * HOLD_DETACHED: the hold is not owned by this file but by the module.
+ * It needs timeout_sec > 0 and survives the close of this file and the
+ * exit of its creator; any CAP_SYS_ADMIN caller may THAW it or
+ * RESET_TIMEOUT it (to another timeout > 0) through any open file.
+ * Unloading the module thaws every detached hold.
+ */
+#define CRYO_FREEZER_HOLD_DETACHED	(1U << 0)
+
 /*
  * Argument of every hold ioctl.
  *
  * fd:          FS_*: any file on the filesystem (like FIFREEZE);
  *              CGROUP_*: a directory fd of the cgroup (cgroup2, or a
  *              cgroup v1 hierarchy with the freezer controller)
- * flags:       must be 0
+ * flags:       FREEZE: 0 or CRYO_FREEZER_HOLD_DETACHED; others: 0
  * timeout_sec: FREEZE and RESET_TIMEOUT: seconds until the freeze is undone
  *              by itself, 0 = no deadline; must be 0 for THAW. Time spent
  *              suspended or hibernated does not count.

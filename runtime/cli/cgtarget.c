@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <getopt.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -57,6 +58,40 @@ int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const ch
 fail:
 	cgtarget_close(t);
 	return r;
+}
+
+int cgtarget_operands(const char *name, const char *plain, bool oci, int argc, char **argv, const char *cgroup,
+		      const char **ret_id)
+{
+	const char *id = NULL;
+
+	if (optind < argc)
+		id = argv[optind++];
+	if (optind < argc)
+		return cli_usage_error(name, "unexpected argument `%s`", argv[optind]);
+	if (!!id == !!cgroup)
+		return cli_usage_error(name, "give a container ID or --cgroup PATH (exactly one)");
+	if (oci && cgroup)
+		return cli_usage_error(name, "works on containers; use `cryo %s --cgroup`", plain);
+	*ret_id = id;
+	return 0;
+}
+
+int cgtarget_open_live(struct cgtarget *t, const char *root, const char *id, const char *cgroup, const char *state,
+		       struct cryo_error *err)
+{
+	int r;
+
+	r = cgtarget_open(t, root, id, cgroup, err);
+	if (r < 0)
+		return r;
+	if (t->st && t->st->status != CRYO_STATUS_RUNNING && t->st->status != CRYO_STATUS_PAUSED) {
+		r = cryo_error_setx(err, EINVAL, "container `%s` is %s, not %s", id, cryo_status_names[t->st->status],
+				    state);
+		cgtarget_close(t);
+		return r;
+	}
+	return 0;
 }
 
 int cgtarget_set_status(struct cgtarget *t, const char *root, enum cryo_status status, struct cryo_error *err)

@@ -16,14 +16,15 @@ static void print_freezer_backend(void)
 	int fd = -1;
 
 	if (!cryo_kmod_available()) {
-		printf("freezer module: not loaded (fsfreeze backend: watchdog)\n");
+		printf("freezer module: not loaded (holds: watchdog process for cgroup and fsfreeze)\n");
 		return;
 	}
 	if (cryo_kmod_open(&fd, &err) < 0 || cryo_kmod_version(fd, &v, &err) < 0) {
-		printf("freezer module: unusable: %s (fsfreeze backend: watchdog)\n", err.msg ? err.msg : "?");
+		printf("freezer module: unusable: %s (held freezes fail until it is replaced or unloaded)\n",
+		       err.msg ? err.msg : "?");
 		cryo_error_clear(&err);
 	} else {
-		printf("freezer module: loaded, ABI %u (fsfreeze backend: kmod)\n", v);
+		printf("freezer module: loaded, ABI %u (holds: kmod for cgroup, kmod under a watchdog for fsfreeze)\n", v);
 	}
 	if (fd >= 0)
 		close(fd);

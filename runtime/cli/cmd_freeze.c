@@ -7,6 +7,12 @@
  * now unless `cryo thaw` comes first; --hold MS keeps cryo itself holding
  * the freeze for MS (a stand-in for the frozen window of a checkpoint):
  * if cryo dies meanwhile, its watchdog thaws at once.
+ *
+ * With cryo_freezer.ko loaded the kernel is the watchdog: --deadline is a
+ * detached kmod hold that outlives cryo and thaws at the deadline, --hold
+ * a hold on cryo's own /dev/cryo_freezer fd that the kernel undoes the
+ * moment cryo dies. The journal entry is written either way, so `cryo
+ * thaw` and `cryo recover` know about the hold.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -18,6 +24,7 @@
 #include "cgtarget.h"
 #include "cli.h"
 #include "hold.h"
+#include "kmod.h"
 #include "log.h"
 #include "util.h"
 
@@ -83,7 +90,9 @@ static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc
 	unsigned flags = CRYO_FREEZER_STRICT;
 	bool thaw_retry = false;
 	struct cryo_hold *hold = NULL;
+	_cleanup_close_ int kfd = -1;
 	struct cgtarget t;
+	bool kmod;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -116,38 +125,35 @@ static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc
 			return cli_usage_error(name, "unknown option");
 		}
 	}
-	if (optind < argc)
-		id = argv[optind++];
-	if (optind < argc)
-		return cli_usage_error(name, "unexpected argument `%s`", argv[optind]);
-	if (!!id == !!cgroup)
-		return cli_usage_error(name, "give a container ID or --cgroup PATH (exactly one)");
+	r = cgtarget_operands(name, "freeze", oci, argc, argv, cgroup, &id);
+	if (r)
+		return r;
 	if (deadline && hold_ms)
 		return cli_usage_error(name, "--deadline and --hold exclude each other");
-	if (oci && cgroup)
-		return cli_usage_error(name, "works on containers; use `cryo freeze --cgroup`");
 
-	r = cgtarget_open(&t, cli->root, id, cgroup, &err);
+	r = cgtarget_open_live(&t, cli->root, id, cgroup, "running", &err);
 	if (r < 0)
 		return cli_fail(&err);
-	if (t.st && t.st->status != CRYO_STATUS_RUNNING && t.st->status != CRYO_STATUS_PAUSED) {
-		r = cryo_error_setx(&err, EINVAL, "container `%s` is %s, not running", id, cryo_status_names[t.st->status]);
-		goto fail;
-	}
 	/* v1 tasks can miss a single kick; a thaw + freeze catches them */
 	if (thaw_retry || cryo_freezer_backend_of(t.f) == CRYO_FREEZER_V1)
 		flags |= CRYO_FREEZER_THAW_RETRY;
 
-	/* the hold (watchdog + journal) exists before the freeze it guards */
+	/* the hold (watchdog or kmod + journal) exists before the freeze it guards */
+	kmod = (deadline || hold_ms) && cryo_kmod_available();
 	if (deadline || hold_ms) {
 		r = cryo_hold_acquire(cli->root, t.hold_name, CRYO_HOLD_CGROUP_THAW, cryo_freezer_path(t.f),
 				      cryo_freezer_backend_names[cryo_freezer_backend_of(t.f)],
 				      deadline ? deadline : hold_ms + HOLD_GRACE_MS,
-				      hold_ms ? CRYO_HOLD_UNDO_ON_EXIT : 0, cryo_freezer_hold_undo, &hold, &err);
+				      (hold_ms ? CRYO_HOLD_UNDO_ON_EXIT : 0) | (kmod ? CRYO_HOLD_KMOD : 0),
+				      cryo_freezer_hold_undo, &hold, &err);
 		if (r < 0)
 			goto fail;
 	}
-	r = cryo_freezer_freeze(t.f, (int64_t)timeout, flags, &err);
+	if (kmod)
+		r = cryo_freezer_kmod_freeze(t.f, (int64_t)timeout, flags, deadline ? deadline : hold_ms + HOLD_GRACE_MS,
+					     deadline != 0, &kfd, &err);
+	else
+		r = cryo_freezer_freeze(t.f, (int64_t)timeout, flags, &err);
 	if (r < 0) {
 		cryo_error_prefix(&err, "freeze %s", t.what);
 		goto fail_release;
@@ -158,6 +164,9 @@ static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc
 
 	if (hold_ms) {
 		hold_for(hold_ms);
+		/* -EINVAL: the kernel's deadline thawed it, like a watchdog's -ETIME */
+		if (kmod && cryo_freezer_kmod_thaw(t.f, kfd, NULL) < 0)
+			cryo_debug("the kernel hold of %s ended at its deadline", t.what);
 		r = cryo_hold_release(TAKE_PTR(hold), &err);
 		if (r < 0 && r != -ETIME)
 			goto fail_thaw;
@@ -178,6 +187,9 @@ static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc
 fail_thaw:
 	{
 		struct cryo_error terr = CRYO_ERROR_INIT;
+
+		if (kmod && cryo_freezer_kmod_thaw(t.f, kfd, NULL) < 0)
+			cryo_debug("no kernel hold of %s left to drop", t.what);
 
 		if (cryo_freezer_thaw(t.f, DEFAULT_TIMEOUT_MS, 0, &terr) < 0) {
 			cryo_warn("thaw back %s: %s", t.what, terr.msg);

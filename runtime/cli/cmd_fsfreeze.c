@@ -54,6 +54,21 @@ static int parse_seconds(const char *opt, const char *s, uint64_t *ret)
 	return 0;
 }
 
+int cli_fsfreeze_operands(const char *name, int argc, char **argv, const char *path, const char **ret_id)
+{
+	const char *id = NULL;
+
+	if (!path) {
+		if (optind >= argc)
+			return cli_usage_error(name, "name a container ID or --path MOUNTPOINT");
+		id = argv[optind++];
+	}
+	if (optind < argc)
+		return cli_usage_error(name, "unexpected argument `%s`", argv[optind]);
+	*ret_id = id;
+	return 0;
+}
+
 /* The rootfs of container id, or path as given. */
 int cli_fsfreeze_target(struct cryo_cli *cli, const char *id, const char *path, char *buf, size_t size,
 			struct cryo_error *err)
@@ -177,13 +192,9 @@ int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv)
 			return cli_usage_error("fsfreeze", "bad option");
 		}
 	}
-	if (!path) {
-		if (optind >= argc)
-			return cli_usage_error("fsfreeze", "name a container ID or --path MOUNTPOINT");
-		id = argv[optind++];
-	}
-	if (optind < argc)
-		return cli_usage_error("fsfreeze", "unexpected argument `%s`", argv[optind]);
+	r = cli_fsfreeze_operands("fsfreeze", argc, argv, path, &id);
+	if (r)
+		return r;
 	if (cmd && !*cmd)
 		return cli_usage_error("fsfreeze", "no COMMAND after `--`");
 	if (cmd && reset)

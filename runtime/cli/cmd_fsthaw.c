@@ -61,13 +61,9 @@ int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv)
 			return cli_usage_error("fsthaw", "bad option");
 		}
 	}
-	if (!path) {
-		if (optind >= argc)
-			return cli_usage_error("fsthaw", "name a container ID or --path MOUNTPOINT");
-		id = argv[optind++];
-	}
-	if (optind < argc)
-		return cli_usage_error("fsthaw", "unexpected argument `%s`", argv[optind]);
+	r = cli_fsfreeze_operands("fsthaw", argc, argv, path, &id);
+	if (r)
+		return r;
 	if (!o.owner)
 		o.owner = id;
 

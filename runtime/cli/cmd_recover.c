@@ -23,12 +23,15 @@ static void report(const struct cryo_hold_rec *rec, const char *what, int r, voi
 	if (r < 0)
 		fprintf(stderr, "cryo recover: %s `%s` of hold `%s` failed: %s\n", cryo_hold_kind_names[rec->kind],
 			rec->target, rec->name, what);
+	else if (strcmp(what, "held") == 0 && (rec->flags & CRYO_HOLD_KMOD))
+		printf("kept %s `%s`: hold `%s` is live (holder pid %d, held by cryo_freezer)\n",
+		       cryo_hold_kind_names[rec->kind], rec->target, rec->name, rec->holder_pid);
 	else if (strcmp(what, "held") == 0)
 		printf("kept %s `%s`: hold `%s` is live (holder pid %d, watchdog pid %d)\n",
 		       cryo_hold_kind_names[rec->kind], rec->target, rec->name, rec->holder_pid, rec->watchdog_pid);
 	else {
-		printf("%s `%s`: hold `%s` of dead pid %d\n", cryo_hold_kind_names[rec->kind], rec->target, rec->name,
-		       rec->holder_pid);
+		printf("%s `%s`: hold `%s` of dead pid %d%s\n", cryo_hold_kind_names[rec->kind], rec->target, rec->name,
+		       rec->holder_pid, (rec->flags & CRYO_HOLD_KMOD) ? " (already thawed by cryo_freezer)" : "");
 		(*n)++;
 	}
 }

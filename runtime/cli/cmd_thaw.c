@@ -2,7 +2,8 @@
 /*
  * cryo thaw / cryo resume: thaw a container's cgroup (or --cgroup PATH);
  * from FREEZING this cancels the freeze. A hold left by
- * `cryo freeze --deadline` is released first so its watchdog stands down.
+ * `cryo freeze --deadline` is released first so its watchdog stands down
+ * (or, with cryo_freezer.ko, its kernel hold is dropped).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -12,6 +13,7 @@
 #include "cgtarget.h"
 #include "cli.h"
 #include "hold.h"
+#include "kmod.h"
 #include "util.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -40,6 +42,7 @@ static int run_thaw(const char *name, bool oci, struct cryo_cli *cli, int argc, 
 	struct cryo_error err = CRYO_ERROR_INIT;
 	const char *cgroup = NULL, *id = NULL;
 	uint64_t timeout = DEFAULT_TIMEOUT_MS;
+	unsigned strict = CRYO_FREEZER_STRICT;
 	struct cgtarget t;
 	int c, r;
 
@@ -59,27 +62,25 @@ static int run_thaw(const char *name, bool oci, struct cryo_cli *cli, int argc, 
 			return cli_usage_error(name, "unknown option");
 		}
 	}
-	if (optind < argc)
-		id = argv[optind++];
-	if (optind < argc)
-		return cli_usage_error(name, "unexpected argument `%s`", argv[optind]);
-	if (!!id == !!cgroup)
-		return cli_usage_error(name, "give a container ID or --cgroup PATH (exactly one)");
-	if (oci && cgroup)
-		return cli_usage_error(name, "works on containers; use `cryo thaw --cgroup`");
+	r = cgtarget_operands(name, "thaw", oci, argc, argv, cgroup, &id);
+	if (r)
+		return r;
 
-	r = cgtarget_open(&t, cli->root, id, cgroup, &err);
+	r = cgtarget_open_live(&t, cli->root, id, cgroup, "paused", &err);
 	if (r < 0)
 		return cli_fail(&err);
-	if (t.st && t.st->status != CRYO_STATUS_RUNNING && t.st->status != CRYO_STATUS_PAUSED) {
-		r = cryo_error_setx(&err, EINVAL, "container `%s` is %s, not paused", id, cryo_status_names[t.st->status]);
-		goto out;
-	}
 	r = cryo_hold_release_name(cli->root, t.hold_name, &err);
 	if (r < 0 && r != -ENOENT && r != -ETIME)
 		goto out;
 	cryo_error_clear(&err);
-	r = cryo_freezer_thaw(t.f, (int64_t)timeout, CRYO_FREEZER_STRICT, &err);
+	/*
+	 * A kmod hold (`cryo freeze --deadline` with the module loaded) is
+	 * the kernel's: drop it, which requests the thaw; then wait as always.
+	 * -EINVAL: the module holds nothing here.
+	 */
+	if (cryo_kmod_available() && cryo_freezer_kmod_thaw(t.f, -1, NULL) == 0)
+		strict = 0;
+	r = cryo_freezer_thaw(t.f, (int64_t)timeout, strict, &err);
 	if (r < 0) {
 		cryo_error_prefix(&err, "thaw %s", t.what);
 		goto out;

@@ -635,19 +635,112 @@ static int t_enospc(void)
 	return ret;
 }
 
+/* ------------------------------------------------------- detached holds */
+
+static int t_detached_einval(void)
+{
+	_cleanup_close_ int k = holder();
+	_cleanup_close_ int fs = open_dir(mnt);
+	_cleanup_close_ int c2 = cg2 ? open_dir(cg2) : -1;
+
+	CHECK(k >= 0 && fs >= 0, "open");
+	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, fs, CRYO_FREEZER_HOLD_DETACHED, 0), -EINVAL);
+	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, fs, CRYO_FREEZER_HOLD_DETACHED | 2, 5), -EINVAL);
+	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_THAW, fs, CRYO_FREEZER_HOLD_DETACHED, 0), -EINVAL);
+	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_RESET_TIMEOUT, fs, CRYO_FREEZER_HOLD_DETACHED, 5), -EINVAL);
+	CHECK_ERR(cryo_kmod_fs_freeze_detached(k, fs, 0, NULL), -EINVAL);
+	if (c2 >= 0) {
+		CHECK_ERR(raw(k, CRYO_FREEZER_IOC_CGROUP_FREEZE, c2, CRYO_FREEZER_HOLD_DETACHED, 0), -EINVAL);
+		CHECK_ERR(raw(k, CRYO_FREEZER_IOC_CGROUP_FREEZE, c2, CRYO_FREEZER_HOLD_DETACHED,
+			      CRYO_FREEZER_TIMEOUT_MAX + 1ULL), -EINVAL);
+	}
+	CHECK(status_has("owner=detached") == 0, "a refused detached hold is listed");
+	return 0;
+}
+
+/*
+ * A detached fs hold outlives the file that made it, blocks others like
+ * any hold, and is thawed through another open file.
+ */
+static int t_detached_fs(void)
+{
+	int k = holder();
+	_cleanup_close_ int k2 = holder();
+	_cleanup_close_ int fs = open_dir(mnt);
+	pid_t w = -1;
+
+	CHECK(k >= 0 && k2 >= 0 && fs >= 0, "open");
+	CHECK_ERR(cryo_kmod_fs_freeze_detached(k, fs, 30000, NULL), 0);
+	close(k);
+	CHECK(status_has("fs state=held owner=detached") == 1, "status does not list the detached hold");
+	CHECK(fs_frozen(300, &w) == 1, "writer not blocked after the creator closed its file");
+	CHECK_ERR(cryo_kmod_fs_freeze(k2, fs, 0, NULL), -EBUSY);
+	CHECK(ioctl(fs, FIFREEZE, 0) < 0 && errno == EBUSY, "FIFREEZE on a held fs: errno %d", errno);
+	/* a detached hold keeps a deadline */
+	CHECK_ERR(cryo_kmod_fs_reset(k2, fs, 0, NULL), -EINVAL);
+	CHECK_ERR(cryo_kmod_fs_reset(k2, fs, 20000, NULL), 0);
+	CHECK(!exited_within(w, 100), "writer finished while held");
+	CHECK_ERR(cryo_kmod_fs_thaw(k2, fs, NULL), 0);
+	CHECK(exited_within(w, 2000), "writer still blocked after THAW from a second file");
+	CHECK_ERR(cryo_kmod_fs_thaw(k2, fs, NULL), -EINVAL);
+	CHECK(status_has("owner=detached") == 0, "thawed detached hold still listed");
+	return 0;
+}
+
+/* A detached cgroup hold whose creator exited fires at its deadline. */
+static int t_detached_cgroup_deadline(void)
+{
+	const char *cgs[] = { cg2, NULL };
+	_cleanup_close_ int d = -1, k2 = -1;
+	int64_t t0;
+	pid_t h;
+	int st;
+
+	if (!cg2)
+		return SKIP;
+	d = open_dir(cg2);
+	k2 = holder();
+	CHECK(d >= 0 && k2 >= 0, "open");
+	CHECK(start_counter(cgs) > 0, "counter");
+	t0 = cryo_now_ms();
+	h = fork();
+	CHECK(h >= 0, "fork");
+	if (h == 0) {
+		int k = holder();
+
+		_exit(k >= 0 && cryo_kmod_cgroup_freeze_detached(k, d, 1500, NULL) == 0 ? 0 : 1);
+	}
+	CHECK(waitpid(h, &st, 0) == h && WIFEXITED(st) && WEXITSTATUS(st) == 0, "creator failed: %#x", st);
+	CHECK(cg_wait(d, 0, 1, 1000) == 0, "cgroup not frozen after its creator exited");
+	CHECK(counter_stopped(300), "counter runs");
+	CHECK(status_has("cgroup2 state=held owner=detached") == 1, "status does not list the detached hold");
+	CHECK(cg_wait(d, 0, 0, 4000) == 0, "deadline did not thaw the cgroup");
+	printf("#   detached deadline 1500 ms (2 s in the kernel): thawed after %" PRId64 " ms\n", cryo_now_ms() - t0);
+	CHECK(cryo_now_ms() - t0 >= 1450, "thawed early");
+	CHECK(!counter_stopped(300), "counter stopped after the deadline");
+	CHECK(status_has("state=fired owner=detached") == 1, "status does not show the fired hold");
+	CHECK_ERR(cryo_kmod_cgroup_reset(k2, d, 1000, NULL), -EINVAL);
+	CHECK_ERR(cryo_kmod_cgroup_thaw(k2, d, NULL), -EINVAL);
+	CHECK(status_has("owner=detached") == 0, "fired detached hold still listed after THAW");
+	return 0;
+}
+
 /*
  * kmod_ioctl hold SECONDS fs=PATH|cg=PATH...: freeze them all in one
  * holder, print "held" and wait to be killed. For the shell tests (PM,
- * rmmod, load/unload loops).
+ * rmmod, load/unload loops). "hold-detached" makes detached holds, prints
+ * "held" and exits.
  */
 static int hold_mode(int argc, char **argv)
 {
+	bool detached = strcmp(argv[1], "hold-detached") == 0;
+
 	struct cryo_error err = CRYO_ERROR_INIT;
 	uint64_t sec;
 	int k, i;
 
 	if (argc < 4 || cryo_parse_u64(argv[2], UINT64_MAX / 1000, &sec) < 0) {
-		fprintf(stderr, "usage: kmod_ioctl hold SECONDS fs=PATH|cg=PATH...\n");
+		fprintf(stderr, "usage: kmod_ioctl hold|hold-detached SECONDS fs=PATH|cg=PATH...\n");
 		return 2;
 	}
 	k = holder();
@@ -662,15 +755,19 @@ static int hold_mode(int argc, char **argv)
 			return 1;
 		}
 		if (strncmp(argv[i], "fs=", 3) == 0)
-			r = cryo_kmod_fs_freeze(k, fd, sec * 1000, &err);
+			r = detached ? cryo_kmod_fs_freeze_detached(k, fd, sec * 1000, &err)
+				     : cryo_kmod_fs_freeze(k, fd, sec * 1000, &err);
 		else
-			r = cryo_kmod_cgroup_freeze(k, fd, sec * 1000, &err);
+			r = detached ? cryo_kmod_cgroup_freeze_detached(k, fd, sec * 1000, &err)
+				     : cryo_kmod_cgroup_freeze(k, fd, sec * 1000, &err);
 		if (r < 0) {
 			fprintf(stderr, "%s: %s\n", argv[i], err.msg);
 			return 1;
 		}
 	}
 	printf("held\n");
+	if (detached)
+		return 0;
 	for (;;)
 		pause();
 }
@@ -693,6 +790,9 @@ static const struct test tests[] = {
 	{ "cgroup1_freeze_thaw_deadline", t_cgroup1 },
 	{ "kill9_holder_thaws_everything", t_kill9 },
 	{ "enospc_after_max_holds", t_enospc },
+	{ "detached_needs_timeout_einval", t_detached_einval },
+	{ "detached_fs_survives_close_thaw_from_other_file", t_detached_fs },
+	{ "detached_cgroup_deadline_fires", t_detached_cgroup_deadline },
 };
 
 int main(int argc, char **argv)
@@ -701,7 +801,7 @@ int main(int argc, char **argv)
 	size_t i;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (argc > 1 && strcmp(argv[1], "hold") == 0)
+	if (argc > 1 && (strcmp(argv[1], "hold") == 0 || strcmp(argv[1], "hold-detached") == 0))
 		return hold_mode(argc, argv);
 	mnt = getenv("CRYO_KMOD_MNT");
 	nofrz = getenv("CRYO_KMOD_NOFRZ");

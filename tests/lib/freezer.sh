@@ -120,7 +120,8 @@ fz_watchdogs() {
 
 fz_kill_watchdogs() {
 	local p
-	for p in $(fz_watchdogs "$1"); do kill -9 "$p" 2>/dev/null; done
+	# kmod holds journal watchdog pid 0: `kill 0` would hit our own group
+	for p in $(fz_watchdogs "$1"); do [ "$p" -gt 0 ] && kill -9 "$p" 2>/dev/null; done
 }
 
 # fz_wait_state CG STATE MS: poll cryo's view until STATE, at most MS.
