@@ -379,6 +379,20 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 
 	if (o->pid <= 0)
 		return cryo_error_setx(err, EINVAL, "criu %s: no process to dump", what);
+	/*
+	 * Without iptables-restore CRIU locks the connections with nftables,
+	 * and before 4.1 it names that lock after the dumped pid: the restored
+	 * tree has another pid, so its restore never unlocks them and every
+	 * restored connection hangs. Refuse before CRIU touches the tasks.
+	 */
+	if (o->flags.tcp_established && !in_path("iptables-restore")) {
+		struct cryo_criu_version v;
+
+		if (cryo_criu_get_version(&v, NULL) == 0 && v.code < 40100)
+			return cryo_error_setx(err, EOPNOTSUPP,
+					       "criu %s: --tcp-established needs iptables-restore with CRIU %u.%u (its nftables lock is never released after a restore): install iptables",
+					       what, v.major, v.minor);
+	}
 	r = open_session(o, what, name, &co, &img, &work, err);
 	if (r < 0)
 		return r;
