@@ -15,6 +15,8 @@ PKGS=(
 	clang-tidy cppcheck valgrind
 	# runtime + tests on this host
 	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 iputils-ping procps kmod
+	# CRIU locks the network of --tcp-established dumps with iptables-restore (runc needs it too)
+	iptables
 	# peers for benchmarks
 	runc crun hyperfine
 	# VM harness
