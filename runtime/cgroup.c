@@ -180,6 +180,61 @@ static bool exists(const char *p)
 	return p && stat(p, &st) == 0;
 }
 
+/*
+ * libcgroup enables the cgroup2 controllers of the new cgroup's parent in
+ * its parent, which fails with ENOENT unless every ancestor up to the
+ * root already passes them down. Pass down, level by level, what each
+ * level has and does not pass on yet (a fresh system's root passes
+ * nothing); what can't be enabled is left for libcgroup to report.
+ */
+static void enable_v2_ancestors(const char *rel)
+{
+	_cleanup_free_ char *dir = NULL;
+	char *slash;
+	size_t keep;
+
+	if (!v2_mount[0])
+		return;
+	while (*rel == '/')
+		rel++;
+	dir = join(v2_mount, rel);
+	if (!dir)
+		return;
+	keep = strlen(v2_mount);
+	for (;;) {
+		_cleanup_free_ char *avail = NULL, *on = NULL;
+		_cleanup_close_ int dfd = -1;
+		char *tok, *save = NULL;
+		size_t len;
+
+		slash = strchr(dir + keep + 1, '/');
+		dir[keep] = '\0';
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0 || cryo_read_file_at(dfd, "cgroup.controllers", 4096, &avail, &len) < 0 ||
+		    cryo_read_file_at(dfd, "cgroup.subtree_control", 4096, &on, &len) < 0)
+			return;
+		for (tok = strtok_r(avail, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save)) {
+			_cleanup_free_ char *plus = NULL;
+			char *hit = strstr(on, tok);
+			size_t n = strlen(tok);
+
+			if (hit && (hit == on || hit[-1] == ' ') && (hit[n] == ' ' || hit[n] == '\n' || !hit[n]))
+				continue;
+			if (asprintf(&plus, "+%s", tok) >= 0 && cryo_write_file_at(dfd, "cgroup.subtree_control", plus) < 0)
+				cryo_debug("cgroup: can't enable %s in `%s`", tok, dir);
+		}
+		if (!slash)
+			return;
+		dir[keep] = '/';
+		keep = (size_t)(slash - dir);
+		/* the level below must exist to pass controllers on from it */
+		dir[keep] = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return;
+		dir[keep] = '/';
+	}
+}
+
 int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, struct cryo_cgroup_paths *ret,
 		       struct cryo_error *err)
 {
@@ -238,6 +293,7 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		r = cryo_error_setx(err, EIO, "create cgroup `%s`: injected fault", rel);
 		goto fail_nocg;
 	}
+	enable_v2_ancestors(rel);
 	/* ignore_ownership: libcgroup would chown every file to uid 0 again */
 	r = cgroup_create_cgroup(cg, 1);
 	if (r) {

@@ -72,6 +72,7 @@ struct ctx {
 	char **ext_mounts;       /* key, value pairs for CRIU, NULL-terminated */
 	bool criu_stopped;       /* CRIU ended the tasks itself (see step_criu_dump) */
 	int64_t t0, frozen_at, fs_frozen_at;
+	int64_t thawed_at;       /* --leave-running: thawed right after the dump; 0 = still frozen */
 	uint64_t fs_frozen_us;
 };
 
@@ -357,6 +358,18 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->criu_stopped = !co.leave_running;
+	/*
+	 * --leave-running: the dump is complete and consistent, so the
+	 * container goes on now rather than through hashing and commit;
+	 * if those fail, running is how it was before.
+	 */
+	if ((o->leave_running || o->pre_dump) && !c->was_frozen) {
+		drop_kmod_hold(c);
+		r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
+		if (r < 0)
+			return r;
+		c->thawed_at = cryo_now_us();
+	}
 	r = copy_log_into_image(c, o->pre_dump ? "pre-dump.log" : "dump.log");
 	if (r < 0)
 		cryo_warn("checkpoint `%s`: could not copy CRIU's log into the image: %s", o->id, strerror(-r));
@@ -455,7 +468,7 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 	m->has_init_pid = 1;
 	m->init_pid = (uint64_t)c->st->pid;
 	m->has_frozen_window_usec = 1;
-	m->frozen_window_usec = (uint64_t)(cryo_now_us() - c->frozen_at);
+	m->frozen_window_usec = (uint64_t)((c->thawed_at ? c->thawed_at : cryo_now_us()) - c->frozen_at);
 	m->has_fs_frozen_window_usec = 1;
 	m->fs_frozen_window_usec = c->fs_frozen_us;
 	if ((cryo_manifest_set_string(&ci->manage_cgroups_mode, cryo_criu_cg_mode_names[o->criu.cg_mode]) < 0) ||
