@@ -411,6 +411,14 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		     cryo_console_resize(0, spec->console_height, spec->console_width, &err) < 0))
 			init_fail(a->sync_fd, &err);
 		close(a->console_fd);
+	} else if (setsid() < 0 && getsid(0) != getpid()) {
+		/*
+		 * A session of its own, as runc and crun give it: left in the
+		 * caller's session, its leader would sit outside the container's
+		 * pid namespace, which CRIU can't dump (without --shell-job).
+		 */
+		cryo_error_set(&err, errno, "setsid");
+		init_fail(a->sync_fd, &err);
 	}
 	/* like runc, a missing cwd is created */
 	if (chdir(spec->cwd) < 0 && (errno != ENOENT || cryo_mkdir_p(spec->cwd, 0755) < 0 || chdir(spec->cwd) < 0)) {
