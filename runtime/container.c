@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <linux/close_range.h>
@@ -175,6 +176,37 @@ struct init_args {
 
 /* Room for the state JSON the runtime sends for the container's hooks. */
 #define STATE_MSG_MAX ((size_t)128 * 1024)
+
+/*
+ * stdio the caller gave as its /dev/null (`run -d </dev/null`) is a file
+ * on a mount of the host: CRIU can't dump it from inside the container.
+ * The container's own /dev/null (a bind of the same device) serves the
+ * same, so those fds are reopened there, with the same access mode.
+ */
+static int reopen_null_stdio(struct cryo_error *err)
+{
+	int fd;
+
+	for (fd = 0; fd <= 2; fd++) {
+		struct stat st;
+		int fl, nfd;
+
+		if (fstat(fd, &st) < 0 || !S_ISCHR(st.st_mode) || st.st_rdev != makedev(1, 3))
+			continue;
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0)
+			continue;
+		nfd = open("/dev/null", (fl & O_ACCMODE) | O_CLOEXEC);
+		if (nfd < 0)
+			return cryo_error_set(err, errno, "open the container's /dev/null");
+		if (dup2(nfd, fd) < 0) {
+			close(nfd);
+			return cryo_error_set(err, errno, "stdio %d on the container's /dev/null", fd);
+		}
+		close(nfd);
+	}
+	return 0;
+}
 
 static void __attribute__((noreturn)) init_fail(int sync_fd, struct cryo_error *err)
 {
@@ -420,6 +452,8 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "setsid");
 		init_fail(a->sync_fd, &err);
 	}
+	if (reopen_null_stdio(&err) < 0)
+		init_fail(a->sync_fd, &err);
 	/* like runc, a missing cwd is created */
 	if (chdir(spec->cwd) < 0 && (errno != ENOENT || cryo_mkdir_p(spec->cwd, 0755) < 0 || chdir(spec->cwd) < 0)) {
 		cryo_error_set(&err, errno, "process.cwd: chdir `%s`", spec->cwd);
