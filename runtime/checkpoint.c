@@ -387,7 +387,7 @@ static void undo_criu_dump(struct ctx *c)
 {
 	struct cryo_error e = CRYO_ERROR_INIT;
 	struct cryo_criu_opts co = { 0 };
-	char **ext = NULL, **p;
+	char **ext = NULL;
 	pid_t pid = 0;
 	int r;
 
@@ -405,9 +405,7 @@ static void undo_criu_dump(struct ctx *c)
 		co.ext_mounts = (const char *const *)ext;
 		r = cryo_criu_restore(&co, &pid, &e);
 	}
-	for (p = ext; p && *p; p++)
-		free(*p);
-	free(ext);
+	cryo_strv_free(ext);
 	/* as it was: frozen until `freeze-cgroup`'s undo (or for good, if it was paused) */
 	if (r >= 0)
 		r = cryo_freezer_freeze(c->fz, THAW_TIMEOUT_MS, 0, &e);
@@ -562,8 +560,6 @@ const char *const cryo_checkpoint_steps[] = {
 
 static void ctx_done(struct ctx *c)
 {
-	char **p;
-
 	cryo_image_abort(c->img);
 	if (c->kfd >= 0)
 		close(c->kfd);
@@ -576,9 +572,7 @@ static void ctx_done(struct ctx *c)
 	cryo_state_free(c->st);
 	free(c->config_json);
 	free(c->work_dir);
-	for (p = c->ext_mounts; p && *p; p++)
-		free(*p);
-	free(c->ext_mounts);
+	cryo_strv_free(c->ext_mounts);
 }
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err)

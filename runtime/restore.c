@@ -58,15 +58,6 @@ static char *abs_from(const char *base, const char *p)
 	return out;
 }
 
-static void strv_free(char **v)
-{
-	char **p;
-
-	for (p = v; p && *p; p++)
-		free(*p);
-	free(v);
-}
-
 int cryo_restore_ext_mounts(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err)
 {
 	char **v;
@@ -80,7 +71,7 @@ int cryo_restore_ext_mounts(const struct cryo_spec *spec, const char *bundle, ch
 		v[n] = strdup(cryo_ext_devices[i]);
 		v[n + 1] = strdup(cryo_ext_devices[i]);
 		if (!v[n] || !v[n + 1]) {
-			strv_free(v);
+			cryo_strv_free(v);
 			return cryo_error_set(err, ENOMEM, "external mounts");
 		}
 		n += 2;
@@ -93,7 +84,7 @@ int cryo_restore_ext_mounts(const struct cryo_spec *spec, const char *bundle, ch
 		v[n] = strdup(m->destination);
 		v[n + 1] = abs_from(bundle, m->source);
 		if (!v[n] || !v[n + 1]) {
-			strv_free(v);
+			cryo_strv_free(v);
 			return cryo_error_set(err, ENOMEM, "external mounts");
 		}
 		n += 2;
@@ -170,7 +161,7 @@ static void rctx_done(struct rctx *c)
 	free(c->image);
 	free(c->work);
 	free(c->cgrel);
-	strv_free(c->ext);
+	cryo_strv_free(c->ext);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
 }
