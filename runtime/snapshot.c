@@ -187,10 +187,10 @@ static int restore_image(const char *image_dir, const Cryo__RootfsSnapshot *s, c
 			 struct cryo_error *err)
 {
 	_cleanup_free_ char *tmp = NULL, *backing = NULL;
-	_cleanup_close_ int src = -1, dst = -1, idir = -1;
+	_cleanup_close_ int src = -1, dst = -1, idir = -1, loopfd = -1;
 	struct cryo_mount mnt = { 0 };
 	char dev[32];
-	int r, attempt;
+	int r;
 
 	if (!s->source || !s->fstype)
 		return cryo_error_setx(err, EBADMSG, "the snapshot does not say which image file it came from");
@@ -236,25 +236,16 @@ static int restore_image(const char *image_dir, const Cryo__RootfsSnapshot *s, c
 	r = cryo_mkdir_p(rootfs, 0755);
 	if (r < 0)
 		return cryo_error_set(err, -r, "create `%s`", rootfs);
-	/*
-	 * A loop device released a moment ago (the old rootfs) can still be
-	 * running down and fail the mount with EIO: try a fresh one again.
-	 */
-	for (attempt = 0;; attempt++) {
-		_cleanup_close_ int lfd = -1;
-
-		lfd = loop_attach(s->source, dev, sizeof(dev), err);
-		if (lfd < 0)
-			return lfd;
-		if (mount(dev, rootfs, s->fstype, 0, NULL) == 0)
-			return 0;
+	/* held until the mount holds the device (see loop_attach) */
+	loopfd = loop_attach(s->source, dev, sizeof(dev), err);
+	if (loopfd < 0)
+		return loopfd;
+	if (mount(dev, rootfs, s->fstype, 0, NULL) < 0) {
 		r = cryo_error_set(err, errno, "mount `%s` (%s) at `%s`", dev, s->fstype, rootfs);
-		(void)ioctl(lfd, LOOP_CLR_FD, 0);
-		if (attempt >= 4)
-			return r;
-		cryo_error_clear(err);
-		cryo_sleep_ms(200);
+		(void)ioctl(loopfd, LOOP_CLR_FD, 0);
+		return r;
 	}
+	return 0;
 }
 
 int cryo_snapshot_restore(const char *image_dir, const Cryo__RootfsSnapshot *s, const char *rootfs,
