@@ -35,6 +35,25 @@ say() { echo "setup-criu4.sh: $*"; }
 
 [ "$(id -u)" = 0 ] || die "run as root (installs packages into / and $PREFIX)"
 
+# The deb-src line for trixie's criu source (bookworm's binaries are
+# untouched: Types is deb-src only). Same mirror as the system's own
+# sources; written once, left alone if it is there.
+SRC_LIST=/etc/apt/sources.list.d/cryo-trixie-src.sources
+if [ ! -e "$SRC_LIST" ]; then
+	uri=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+	[ -n "$uri" ] || uri=$(sed -n 's/^deb \(http[^ ]*\/debian\)\/* bookworm .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -1)
+	[ -n "$uri" ] || uri=http://deb.debian.org/debian
+	say "adding the trixie deb-src line ($SRC_LIST, $uri)"
+	cat > "$SRC_LIST" <<SRC
+Types: deb-src
+URIs: $uri
+Suites: trixie
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+	apt-get update -qq || true
+fi
+
 missing=()
 for p in "${PKGS[@]}"; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
