@@ -239,6 +239,11 @@ static int dir_is_empty_at(int dirfd, const char *name)
 	return r;
 }
 
+int cryo_image_sync(struct cryo_image *img, struct cryo_error *err)
+{
+	return sync_tree(img->dirfd, err);
+}
+
 int cryo_image_commit(struct cryo_image *img, struct cryo_error *err)
 {
 	struct stat st;

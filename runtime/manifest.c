@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "digest.h"
+#include "imghash.h"
 #include "manifest.h"
 #include "util.h"
 
@@ -262,6 +263,11 @@ static int first_job_error(struct cryo_digest_job *jobs, size_t n, struct cryo_e
 
 int cryo_manifest_hash_dir(Cryo__Manifest *m, int dirfd, struct cryo_error *err)
 {
+	return cryo_manifest_hash_dir_with(m, dirfd, NULL, err);
+}
+
+int cryo_manifest_hash_dir_with(Cryo__Manifest *m, int dirfd, struct cryo_imghash *cache, struct cryo_error *err)
+{
 	_cleanup_(strv_freep) char **names = NULL;
 	_cleanup_free_ struct cryo_digest_job *jobs = NULL;
 	_cleanup_free_ size_t *job_of = NULL;
@@ -288,6 +294,8 @@ int cryo_manifest_hash_dir(Cryo__Manifest *m, int dirfd, struct cryo_error *err)
 			file_digests_free(files, i);
 			return r;
 		}
+		if (is_file && cryo_imghash_lookup(cache, dirfd, files[i]->name, files[i]->sha256.data, &files[i]->size))
+			continue;
 		if (is_file) {
 			jobs[nj].name = files[i]->name;
 			jobs[nj].size_hint = hint;
