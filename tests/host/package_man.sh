@@ -35,19 +35,22 @@ err() { errors+=("$*"); }
 
 # compare WHAT PAGE HELP-TEXT [EXTRA-ALLOWED-OPTIONS]
 compare() {
-	local what=$1 page=$2 help=$3 allowed=${4:-} o pname
+	local what=$1 page=$2 help=$3 allowed=${4:-} o pname hopts popts term
 	pname=$(basename "$page" .scd)
 	pname="${pname%.8}(8)"
-	for o in $(printf '%s\n' "$help" | opts_of); do
-		page_opts "$page" | grep -qxF -- "$o" && continue
-		printf '%s\n' "$allowed" | grep -qxF -- "$o" && continue
+	hopts=$(printf '%s\n' "$help" | opts_of)
+	popts=$(page_opts "$page")
+	for o in $hopts; do
+		grep -qxF -- "$o" <<<"$popts" && continue
+		grep -qxF -- "$o" <<<"$allowed" && continue
 		err "$pname lacks option $o, which \`$what --help\` lists: add \`*$o*\` to # OPTIONS in ${page#"$CRYO_SRC"/}"
 	done
 	# a term (`*-d*, *--detach*`) is one option: --help must name a spelling of it
 	while IFS= read -r term; do
-		[ -n "$(printf '%s\n' "$term" | opts_of)" ] || continue   # -h, --help
-		[ -n "$(comm -12 <(printf '%s\n' "$term" | opts_of) <(printf '%s\n' "$help" | opts_of))" ] && continue
-		err "$pname documents option $(printf '%s\n' "$term" | opts_of | paste -sd/), which \`$what --help\` does not list (${page#"$CRYO_SRC"/})"
+		term=$(printf '%s\n' "$term" | opts_of)
+		[ -n "$term" ] || continue   # -h, --help
+		[ -n "$(comm -12 <(printf '%s\n' "$term") <(printf '%s\n' "$hopts"))" ] && continue
+		err "$pname documents option $(printf '%s\n' "$term" | paste -sd/), which \`$what --help\` does not list (${page#"$CRYO_SRC"/})"
 	done < <(page_terms "$page")
 }
 
