@@ -99,6 +99,16 @@ static void print_criu4_howto(const char *release)
 	       "  (or install criu >= 4 from the distribution: Debian trixie and later ship it)\n", bin);
 }
 
+/* Kernels >= 6.13 changed the vDSO layout that CRIU < 4 parses. */
+static bool kernel_needs_criu4(const char *release)
+{
+	unsigned major = 0, minor = 0;
+
+	if (sscanf(release, "%u.%u", &major, &minor) != 2)
+		return false;
+	return major > 6 || (major == 6 && minor >= 13);
+}
+
 /*
  * `cryo check`: can this host checkpoint and restore? Prints one line per
  * fact and, when it can't, why; exit 0 when CRIU works here, 1 when not.
@@ -123,10 +133,14 @@ int cmd_check(struct cryo_cli *cli, int argc, char **argv)
 		return cli_fail(&err);
 	if (uname(&u) == 0)
 		printf("kernel: %s %s\n", u.sysname, u.release);
+	else
+		snprintf(u.release, sizeof(u.release), "?");
 	print_freezer_backend();
 	if (!h.found) {
 		printf("criu: not found (libcriu could not run `criu`)\n");
 		printf("checkpoint/restore: NOT available: install the criu package\n");
+		if (kernel_needs_criu4(u.release))
+			print_criu4_howto(u.release);
 		return 1;
 	}
 	printf("criu: %u.%u.%u\n", h.version.major, h.version.minor, h.version.sublevel);

@@ -53,6 +53,9 @@ want "$T/dirs/bundle-a" cryo run --bundle "$T/dirs/b"
 want "$ID" cryo --root "$R" kill ''
 want "$ID" cryo --root "$R" freeze --timeout 5 c
 want "" cryo --root "$R" kill "$ID" ''
+# runc's one-dash spellings of long options
+want "json table" cryo list -format ''
+want "$ID" cryo -root "$R" kill ''
 all=$(cryo --help | sed -nE 's/^  ([a-z][a-z0-9-]*)  .*/\1/p' | sort | paste -sd' ')
 want "$all" cryo ''
 

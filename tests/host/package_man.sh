@@ -11,9 +11,10 @@ MAN=$CRYO_SRC/runtime/cli/man
 HOOK=$CRYO_BUILD/cryo-hook
 [ -x "$CRYO_BIN" ] || skip "no cryo binary at $CRYO_BIN"
 
-# The -x / --long tokens of a text, without -h/--help.
+# The -x / --long tokens of a text, without -h/--help; a one-dash long
+# option (-root, as runc spells them too) counts as its --root.
 opts_of() {
-	grep -oE -- '(^|[^[:alnum:]_-])--?[[:alpha:]][[:alnum:]-]*' | sed -E 's/^[^-]*//' \
+	grep -oE -- '(^|[^[:alnum:]_-])--?[[:alpha:]][[:alnum:]-]*' | sed -E 's/^[^-]*//; s/^-([[:alpha:]][[:alnum:]-]+)$/--\1/' \
 		| grep -vxE -- '-h|--help' | sort -u
 }
 # The option term lines of a page's OPTIONS section (`*-d*, *--detach*`).

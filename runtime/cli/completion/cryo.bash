@@ -4,15 +4,18 @@
 # and options need no edit here; container ids come from `cryo list -q`
 # (with the --root given on the command line).
 
-# The -x / --long tokens of a help text (stdin).
+# The -x / --long tokens of a help text (stdin); -root (runc's one-dash
+# spelling) is offered as --root.
 _cryo_opts() {
-	grep -oE -- '(^|[^[:alnum:]_-])--?[[:alpha:]][[:alnum:]-]*' | sed -E 's/^[^-]*//' | sort -u
+	grep -oE -- '(^|[^[:alnum:]_-])--?[[:alpha:]][[:alnum:]-]*' | sed -E 's/^[^-]*//; s/^-([[:alpha:]][[:alnum:]-]+)$/--\1/' | sort -u
 }
 
 # What the argument of option $2 is, from help text $1: a metavariable
 # (DIR, FILE, MS, ...), a list of words (table|json), or nothing (a flag).
 _cryo_optarg() {
-	printf '%s\n' "$1" | grep -oE -- "(^|[^[:alnum:]_-])$2 ([A-Z][A-Z_]*|[a-z][a-z0-9-]*(\|[a-z][a-z0-9-]*)+)" \
+	local o=${2%%=*}
+	[[ $o =~ ^-[[:alpha:]][[:alnum:]-]+$ ]] && o=-$o   # -root = --root
+	printf '%s\n' "$1" | grep -oE -- "(^|[^[:alnum:]_-])$o ([A-Z][A-Z_]*|[a-z][a-z0-9-]*(\|[a-z][a-z0-9-]*)+)" \
 		| head -1 | sed -E 's/^.* //'
 }
 

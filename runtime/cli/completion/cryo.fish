@@ -6,12 +6,15 @@
 # The -x / --long tokens of a help text (stdin).
 function __cryo_opts
     # (fish 3.6: a builtin heading a pipe in a function does not read its stdin)
-    cat | string match -ar -- '(?:^|[^[:alnum:]_-])(--?[[:alpha:]][[:alnum:]-]*)' | string match -r -- '--?[[:alpha:]].*' | sort -u
+    cat | string match -ar -- '(?:^|[^[:alnum:]_-])(--?[[:alpha:]][[:alnum:]-]*)' | string match -r -- '--?[[:alpha:]].*' \
+        | string replace -r -- '^-([[:alpha:]][[:alnum:]-]+)$' '--$1' | sort -u
 end
 
 # The argument kind of option $argv[2] in help text $argv[1] (DIR, table|json, ...).
 function __cryo_optarg
-    printf '%s\n' $argv[1] | string match -r -- '(?:^|[^[:alnum:]_-])'(string escape --style=regex -- $argv[2])' ([A-Z][A-Z_]*|[a-z][a-z0-9-]*(?:\|[a-z][a-z0-9-]*)+)' | sed -n 2p
+    # -root = --root
+    set -l o (string replace -r -- '^-([[:alpha:]][[:alnum:]-]+)$' '--$1' $argv[2])
+    printf '%s\n' $argv[1] | string match -r -- '(?:^|[^[:alnum:]_-])'(string escape --style=regex -- $o)' ([A-Z][A-Z_]*|[a-z][a-z0-9-]*(?:\|[a-z][a-z0-9-]*)+)' | sed -n 2p
 end
 
 function __cryo_value
