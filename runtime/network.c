@@ -325,18 +325,42 @@ static int same_netns(int fd, bool *ret)
 	return 0;
 }
 
-static void delete_link(struct nl_sock *sk, const char *ifname)
+/*
+ * Delete the link with ifindex in sk's netns if it is a veth. By index
+ * only: a request that names the link would hit whoever holds the name.
+ */
+static int delete_veth_index(struct nl_sock *sk, int ifindex, struct cryo_error *err)
 {
-	struct rtnl_link *l = rtnl_link_alloc();
+	struct rtnl_link *l = NULL, *del;
+	const char *type;
+	int r;
 
-	if (!l)
-		return;
-	rtnl_link_set_name(l, ifname);
-	(void)rtnl_link_delete(sk, l);
+	r = rtnl_link_get_kernel(sk, ifindex, NULL, &l);
+	if (r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV)
+		return 0;
+	if (r < 0)
+		return cryo_error_setx(err, nl_errno(r), "find link %d: %s", ifindex, nl_geterror(r));
+	type = rtnl_link_get_type(l);
+	if (!type || strcmp(type, "veth") != 0) {
+		r = cryo_error_setx(err, EINVAL, "link %d (`%s`) is not a veth, refusing to delete it", ifindex,
+				    rtnl_link_get_name(l) ? rtnl_link_get_name(l) : "?");
+		rtnl_link_put(l);
+		return r;
+	}
 	rtnl_link_put(l);
+	del = rtnl_link_alloc();
+	if (!del)
+		return cryo_error_set(err, ENOMEM, "delete link %d", ifindex);
+	rtnl_link_set_ifindex(del, ifindex);
+	r = rtnl_link_delete(sk, del);
+	rtnl_link_put(del);
+	if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV)
+		return cryo_error_setx(err, nl_errno(r), "delete link %d: %s", ifindex, nl_geterror(r));
+	return 0;
 }
 
-int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct cryo_error *err)
+int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct cryo_network_link *ret,
+		       struct cryo_error *err)
 {
 	_cleanup_close_ int netns_fd = -1;
 	struct inside in = { .spec = spec, .err = CRYO_ERROR_INIT };
@@ -347,6 +371,7 @@ int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct c
 	bool same = false;
 	int host_index = 0, r;
 
+	ret->host_ifindex = 0;
 	if (!spec->present)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
@@ -407,11 +432,17 @@ int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct c
 		r = cryo_error_prefix(err, "in the container's netns");
 		goto undo;
 	}
+	ret->host_ifindex = host_index;
 	r = 0;
 	goto out;
 undo:
 	/* deleting one end removes the pair, the container end included */
-	delete_link(sk, spec->host_ifname);
+	if (host_index > 0) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (delete_veth_index(sk, host_index, &e) < 0)
+			cryo_error_warn_clear(&e, "network: undo `%s`", spec->host_ifname);
+	}
 prefix:
 	cryo_error_prefix(err, "network");
 out:
@@ -422,41 +453,89 @@ out:
 	return r;
 }
 
-int cryo_network_teardown(const struct cryo_network_spec *spec, struct cryo_error *err)
+int cryo_network_undo(const struct cryo_network_link *link, struct cryo_error *err)
 {
+	struct nl_sock *sk = NULL;
+	int r;
+
+	if (!link || link->host_ifindex <= 0)
+		return 0;
+	r = open_sock(&sk, err);
+	if (r >= 0)
+		r = delete_veth_index(sk, link->host_ifindex, err);
+	nl_socket_free(sk);
+	if (r < 0)
+		return cryo_error_prefix(err, "network undo");
+	return 0;
+}
+
+struct peer_query {
+	const struct cryo_network_spec *spec;
+	int netns_fd;
+	int peer_ifindex;          /* 0: no such container end */
+	int r;
+	struct cryo_error err;
+};
+
+/* On its own thread, for the reason configure_inside() gives. */
+static void *find_peer_inside(void *arg)
+{
+	struct peer_query *q = arg;
 	struct rtnl_link *l = NULL;
 	struct nl_sock *sk = NULL;
 	const char *type;
 	int r;
 
-	if (!spec->present)
-		return 0;
-	r = open_sock(&sk, err);
-	if (r < 0)
-		return cryo_error_prefix(err, "network teardown");
-	r = rtnl_link_get_kernel(sk, 0, spec->host_ifname, &l);
-	if (r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV) {
-		r = 0; /* gone with the container's netns */
-		goto out;
+	if (setns(q->netns_fd, CLONE_NEWNET) < 0) {
+		q->r = cryo_error_set(&q->err, errno, "enter the container's network namespace");
+		return NULL;
 	}
+	q->r = open_sock(&sk, &q->err);
+	if (q->r < 0)
+		return NULL;
+	r = rtnl_link_get_kernel(sk, 0, q->spec->ifname, &l);
 	if (r < 0) {
-		r = nl_fail(err, r, "network teardown: find link", spec->host_ifname);
+		if (r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV)
+			q->r = nl_fail(&q->err, r, "find link", q->spec->ifname);
 		goto out;
 	}
-	/* never delete a host interface we did not create */
 	type = rtnl_link_get_type(l);
-	if (!type || strcmp(type, "veth") != 0) {
-		r = cryo_error_setx(err, EINVAL, "network teardown: `%s` is not a veth, refusing to delete it",
-				    spec->host_ifname);
-		goto out;
-	}
-	r = rtnl_link_delete(sk, l);
-	if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV)
-		r = nl_fail(err, r, "network teardown: delete", spec->host_ifname);
-	else
-		r = 0;
+	/* IFLA_LINK of a veth end is its peer's ifindex, in the peer's netns: the runtime's */
+	if (type && strcmp(type, "veth") == 0)
+		q->peer_ifindex = rtnl_link_get_link(l);
 out:
 	rtnl_link_put(l);
 	nl_socket_free(sk);
-	return r;
+	return NULL;
+}
+
+int cryo_network_teardown(const struct cryo_network_spec *spec, int netns_fd, struct cryo_error *err)
+{
+	struct peer_query q = { .spec = spec, .netns_fd = netns_fd, .err = CRYO_ERROR_INIT };
+	struct cryo_network_link link = { 0 };
+	bool same = false;
+	pthread_t th;
+	int r;
+
+	if (!spec->present || netns_fd < 0)
+		return 0;
+	/* the runtime's own netns has no container end of ours in it */
+	r = same_netns(netns_fd, &same);
+	if (r < 0)
+		return cryo_error_set(err, -r, "network teardown: compare network namespaces");
+	if (same)
+		return 0;
+	r = pthread_create(&th, NULL, find_peer_inside, &q);
+	if (r != 0)
+		return cryo_error_set(err, r, "network teardown: start the netns helper thread");
+	pthread_join(th, NULL);
+	if (q.r < 0) {
+		cryo_error_move(err, &q.err);
+		return cryo_error_prefix(err, "network teardown: in the container's netns");
+	}
+	link.host_ifindex = q.peer_ifindex;
+	r = cryo_network_undo(&link, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "teardown `%s`", spec->host_ifname);
+	return 0;
 }
