@@ -803,7 +803,7 @@ static int check_sysctls(const struct cryo_spec *s, struct cryo_error *err)
 					       key);
 		if (!s->namespaces[ns].enabled)
 			return cryo_error_setx(err, EINVAL,
-					       CFG "linux.sysctl: `%s` needs a %s namespace of the container's own (linux.namespaces)",
+					       CFG "linux.sysctl: `%s` needs the container to have its own %s namespace (linux.namespaces)",
 					       key, cryo_ns_type_names[ns]);
 	}
 	return 0;
