@@ -1034,11 +1034,30 @@ static struct cryo_spec *bundle_spec(const struct cryo_state *st)
 	struct cryo_spec *spec = NULL;
 
 	if (st->bundle && cryo_spec_load(st->bundle, &spec, &e) < 0) {
-		cryo_warn("container `%s`: no hooks or network teardown: %s", st->id, e.msg);
-		cryo_error_clear(&e);
+		cryo_error_warn_clear(&e, "container `%s`: no hooks or network teardown", st->id);
 		return NULL;
 	}
 	return spec;
+}
+
+/*
+ * Hooks whose failure is only a warning (runtime-spec: poststart,
+ * poststop): the container runs on, or is gone anyway.
+ */
+static void run_hooks_warn(const struct cryo_spec *spec, const struct cryo_state *st, enum cryo_hook_kind kind,
+			   const char *status, pid_t pid, const char *what)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	_cleanup_free_ char *state = NULL;
+
+	if (!spec || !spec->hooks.n[kind])
+		return;
+	state = hook_state(st, status, pid);
+	if (!state)
+		cryo_error_set(&e, ENOMEM, "state for hooks");
+	else
+		(void)cryo_hooks_run(&spec->hooks, kind, state, &e);
+	cryo_error_warn_clear(&e, "%s `%s`", what, st->id);
 }
 
 static int do_start(const char *root, struct cryo_state *st, const struct cryo_spec *spec, struct cryo_error *err)
@@ -1077,22 +1096,14 @@ static int do_start(const char *root, struct cryo_state *st, const struct cryo_s
 	r = cryo_state_save_ext(root, st, false, err);
 	if (r < 0)
 		return r;
-	/* runtime-spec: a failing poststart hook is a warning, the container runs on */
-	if (spec && spec->hooks.n[CRYO_HOOK_POSTSTART]) {
-		struct cryo_error e = CRYO_ERROR_INIT;
-		_cleanup_free_ char *state = hook_state(st, "running", st->pid);
-
-		if (!state || cryo_hooks_run(&spec->hooks, CRYO_HOOK_POSTSTART, state, &e) < 0)
-			cryo_warn("start `%s`: %s", st->id, e.msg ? e.msg : "out of memory");
-		cryo_error_clear(&e);
-	}
+	run_hooks_warn(spec, st, CRYO_HOOK_POSTSTART, "running", st->pid, "start");
 	return 0;
 }
 
 int cryo_container_start(const char *root, const char *id, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
-	struct cryo_spec *spec = NULL;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
+	_cleanup_(cryo_spec_freep) struct cryo_spec *spec = NULL;
 	_cleanup_close_ int lock = -1;
 	int r;
 
@@ -1103,8 +1114,6 @@ int cryo_container_start(const char *root, const char *id, struct cryo_error *er
 		spec = bundle_spec(st);
 		r = do_start(root, st, spec, err);
 	}
-	cryo_spec_free(spec);
-	cryo_state_free(st);
 	if (r < 0)
 		return cryo_error_prefix(err, "start `%s`", id);
 	return 0;
@@ -1138,7 +1147,7 @@ int cryo_container_load(const char *root, const char *id, struct cryo_state **re
 
 int cryo_container_state_json(const char *root, const char *id, struct json_object **ret, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
 	struct json_object *o;
 	enum cryo_freezer_state fs;
 	int r;
@@ -1147,10 +1156,8 @@ int cryo_container_state_json(const char *root, const char *id, struct json_obje
 	if (r < 0)
 		return r;
 	o = json_object_new_object();
-	if (!o) {
-		cryo_state_free(st);
+	if (!o)
 		return cryo_error_set(err, ENOMEM, "state");
-	}
 	json_object_object_add(o, "ociVersion", json_object_new_string(CRYO_OCI_VERSION));
 	json_object_object_add(o, "id", json_object_new_string(st->id));
 	json_object_object_add(o, "status", json_object_new_string(cryo_status_names[st->status]));
@@ -1170,53 +1177,40 @@ int cryo_container_state_json(const char *root, const char *id, struct json_obje
 								   json_object_new_object());
 	if (st->status != CRYO_STATUS_STOPPED && cryo_container_freezer_state(st, &fs, NULL) == 0)
 		json_object_object_add(o, "org.cryo.freezer", json_object_new_string(cryo_freezer_state_names[fs]));
-	cryo_state_free(st);
 	*ret = o;
 	return 0;
 }
 
 int cryo_container_pids(const char *root, const char *id, pid_t **ret, size_t *ret_n, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
 	int r;
 
 	r = cryo_state_load(root, id, &st, err);
 	if (r < 0)
 		return r;
-	r = cryo_cgroup_pids(st->cgroup_path, ret, ret_n, err);
-	cryo_state_free(st);
-	return r;
+	return cryo_cgroup_pids(st->cgroup_path, ret, ret_n, err);
 }
 
 /* ---- kill ---- */
 
 int cryo_container_kill(const char *root, const char *id, int sig, bool all, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
-	int r, pfd;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
+	_cleanup_close_ int pfd = -1;
+	int r;
 
 	r = cryo_container_load(root, id, &st, err);
-	if (r < 0)
-		goto out;
-	if (all) {
+	if (r >= 0 && all)
 		r = cryo_cgroup_kill(st->cgroup_path, sig, err);
-		goto out;
+	else if (r >= 0) {
+		if (st->status != CRYO_STATUS_STOPPED)
+			pfd = pidfd_open_checked(st->pid, st->pid_start_time);
+		if (pfd < 0)
+			r = cryo_error_setx(err, ESRCH, "container `%s` is not running", id);
+		else if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)
+			r = cryo_error_set(err, errno, "signal %d to pid %d", sig, (int)st->pid);
 	}
-	if (st->status == CRYO_STATUS_STOPPED) {
-		r = cryo_error_setx(err, ESRCH, "container `%s` is not running", id);
-		goto out;
-	}
-	pfd = pidfd_open_checked(st->pid, st->pid_start_time);
-	if (pfd < 0) {
-		r = cryo_error_setx(err, ESRCH, "container `%s` is not running", id);
-		goto out;
-	}
-	r = (int)syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0);
-	close(pfd);
-	if (r < 0)
-		r = cryo_error_set(err, errno, "signal %d to pid %d", sig, (int)st->pid);
-out:
-	cryo_state_free(st);
 	if (r < 0)
 		return cryo_error_prefix(err, "kill `%s`", id);
 	return 0;
@@ -1275,22 +1269,13 @@ static int destroy(const char *root, struct cryo_state *st, struct cryo_error *e
 	}
 	if (spec && cryo_network_teardown(&spec->network, netns, &e) < 0)
 		cryo_error_warn_clear(&e, "delete `%s`", st->id);
-	/* runtime-spec: poststop failures are warnings, the container is gone anyway */
-	if (spec && spec->hooks.n[CRYO_HOOK_POSTSTOP]) {
-		_cleanup_free_ char *state = hook_state(st, "stopped", 0);
-
-		if (!state)
-			cryo_error_set(&e, ENOMEM, "state for hooks");
-		else
-			(void)cryo_hooks_run(&spec->hooks, CRYO_HOOK_POSTSTOP, state, &e);
-		cryo_error_warn_clear(&e, "delete `%s`", st->id);
-	}
+	run_hooks_warn(spec, st, CRYO_HOOK_POSTSTOP, "stopped", 0, "delete");
 	return cryo_state_remove_dir(root, st->id, err);
 }
 
 int cryo_container_delete(const char *root, const char *id, bool force, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
 	_cleanup_close_ int lock = -1;
 	int r;
 
@@ -1312,7 +1297,6 @@ int cryo_container_delete(const char *root, const char *id, bool force, struct c
 	}
 	r = destroy(root, st, err);
 out:
-	cryo_state_free(st);
 	if (r < 0)
 		return cryo_error_prefix(err, "delete `%s`", id);
 	return 0;
