@@ -1100,6 +1100,15 @@ static int do_start(const char *root, struct cryo_state *st, const struct cryo_s
 	return 0;
 }
 
+/* The container's lock (*ret_lock set once taken), then its state. */
+static int lock_and_load(const char *root, const char *id, int *ret_lock, struct cryo_state **ret,
+			 struct cryo_error *err)
+{
+	int r = cryo_state_lock(root, id, CRYO_STATE_LOCK_TIMEOUT_MS, ret_lock, err);
+
+	return r < 0 ? r : cryo_container_load(root, id, ret, err);
+}
+
 int cryo_container_start(const char *root, const char *id, struct cryo_error *err)
 {
 	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
@@ -1107,9 +1116,7 @@ int cryo_container_start(const char *root, const char *id, struct cryo_error *er
 	_cleanup_close_ int lock = -1;
 	int r;
 
-	r = cryo_state_lock(root, id, CRYO_STATE_LOCK_TIMEOUT_MS, &lock, err);
-	if (r >= 0)
-		r = cryo_container_load(root, id, &st, err);
+	r = lock_and_load(root, id, &lock, &st, err);
 	if (r >= 0) {
 		spec = bundle_spec(st);
 		r = do_start(root, st, spec, err);
@@ -1279,9 +1286,7 @@ int cryo_container_delete(const char *root, const char *id, bool force, struct c
 	_cleanup_close_ int lock = -1;
 	int r;
 
-	r = cryo_state_lock(root, id, CRYO_STATE_LOCK_TIMEOUT_MS, &lock, err);
-	if (r >= 0)
-		r = cryo_container_load(root, id, &st, err);
+	r = lock_and_load(root, id, &lock, &st, err);
 	if (r < 0) {
 		/* a state dir without state.json is a create that died half-way */
 		if (r == -ENOENT && lock >= 0) {

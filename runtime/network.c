@@ -275,44 +275,71 @@ static int add_default_route(struct nl_sock *sk, int ifindex, const char *ifname
 	return 0;
 }
 
-struct inside {
-	const struct cryo_network_spec *spec;
+typedef int netns_fn(struct nl_sock *sk, void *arg, struct cryo_error *err);
+
+struct in_netns {
 	int netns_fd;
+	netns_fn *fn;
+	void *arg;
 	int r;
 	struct cryo_error err;
 };
 
-/*
- * Runs on its own thread: setns(CLONE_NEWNET) changes only the calling
- * thread, so the runtime's other threads and its own netlink socket stay
- * in the runtime's namespace, and a netlink socket opened here talks to
- * the container's.
- */
-static void *configure_inside(void *arg)
+static void *in_netns_thread(void *p)
 {
-	struct inside *in = arg;
-	const struct cryo_network_spec *spec = in->spec;
+	struct in_netns *t = p;
 	struct nl_sock *sk = NULL;
-	int ifindex = 0;
 
-	if (setns(in->netns_fd, CLONE_NEWNET) < 0) {
-		in->r = cryo_error_set(&in->err, errno, "enter the container's network namespace");
+	if (setns(t->netns_fd, CLONE_NEWNET) < 0) {
+		t->r = cryo_error_set(&t->err, errno, "enter the container's network namespace");
 		return NULL;
 	}
-	in->r = open_sock(&sk, &in->err);
-	if (in->r < 0)
-		return NULL;
-	in->r = link_up(sk, "lo", NULL, &in->err);
-	if (in->r >= 0)
-		in->r = link_up(sk, spec->ifname, &ifindex, &in->err);
-	if (in->r >= 0)
-		in->r = add_addr(sk, ifindex, spec->ifname, spec->addr, spec->prefix, &in->err);
-	if (in->r >= 0 && cryo_fault("network-inside"))
-		in->r = cryo_error_setx(&in->err, EIO, "fault injected at network-inside");
-	if (in->r >= 0 && spec->has_gw)
-		in->r = add_default_route(sk, ifindex, spec->ifname, spec->gw, &in->err);
+	t->r = open_sock(&sk, &t->err);
+	if (t->r >= 0)
+		t->r = t->fn(sk, t->arg, &t->err);
 	nl_socket_free(sk);
 	return NULL;
+}
+
+/*
+ * Run fn with a netlink socket of the netns netns_fd, on a thread of its
+ * own: setns(CLONE_NEWNET) changes only the calling thread, so the
+ * runtime's other threads and its own netlink socket stay in the
+ * runtime's namespace, and the socket opened there talks to the
+ * container's.
+ */
+static int run_in_netns(int netns_fd, netns_fn *fn, void *arg, struct cryo_error *err)
+{
+	struct in_netns t = { .netns_fd = netns_fd, .fn = fn, .arg = arg, .err = CRYO_ERROR_INIT };
+	pthread_t th;
+	int r;
+
+	r = pthread_create(&th, NULL, in_netns_thread, &t);
+	if (r != 0)
+		return cryo_error_set(err, r, "start the netns helper thread");
+	pthread_join(th, NULL);
+	if (t.r < 0) {
+		cryo_error_move(err, &t.err);
+		return cryo_error_prefix(err, "in the container's netns");
+	}
+	return 0;
+}
+
+static int configure_inside(struct nl_sock *sk, void *arg, struct cryo_error *err)
+{
+	const struct cryo_network_spec *spec = arg;
+	int ifindex = 0, r;
+
+	r = link_up(sk, "lo", NULL, err);
+	if (r >= 0)
+		r = link_up(sk, spec->ifname, &ifindex, err);
+	if (r >= 0)
+		r = add_addr(sk, ifindex, spec->ifname, spec->addr, spec->prefix, err);
+	if (r >= 0 && cryo_fault("network-inside"))
+		r = cryo_error_setx(err, EIO, "fault injected at network-inside");
+	if (r >= 0 && spec->has_gw)
+		r = add_default_route(sk, ifindex, spec->ifname, spec->gw, err);
+	return r;
 }
 
 static int same_netns(int fd, bool *ret)
@@ -363,11 +390,9 @@ int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct c
 		       struct cryo_error *err)
 {
 	_cleanup_close_ int netns_fd = -1;
-	struct inside in = { .spec = spec, .err = CRYO_ERROR_INIT };
 	struct rtnl_link *veth = NULL, *peer;
 	struct nl_sock *sk = NULL;
 	char path[64];
-	pthread_t th;
 	bool same = false;
 	int host_index = 0, r;
 
@@ -420,18 +445,9 @@ int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct c
 			goto undo;
 	}
 
-	in.netns_fd = netns_fd;
-	r = pthread_create(&th, NULL, configure_inside, &in);
-	if (r != 0) {
-		r = cryo_error_set(err, r, "start the netns helper thread");
+	r = run_in_netns(netns_fd, configure_inside, (void *)spec, err);
+	if (r < 0)
 		goto undo;
-	}
-	pthread_join(th, NULL);
-	if (in.r < 0) {
-		cryo_error_move(err, &in.err);
-		r = cryo_error_prefix(err, "in the container's netns");
-		goto undo;
-	}
 	ret->host_ifindex = host_index;
 	r = 0;
 	goto out;
@@ -446,7 +462,6 @@ undo:
 prefix:
 	cryo_error_prefix(err, "network");
 out:
-	cryo_error_clear(&in.err);
 	if (veth)
 		rtnl_link_veth_release(veth);
 	nl_socket_free(sk);
@@ -471,50 +486,34 @@ int cryo_network_undo(const struct cryo_network_link *link, struct cryo_error *e
 
 struct peer_query {
 	const struct cryo_network_spec *spec;
-	int netns_fd;
 	int peer_ifindex;          /* 0: no such container end */
-	int r;
-	struct cryo_error err;
 };
 
-/* On its own thread, for the reason configure_inside() gives. */
-static void *find_peer_inside(void *arg)
+static int find_peer_inside(struct nl_sock *sk, void *arg, struct cryo_error *err)
 {
 	struct peer_query *q = arg;
 	struct rtnl_link *l = NULL;
-	struct nl_sock *sk = NULL;
 	const char *type;
 	int r;
 
-	if (setns(q->netns_fd, CLONE_NEWNET) < 0) {
-		q->r = cryo_error_set(&q->err, errno, "enter the container's network namespace");
-		return NULL;
-	}
-	q->r = open_sock(&sk, &q->err);
-	if (q->r < 0)
-		return NULL;
 	r = rtnl_link_get_kernel(sk, 0, q->spec->ifname, &l);
-	if (r < 0) {
-		if (r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV)
-			q->r = nl_fail(&q->err, r, "find link", q->spec->ifname);
-		goto out;
-	}
+	if (r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV)
+		return 0;
+	if (r < 0)
+		return nl_fail(err, r, "find link", q->spec->ifname);
 	type = rtnl_link_get_type(l);
 	/* IFLA_LINK of a veth end is its peer's ifindex, in the peer's netns: the runtime's */
 	if (type && strcmp(type, "veth") == 0)
 		q->peer_ifindex = rtnl_link_get_link(l);
-out:
 	rtnl_link_put(l);
-	nl_socket_free(sk);
-	return NULL;
+	return 0;
 }
 
 int cryo_network_teardown(const struct cryo_network_spec *spec, int netns_fd, struct cryo_error *err)
 {
-	struct peer_query q = { .spec = spec, .netns_fd = netns_fd, .err = CRYO_ERROR_INIT };
+	struct peer_query q = { .spec = spec };
 	struct cryo_network_link link = { 0 };
 	bool same = false;
-	pthread_t th;
 	int r;
 
 	if (!spec->present || netns_fd < 0)
@@ -525,17 +524,12 @@ int cryo_network_teardown(const struct cryo_network_spec *spec, int netns_fd, st
 		return cryo_error_set(err, -r, "network teardown: compare network namespaces");
 	if (same)
 		return 0;
-	r = pthread_create(&th, NULL, find_peer_inside, &q);
-	if (r != 0)
-		return cryo_error_set(err, r, "network teardown: start the netns helper thread");
-	pthread_join(th, NULL);
-	if (q.r < 0) {
-		cryo_error_move(err, &q.err);
-		return cryo_error_prefix(err, "network teardown: in the container's netns");
+	r = run_in_netns(netns_fd, find_peer_inside, &q, err);
+	if (r >= 0) {
+		link.host_ifindex = q.peer_ifindex;
+		r = cryo_network_undo(&link, err);
 	}
-	link.host_ifindex = q.peer_ifindex;
-	r = cryo_network_undo(&link, err);
 	if (r < 0)
-		return cryo_error_prefix(err, "teardown `%s`", spec->host_ifname);
+		return cryo_error_prefix(err, "network teardown `%s`", spec->host_ifname);
 	return 0;
 }
