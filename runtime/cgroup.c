@@ -107,7 +107,8 @@ void cryo_cgroup_paths_free(struct cryo_cgroup_paths *p)
 	free(p->v2);
 	free(p->v1_freezer);
 	free(p->v1_memory);
-	p->v2 = p->v1_freezer = p->v1_memory = NULL;
+	free(p->made);
+	p->v2 = p->v1_freezer = p->v1_memory = p->made = NULL;
 }
 
 int cryo_cgroup_get_paths(const char *rel, struct cryo_cgroup_paths *ret, struct cryo_error *err)
@@ -235,6 +236,106 @@ static void enable_v2_ancestors(const char *rel)
 	}
 }
 
+/* Does rel exist in any hierarchy create makes it in? */
+static bool exists_anywhere(const char *rel)
+{
+	size_t i;
+
+	if (v2_mount[0]) {
+		_cleanup_free_ char *p = join(v2_mount, rel);
+
+		if (exists(p))
+			return true;
+	}
+	for (i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
+		_cleanup_free_ char *p = v1_path(v1_controllers[i], rel);
+
+		if (exists(p))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * The shallowest prefix of rel that exists in no hierarchy: creating rel
+ * makes it and everything below it (libcgroup creates parents like
+ * mkdir -p), so it is what delete may remove again. Existence is checked
+ * level by level from the top; a level in some hierarchy means every
+ * level above it is there too. NULL (with *ret NULL) if rel itself
+ * exists somewhere.
+ */
+static int made_top(const char *rel, char **ret)
+{
+	_cleanup_free_ char *p = NULL;
+	char *s;
+
+	*ret = NULL;
+	while (*rel == '/')
+		rel++;
+	p = strdup(rel);
+	if (!p)
+		return -ENOMEM;
+	for (s = p;; s++) {
+		char c = *s;
+
+		if (c != '/' && c != '\0')
+			continue;
+		if (s == p || s[-1] == '/') {
+			if (!c)
+				break;
+			continue;
+		}
+		*s = '\0';
+		if (!exists_anywhere(p)) {
+			*ret = TAKE_PTR(p);
+			return 0;
+		}
+		if (!c)
+			break;
+		*s = c;
+	}
+	return 0;
+}
+
+/* rmdir the parents of rel, deepest first, down to made; only empty ones go. */
+static void remove_made_parents(const char *rel, const char *made)
+{
+	_cleanup_free_ char *p = NULL;
+	size_t top;
+	char *slash;
+
+	while (*rel == '/')
+		rel++;
+	while (*made == '/')
+		made++;
+	top = strlen(made);
+	/* made must name rel or one of its ancestors, nothing else */
+	if (!top || strncmp(rel, made, top) != 0 || (rel[top] && rel[top] != '/'))
+		return;
+	p = strdup(rel);
+	if (!p)
+		return;
+	while ((slash = strrchr(p, '/')) && (size_t)(slash - p) >= top) {
+		size_t i;
+
+		*slash = '\0';
+		if (!*p)
+			break;
+		if (v2_mount[0]) {
+			_cleanup_free_ char *d = join(v2_mount, p);
+
+			if (d && rmdir(d) < 0 && errno != ENOENT)
+				cryo_debug("cgroup: keep `%s`: %s", d, strerror(errno));
+		}
+		for (i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
+			_cleanup_free_ char *d = v1_path(v1_controllers[i], p);
+
+			if (d && rmdir(d) < 0 && errno != ENOENT)
+				cryo_debug("cgroup: keep `%s`: %s", d, strerror(errno));
+		}
+	}
+}
+
 int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, struct cryo_cgroup_paths *ret,
 		       struct cryo_error *err)
 {
@@ -249,6 +350,10 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 	if (exists(paths.v2) || exists(paths.v1_memory) || exists(paths.v1_freezer)) {
 		cryo_cgroup_paths_free(&paths);
 		return cryo_error_setx(err, EEXIST, "cgroup `%s` exists already", rel);
+	}
+	if (made_top(rel, &paths.made) < 0) {
+		cryo_cgroup_paths_free(&paths);
+		return cryo_error_set(err, ENOMEM, "create cgroup `%s`", rel);
 	}
 	cg = new_cg(rel, ctrls, err);
 	if (!cg) {
@@ -300,10 +405,9 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		struct cryo_error derr = CRYO_ERROR_INIT;
 
 		r = cg_err(err, r, "create", rel);
-		/* libcgroup may have created some hierarchies before failing */
-		if (cryo_cgroup_destroy(rel, 1000, &derr) < 0)
-			cryo_warn("undo cgroup `%s`: %s", rel, derr.msg);
-		cryo_error_clear(&derr);
+		/* libcgroup may have created some hierarchies (and parents) before failing */
+		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
+			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
 		goto fail_nocg;
 	}
 	cgroup_free(&cg);
@@ -427,6 +531,11 @@ static void remove_default_parent(const char *rel)
 
 int cryo_cgroup_destroy(const char *rel, int timeout_ms, struct cryo_error *err)
 {
+	return cryo_cgroup_destroy_made(rel, NULL, timeout_ms, err);
+}
+
+int cryo_cgroup_destroy_made(const char *rel, const char *made, int timeout_ms, struct cryo_error *err)
+{
 	struct cryo_cgroup_paths p = { 0 };
 	int64_t deadline = cryo_now_ms() + timeout_ms, backoff = 1;
 	struct cgroup *cg;
@@ -446,6 +555,8 @@ int cryo_cgroup_destroy(const char *rel, int timeout_ms, struct cryo_error *err)
 		}
 		if (!any) {
 			cryo_cgroup_paths_free(&p);
+			if (made)
+				remove_made_parents(rel, made);
 			remove_default_parent(rel);
 			return 0;
 		}
@@ -481,6 +592,9 @@ int cryo_cgroup_destroy(const char *rel, int timeout_ms, struct cryo_error *err)
 	if (r)
 		r = cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_RECURSIVE | CGFLAG_DELETE_IGNORE_MIGRATION);
 	cgroup_free(&cg);
+	/* a leaf that stays keeps its parents: rmdir of a non-empty one fails harmlessly */
+	if (made)
+		remove_made_parents(rel, made);
 	if (r && r != ECGROUPNOTEXIST)
 		return cg_err(err, r, "remove", rel);
 	remove_default_parent(rel);

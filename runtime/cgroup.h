@@ -19,6 +19,8 @@ struct cryo_cgroup_paths {
 	char *v2;          /* absolute path in the cgroup2 hierarchy, or NULL */
 	char *v1_freezer;  /* absolute path in the v1 freezer hierarchy, or NULL */
 	char *v1_memory;   /* absolute path in the v1 memory hierarchy, or NULL */
+	char *made;        /* set by create: the top-most level of rel it made ("cryo" of
+			      "cryo/web", rel itself when only the leaf was new), or NULL */
 };
 
 void cryo_cgroup_paths_free(struct cryo_cgroup_paths *p);
@@ -29,7 +31,8 @@ void cryo_cgroup_paths_free(struct cryo_cgroup_paths *p);
 /*
  * Create rel in every hierarchy and write the resource limits. -EEXIST
  * when the cgroup exists already (it is not ours to take over). On
- * failure nothing is left behind.
+ * failure nothing is left behind: neither rel nor the parents it needed.
+ * ret->made names what to hand to cryo_cgroup_destroy_made() later.
  */
 int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, struct cryo_cgroup_paths *ret,
 		       struct cryo_error *err);
@@ -52,6 +55,14 @@ int cryo_cgroup_kill(const char *rel, int sig, struct cryo_error *err);
  * Empty default parents ("cryo") are removed too.
  */
 int cryo_cgroup_destroy(const char *rel, int timeout_ms, struct cryo_error *err);
+
+/*
+ * cryo_cgroup_destroy(), then every parent of rel up to and including
+ * made (a prefix of rel, from cryo_cgroup_paths.made), in every
+ * hierarchy, as long as it is empty: exactly what create made goes.
+ * made NULL: like cryo_cgroup_destroy().
+ */
+int cryo_cgroup_destroy_made(const char *rel, const char *made, int timeout_ms, struct cryo_error *err);
 
 /* The absolute paths of rel (whether or not they exist). */
 int cryo_cgroup_get_paths(const char *rel, struct cryo_cgroup_paths *ret, struct cryo_error *err);

@@ -33,7 +33,6 @@
 #define FS_FREEZE_DEADLINE_MS 60000
 #define DEFAULT_FREEZE_TIMEOUT_MS 5000
 
-const char *const cryo_ext_devices[6] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty" };
 
 const char *const cryo_fs_freeze_mode_names[_CRYO_FS_FREEZE_MAX] = {
 	[CRYO_FS_FREEZE_AUTO] = "auto",

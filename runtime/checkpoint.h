@@ -22,6 +22,7 @@
 
 #include "criu.h"
 #include "error.h"
+#include "mount.h"
 
 enum cryo_fs_freeze_mode {
 	CRYO_FS_FREEZE_AUTO,      /* when the rootfs is a filesystem of its own */
@@ -46,8 +47,8 @@ struct cryo_checkpoint_opts {
 	enum cryo_fs_freeze_mode fs_freeze;
 };
 
-/* The host devices cryo binds into a container's /dev: external mounts for CRIU. */
-extern const char *const cryo_ext_devices[6];
+/* The host devices cryo binds into a container's /dev (mount.h's one list): external mounts for CRIU. */
+#define cryo_ext_devices cryo_mount_devices
 
 /* The step names, in order (tests iterate them for CRYO_FAULT). */
 extern const char *const cryo_checkpoint_steps[];

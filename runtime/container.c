@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -45,7 +46,6 @@
 #define FIFO_NAME "exec.fifo"
 #define MSG_MAX 4096
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-#define LOCK_TIMEOUT_MS 30000
 #define STOP_TIMEOUT_MS 10000
 
 
@@ -143,26 +143,27 @@ static int wait_pidfd(int pidfd, int timeout_ms)
 	}
 }
 
-static int write_pid_file(const char *path, pid_t pid, struct cryo_error *err)
-{
-	char tmp[PATH_MAX], buf[32];
-	int r, n;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.cryo-tmp", path) >= sizeof(tmp))
-		return cryo_error_setx(err, ENAMETOOLONG, "pid file `%s`", path);
-	n = snprintf(buf, sizeof(buf), "%d", (int)pid);
-	r = cryo_write_new_file_at(AT_FDCWD, tmp, buf, (size_t)n, 0644);
-	if (r < 0)
-		return cryo_error_set(err, -r, "write pid file `%s`", tmp);
-	if (rename(tmp, path) < 0) {
-		r = cryo_error_set(err, errno, "rename pid file to `%s`", path);
-		unlink(tmp);
-		return r;
-	}
-	return 0;
-}
-
 /* ---- the init, in the container ---- */
+
+/*
+ * The messages on the SOCK_SEQPACKET pair between the runtime and the
+ * container's init, in the order they are sent: one packet each, the
+ * letter first, a payload after it for SYNC_CONFIG and SYNC_ERROR.
+ */
+enum init_sync {
+	SYNC_GO = 'G',      /* runtime -> init: id maps written, cgroups joined, OOM score set */
+	SYNC_HOOKS = 'H',   /* init -> runtime: the namespaces exist, run prestart + createRuntime */
+	SYNC_CONFIG = 'C',  /* runtime -> init: + the state JSON for createContainer/startContainer */
+	SYNC_READY = 'R',   /* init -> runtime: set up, waiting on the exec fifo */
+	SYNC_ERROR = 'E',   /* init -> runtime: + one error sentence; the init exits */
+};
+
+static int sync_send(int fd, enum init_sync m)
+{
+	char b = (char)m;
+
+	return send(fd, &b, 1, MSG_NOSIGNAL) == 1 ? 0 : -1;
+}
 
 struct init_args {
 	const struct cryo_spec *spec;
@@ -170,8 +171,9 @@ struct init_args {
 	const char *rootfs;
 	int sync_fd;
 	int fifo_fd;
-	int console_fd;   /* --console-socket connection, or -1 */
+	int console_fd;           /* --console-socket connection, or -1 */
 	bool new_userns;
+	const sigset_t *sigmask;  /* restored before execve, NULL: keep the inherited one */
 };
 
 /* Room for the state JSON the runtime sends for the container's hooks. */
@@ -212,7 +214,7 @@ static void __attribute__((noreturn)) init_fail(int sync_fd, struct cryo_error *
 {
 	const char *msg = err->msg ? err->msg : "container init failed";
 	char buf[MSG_MAX];
-	int n = snprintf(buf, sizeof(buf), "E%s", msg);
+	int n = snprintf(buf, sizeof(buf), "%c%s", SYNC_ERROR, msg);
 
 	if (n > (int)sizeof(buf) - 1)
 		n = (int)sizeof(buf) - 1;
@@ -368,6 +370,45 @@ static void close_fds_except(const int *keep, size_t n)
 	syscall(SYS_close_range, lo, ~0U, 0);
 }
 
+static bool joins_mount_ns(const struct cryo_spec *spec)
+{
+	return spec->namespaces[CRYO_NS_MOUNT].enabled && spec->namespaces[CRYO_NS_MOUNT].path;
+}
+
+/*
+ * The container's filesystem view, with the createContainer hooks in the
+ * middle (after the mounts, before pivot_root).
+ *
+ * A mount namespace joined by path is somebody else's: another
+ * container's, a namespace kept by a tool, or the host's own
+ * (/proc/1/ns/mnt). Preparing a rootfs in it would re-root and re-mount
+ * every process that lives there (pivot_root changes the root of the
+ * whole namespace, and `/` would turn slave). So joining one means
+ * taking its view as it is: setns() left us at its root, the config's
+ * root, mounts, devices, masked and read-only paths are not applied, and
+ * nothing of the namespace is changed.
+ */
+static int init_filesystem(const struct init_args *a, const char *state_json, struct cryo_error *err)
+{
+	const struct cryo_spec *spec = a->spec;
+	_cleanup_close_ int rootfd = -1;
+	int r;
+
+	if (joins_mount_ns(spec))
+		return cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
+	/* bind sources are relative to the bundle */
+	if (chdir(a->bundle) < 0)
+		return cryo_error_set(err, errno, "chdir to bundle `%s`", a->bundle);
+	r = cryo_mount_prepare(spec, a->rootfs, a->new_userns || spec->namespaces[CRYO_NS_USER].path, &rootfd, err);
+	if (r >= 0)
+		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
+	if (r >= 0)
+		r = cryo_mount_pivot(rootfd, a->rootfs, err);
+	if (r >= 0)
+		r = cryo_mount_finish(spec, err);
+	return r;
+}
+
 static int __attribute__((noreturn)) init_main(struct init_args *a)
 {
 	const struct cryo_spec *spec = a->spec;
@@ -375,16 +416,18 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 	const int keep[] = { a->sync_fd, a->fifo_fd, a->console_fd };
 	_cleanup_free_ char *state_json = NULL;
 	char exe[PATH_MAX], c;
-	int rootfd = -1;
 	ssize_t n;
 
 	close_fds_except(keep, ARRAY_SIZE(keep));
+	/* `run` blocks the signals it forwards; the container's process gets the caller's mask */
+	if (a->sigmask)
+		sigprocmask(SIG_SETMASK, a->sigmask, NULL);
 
 	/* die with the runtime while it still owes us setup */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() == 1)
 		_exit(1);
 	n = recv(a->sync_fd, &c, 1, 0);
-	if (n != 1 || c != 'G')
+	if (n != 1 || c != SYNC_GO)
 		_exit(1);
 
 	if (a->new_userns && (setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0)) {
@@ -410,33 +453,21 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 
 	/* namespaces exist: the runtime runs prestart/createRuntime and sends the state */
 	state_json = malloc(STATE_MSG_MAX);
-	if (!state_json || send(a->sync_fd, "H", 1, MSG_NOSIGNAL) != 1)
+	if (!state_json || sync_send(a->sync_fd, SYNC_HOOKS) < 0)
 		_exit(1);
 	do
 		n = recv(a->sync_fd, state_json, STATE_MSG_MAX - 1, 0);
 	while (n < 0 && errno == EINTR);
-	if (n < 1 || state_json[0] != 'C')
+	if (n < 1 || state_json[0] != SYNC_CONFIG)
 		_exit(1);
 	state_json[n] = '\0';
 
-	/* bind sources are relative to the bundle */
-	if (chdir(a->bundle) < 0) {
-		cryo_error_set(&err, errno, "chdir to bundle `%s`", a->bundle);
-		init_fail(a->sync_fd, &err);
-	}
 	if (cryo_fault("init-mount")) {
 		cryo_error_setx(&err, EIO, "mount setup: injected fault");
 		init_fail(a->sync_fd, &err);
 	}
-	if (cryo_mount_prepare(spec, a->rootfs, a->new_userns || spec->namespaces[CRYO_NS_USER].path, &rootfd,
-			       &err) < 0)
+	if (init_filesystem(a, state_json + 1, &err) < 0 || write_sysctls(spec, &err) < 0)
 		init_fail(a->sync_fd, &err);
-	if (cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json + 1, &err) < 0)
-		init_fail(a->sync_fd, &err);
-	if (cryo_mount_pivot(rootfd, a->rootfs, &err) < 0 || write_sysctls(spec, &err) < 0 ||
-	    cryo_mount_finish(spec, &err) < 0)
-		init_fail(a->sync_fd, &err);
-	close(rootfd);
 	if (a->console_fd >= 0) {
 		if (cryo_console_setup(a->console_fd, &err) < 0 ||
 		    (spec->has_console_size &&
@@ -454,8 +485,9 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 	}
 	if (reopen_null_stdio(&err) < 0)
 		init_fail(a->sync_fd, &err);
-	/* like runc, a missing cwd is created */
-	if (chdir(spec->cwd) < 0 && (errno != ENOENT || cryo_mkdir_p(spec->cwd, 0755) < 0 || chdir(spec->cwd) < 0)) {
+	/* like runc, a missing cwd is created, but never in a mount namespace that is not the container's */
+	if (chdir(spec->cwd) < 0 &&
+	    (errno != ENOENT || joins_mount_ns(spec) || cryo_mkdir_p(spec->cwd, 0755) < 0 || chdir(spec->cwd) < 0)) {
 		cryo_error_set(&err, errno, "process.cwd: chdir `%s`", spec->cwd);
 		init_fail(a->sync_fd, &err);
 	}
@@ -463,7 +495,7 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		init_fail(a->sync_fd, &err);
 
 	/* from here on we outlive the runtime that created us */
-	if (prctl(PR_SET_PDEATHSIG, 0) < 0 || send(a->sync_fd, "R", 1, MSG_NOSIGNAL) != 1)
+	if (prctl(PR_SET_PDEATHSIG, 0) < 0 || sync_send(a->sync_fd, SYNC_READY) < 0)
 		_exit(1);
 	close(a->sync_fd);
 
@@ -533,7 +565,8 @@ static char *hook_state(const struct cryo_state *st, const char *status, pid_t p
 static int write_id_map(pid_t pid, const char *file, const struct cryo_spec_idmap *m, size_t n,
 			struct cryo_error *err)
 {
-	char path[64], *buf = NULL;
+	char path[64];
+	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, i;
 	FILE *f = open_memstream(&buf, &len);
 	int r;
@@ -545,39 +578,8 @@ static int write_id_map(pid_t pid, const char *file, const struct cryo_spec_idma
 	fclose(f);
 	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
 	r = cryo_write_file_at(AT_FDCWD, path, buf);
-	free(buf);
 	if (r < 0)
 		return cryo_error_set(err, -r, "write %s", path);
-	return 0;
-}
-
-/*
- * prestart and createRuntime in the runtime's namespaces, then "C" + the
- * state JSON to the init, which runs createContainer and startContainer
- * with it.
- */
-static int run_create_hooks(const struct cryo_spec *spec, const struct cryo_state *st, pid_t pid, int sync_fd,
-			    struct cryo_error *err)
-{
-	_cleanup_free_ char *state = hook_state(st, "creating", pid);
-	_cleanup_free_ char *msg = NULL;
-	size_t len;
-	int r;
-
-	if (!state)
-		return cryo_error_set(err, ENOMEM, "state for hooks");
-	r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_PRESTART, state, err);
-	if (r >= 0)
-		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_RUNTIME, state, err);
-	if (r < 0)
-		return r;
-	len = strlen(state);
-	if (len + 2 > STATE_MSG_MAX)
-		return cryo_error_setx(err, E2BIG, "state for hooks: %zu bytes (annotations too large)", len);
-	if (asprintf(&msg, "C%s", state) < 0)
-		return cryo_error_set(err, ENOMEM, "state for hooks");
-	if (send(sync_fd, msg, len + 1, MSG_NOSIGNAL) != (ssize_t)(len + 1))
-		return cryo_error_set(err, errno, "send the state to the init");
 	return 0;
 }
 
@@ -591,269 +593,419 @@ static char *default_cgroup_path(const char *id)
 }
 
 /*
- * Everything of create except releasing the lock; on success the init
- * waits on the fifo, the state says created, and *ret_pid is our child.
- * On failure nothing is left: no cgroup, no state dir, no process.
+ * create as a table of steps, each with its undo (run in reverse when a
+ * later step fails; a failed step's own undo runs too, so every undo
+ * checks what its step got done). CRYO_FAULT=create:<step> (or the plain
+ * step name) makes a step fail before it runs.
  */
-static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_lock, struct cryo_error *err)
+struct create_ctx {
+	const struct cryo_create_opts *o;
+	const sigset_t *init_sigmask;  /* the container process's signal mask, NULL: the runtime's */
+	struct cryo_spec *spec;
+	struct cryo_state *st;
+	struct cryo_cgroup_paths cg;
+	struct cryo_network_link net;  /* what the network step made */
+	char *bundle;                  /* absolute */
+	char *rootfs;                  /* absolute, resolved */
+	const char *backend;           /* freezer backend, "v1" or "v2" */
+	uint64_t clone_flags;          /* the namespaces the init is cloned into */
+	int lock, fifo, console, sync[2];
+	bool dir_made, cg_made;
+	pid_t pid;                     /* the init, our child; -1 before the clone */
+};
+
+static int step_config(struct create_ctx *c, struct cryo_error *err)
 {
-	struct cryo_spec *spec = NULL;
-	struct cryo_state *st = NULL;
-	struct cryo_cgroup_paths cg = { 0 };
-	_cleanup_free_ char *bundle = NULL, *rootfs = NULL;
-	_cleanup_close_ int lock = -1, sdir = -1, fifo = -1, pidns = -1, console = -1;
-	int sync[2] = { -1, -1 };
-	bool dir_made = false, cg_made = false, net_made = false;
-	const char *backend;
-	pid_t pid = -1;
-	uint64_t flags = 0;
-	char msg[MSG_MAX];
-	ssize_t n;
-	int i, r;
+	const struct cryo_create_opts *o = c->o;
+	char p[PATH_MAX];
+	struct stat sb;
+	int r;
 
 	r = cryo_validate_id(o->id, err);
 	if (r < 0)
 		return r;
-	bundle = realpath(o->bundle ? o->bundle : ".", NULL);
-	if (!bundle)
+	c->bundle = realpath(o->bundle ? o->bundle : ".", NULL);
+	if (!c->bundle)
 		return cryo_error_set(err, errno, "bundle `%s`", o->bundle ? o->bundle : ".");
-	r = cryo_spec_load(bundle, &spec, err);
+	r = cryo_spec_load(c->bundle, &c->spec, err);
 	if (r < 0)
 		return r;
-	if (!spec->namespaces[CRYO_NS_MOUNT].enabled) {
-		r = cryo_error_setx(err, EINVAL, "config.json: linux.namespaces: cryo needs a mount namespace");
-		goto out;
-	}
-	if (spec->terminal && !o->console_socket) {
-		/* runc's foreground pty proxy is not implemented: the caller brings the socket */
-		r = cryo_error_setx(err, EINVAL, "config.json: process.terminal: a terminal needs --console-socket");
-		goto out;
-	}
-	if (!spec->terminal && o->console_socket) {
-		r = cryo_error_setx(err, EINVAL, "--console-socket given but process.terminal is false");
-		goto out;
-	}
-	backend = cryo_spec_annotation(spec, "org.cryo.freezer");
-	if (!backend)
-		backend = "v2";
-	if (strcmp(backend, "v1") != 0 && strcmp(backend, "v2") != 0) {
-		r = cryo_error_setx(err, EINVAL, "config.json: annotations.org.cryo.freezer: must be `v1` or `v2`, not `%s`",
-				    backend);
-		goto out;
-	}
-	{
-		char p[PATH_MAX];
-		struct stat sb;
+	if (!c->spec->namespaces[CRYO_NS_MOUNT].enabled)
+		return cryo_error_setx(err, EINVAL, "config.json: linux.namespaces: cryo needs a mount namespace");
+	/* runc's foreground pty proxy is not implemented: the caller brings the socket */
+	if (c->spec->terminal && !o->console_socket)
+		return cryo_error_setx(err, EINVAL, "config.json: process.terminal: a terminal needs --console-socket");
+	if (!c->spec->terminal && o->console_socket)
+		return cryo_error_setx(err, EINVAL, "--console-socket given but process.terminal is false");
+	c->backend = cryo_spec_annotation(c->spec, "org.cryo.freezer");
+	if (!c->backend)
+		c->backend = "v2";
+	if (strcmp(c->backend, "v1") != 0 && strcmp(c->backend, "v2") != 0)
+		return cryo_error_setx(err, EINVAL,
+				       "config.json: annotations.org.cryo.freezer: must be `v1` or `v2`, not `%s`",
+				       c->backend);
+	r = cryo_spec_check_sysctl_paths(c->spec, err);
+	if (r < 0)
+		return r;
+	if (c->spec->root_path[0] == '/')
+		snprintf(p, sizeof(p), "%s", c->spec->root_path);
+	else
+		snprintf(p, sizeof(p), "%s/%s", c->bundle, c->spec->root_path);
+	c->rootfs = realpath(p, NULL);
+	if (!c->rootfs || stat(c->rootfs, &sb) < 0 || !S_ISDIR(sb.st_mode))
+		return cryo_error_set(err, c->rootfs ? ENOTDIR : errno, "config.json: root.path: `%s`", p);
+	return 0;
+}
 
-		if (spec->root_path[0] == '/')
-			snprintf(p, sizeof(p), "%s", spec->root_path);
-		else
-			snprintf(p, sizeof(p), "%s/%s", bundle, spec->root_path);
-		rootfs = realpath(p, NULL);
-		if (!rootfs || stat(rootfs, &sb) < 0 || !S_ISDIR(sb.st_mode)) {
-			r = cryo_error_set(err, rootfs ? ENOTDIR : errno, "config.json: root.path: `%s`", p);
-			goto out;
-		}
-	}
+/* The state dir, locked, with a first state.json: a crash from here on leaves something delete finds. */
+static int step_state_dir(struct create_ctx *c, struct cryo_error *err)
+{
+	const struct cryo_create_opts *o = c->o;
+	struct cryo_state *st;
+	int r;
 
 	r = cryo_state_create_dir(o->root, o->id, err);
 	if (r < 0)
-		goto out;
-	dir_made = true;
-	r = cryo_state_lock(o->root, o->id, LOCK_TIMEOUT_MS, &lock, err);
+		return r;
+	c->dir_made = true;
+	r = cryo_state_lock(o->root, o->id, CRYO_STATE_LOCK_TIMEOUT_MS, &c->lock, err);
 	if (r < 0)
-		goto fail;
-	r = cryo_state_new(o->id, &st, err);
+		return r;
+	r = cryo_state_new(o->id, &c->st, err);
 	if (r < 0)
-		goto fail;
-	st->bundle = strdup(bundle);
-	st->rootfs = strdup(rootfs);
-	st->freezer_backend = strdup(backend);
-	st->cgroup_path = spec->cgroups_path ? strdup(spec->cgroups_path) : default_cgroup_path(o->id);
-	st->annotations = json_object_get(spec->annotations);
+		return r;
+	st = c->st;
+	st->bundle = strdup(c->bundle);
+	st->rootfs = strdup(c->rootfs);
+	st->freezer_backend = strdup(c->backend);
+	st->cgroup_path = c->spec->cgroups_path ? strdup(c->spec->cgroups_path) : default_cgroup_path(o->id);
+	st->annotations = json_object_get(c->spec->annotations);
 	st->created = time(NULL);
-	if (!st->bundle || !st->rootfs || !st->freezer_backend || !st->cgroup_path) {
-		r = cryo_error_set(err, ENOMEM, "create");
-		goto fail;
-	}
-	r = cryo_state_save_ext(o->root, st, false, err);
-	if (r < 0)
-		goto fail;
+	if (!st->bundle || !st->rootfs || !st->freezer_backend || !st->cgroup_path)
+		return cryo_error_set(err, ENOMEM, "state");
+	return cryo_state_save_ext(o->root, st, false, err);
+}
 
-	r = cryo_cgroup_create(st->cgroup_path, &spec->resources, &cg, err);
-	if (r < 0)
-		goto fail;
-	cg_made = true;
-	st->cgroup_v2 = cg.v2 ? strdup(cg.v2) : NULL;
-	st->cgroup_v1_freezer = cg.v1_freezer ? strdup(cg.v1_freezer) : NULL;
+static void undo_state_dir(struct create_ctx *c)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
 
-	sdir = state_dir_fd(o->root, o->id, err);
-	if (sdir < 0) {
-		r = sdir;
-		goto fail;
-	}
-	if (mkfifoat(sdir, FIFO_NAME, 0600) < 0) {
-		r = cryo_error_set(err, errno, "create exec fifo");
-		goto fail;
-	}
+	if (c->dir_made && cryo_state_remove_dir(c->o->root, c->o->id, &e) < 0)
+		cryo_error_warn_clear(&e, "undo create");
+}
+
+static int step_cgroup(struct create_ctx *c, struct cryo_error *err)
+{
+	struct cryo_state *st = c->st;
+	int r;
+
+	r = cryo_cgroup_create(st->cgroup_path, &c->spec->resources, &c->cg, err);
+	if (r < 0)
+		return r;
+	c->cg_made = true;
+	st->cgroup_v2 = c->cg.v2 ? strdup(c->cg.v2) : NULL;
+	st->cgroup_v1_freezer = c->cg.v1_freezer ? strdup(c->cg.v1_freezer) : NULL;
+	st->cgroup_made = c->cg.made ? strdup(c->cg.made) : NULL;
+	if ((c->cg.v2 && !st->cgroup_v2) || (c->cg.v1_freezer && !st->cgroup_v1_freezer) ||
+	    (c->cg.made && !st->cgroup_made))
+		return cryo_error_set(err, ENOMEM, "state");
+	/* what to remove again is on disk before anything runs in it */
+	return cryo_state_save_ext(c->o->root, st, false, err);
+}
+
+static void undo_cgroup(struct create_ctx *c)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (c->cg_made && cryo_cgroup_destroy_made(c->st->cgroup_path, c->cg.made, STOP_TIMEOUT_MS, &e) < 0)
+		cryo_error_warn_clear(&e, "undo create");
+}
+
+/* The exec fifo, the console socket and the sync pair, all before the clone. */
+static int step_channels(struct create_ctx *c, struct cryo_error *err)
+{
+	_cleanup_close_ int sdir = -1;
+	int r;
+
+	sdir = state_dir_fd(c->o->root, c->o->id, err);
+	if (sdir < 0)
+		return sdir;
+	if (mkfifoat(sdir, FIFO_NAME, 0600) < 0)
+		return cryo_error_set(err, errno, "create exec fifo");
 	/* read-write: never blocks, and the init holds a reader until start */
-	fifo = openat(sdir, FIFO_NAME, O_RDWR | O_CLOEXEC);
-	if (fifo < 0) {
-		r = cryo_error_set(err, errno, "open exec fifo");
-		goto fail;
-	}
-	if (o->console_socket) {
-		r = cryo_console_connect(o->console_socket, &console, err);
+	c->fifo = openat(sdir, FIFO_NAME, O_RDWR | O_CLOEXEC);
+	if (c->fifo < 0)
+		return cryo_error_set(err, errno, "open exec fifo");
+	if (c->o->console_socket) {
+		r = cryo_console_connect(c->o->console_socket, &c->console, err);
 		if (r < 0)
-			goto fail;
+			return r;
 	}
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
-		r = cryo_error_set(err, errno, "socketpair");
-		goto fail;
-	}
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sync) < 0)
+		return cryo_error_set(err, errno, "socketpair");
+	return 0;
+}
+
+/*
+ * A pid namespace given by path is joined by the runtime, not the init:
+ * setns(CLONE_NEWPID) only decides where the caller's next children go.
+ * Ours go back to our own pid namespace right after the clone, so that
+ * nothing forked later (poststart hooks of `run`) lands in the container's.
+ */
+static int step_clone(struct create_ctx *c, struct cryo_error *err)
+{
+	const struct cryo_spec *spec = c->spec;
+	_cleanup_close_ int self_pidns = -1, pidns = -1;
+	struct clone_args ca = { .exit_signal = SIGCHLD };
+	int i, r = 0;
 
 	for (i = 0; i < _CRYO_NS_MAX; i++)
 		if (spec->namespaces[i].enabled && !spec->namespaces[i].path && i != CRYO_NS_CGROUP)
-			flags |= (uint64_t)cryo_ns_type_flags[i];
-	/* a pid namespace is joined by the runtime: setns(CLONE_NEWPID) affects children only */
+			c->clone_flags |= (uint64_t)cryo_ns_type_flags[i];
 	if (spec->namespaces[CRYO_NS_PID].enabled && spec->namespaces[CRYO_NS_PID].path) {
+		self_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+		if (self_pidns < 0)
+			return cryo_error_set(err, errno, "open the runtime's pid namespace");
 		pidns = open(spec->namespaces[CRYO_NS_PID].path, O_RDONLY | O_CLOEXEC);
-		if (pidns < 0 || setns(pidns, CLONE_NEWPID) < 0) {
-			r = cryo_error_set(err, errno, "join pid namespace `%s`", spec->namespaces[CRYO_NS_PID].path);
-			goto fail;
-		}
+		if (pidns < 0 || setns(pidns, CLONE_NEWPID) < 0)
+			return cryo_error_set(err, errno, "join pid namespace `%s`", spec->namespaces[CRYO_NS_PID].path);
 	}
-
-	{
-		struct clone_args ca = { .flags = flags, .exit_signal = SIGCHLD };
-
-		fflush(NULL);
-		pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
-	}
-	if (pid < 0) {
-		r = cryo_error_set(err, errno, "clone the container init");
-		goto fail;
-	}
-	if (pid == 0) {
+	ca.flags = c->clone_flags;
+	fflush(NULL);
+	c->pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
+	if (c->pid == 0) {
 		struct init_args a = {
 			.spec = spec,
-			.bundle = bundle,
-			.rootfs = rootfs,
-			.sync_fd = sync[1],
-			.fifo_fd = fifo,
-			.console_fd = console,
-			.new_userns = (flags & CLONE_NEWUSER) != 0,
+			.bundle = c->bundle,
+			.rootfs = c->rootfs,
+			.sync_fd = c->sync[1],
+			.fifo_fd = c->fifo,
+			.console_fd = c->console,
+			.new_userns = (c->clone_flags & CLONE_NEWUSER) != 0,
+			.sigmask = c->init_sigmask,
 		};
 
 		init_main(&a);
 	}
-	close(sync[1]);
-	sync[1] = -1;
-	close(TAKE_FD(fifo));
-	if (console >= 0)
-		close(TAKE_FD(console));
-
-	if (flags & CLONE_NEWUSER) {
-		r = write_id_map(pid, "uid_map", spec->uid_mappings, spec->n_uid_mappings, err);
-		if (r >= 0)
-			r = write_id_map(pid, "gid_map", spec->gid_mappings, spec->n_gid_mappings, err);
-		if (r < 0)
-			goto fail;
-	}
-	r = cryo_cgroup_attach(st->cgroup_path, pid, err);
+	if (c->pid < 0)
+		r = cryo_error_set(err, errno, "clone the container init");
+	if (self_pidns >= 0 && setns(self_pidns, CLONE_NEWPID) < 0 && r >= 0)
+		r = cryo_error_set(err, errno, "return to the runtime's pid namespace");
 	if (r < 0)
-		goto fail;
+		return r;
+	close(TAKE_FD(c->sync[1]));
+	close(TAKE_FD(c->fifo));
+	if (c->console >= 0)
+		close(TAKE_FD(c->console));
+	return 0;
+}
+
+static void undo_clone(struct create_ctx *c)
+{
+	cryo_pid_kill_reapp(&c->pid);
+}
+
+/*
+ * The next message from the init: *ret_len bytes into buf (NUL-ended).
+ * An error report (SYNC_ERROR) becomes the error, anything but want too.
+ */
+static int sync_expect(int fd, enum init_sync want, char *buf, size_t size, size_t *ret_len, struct cryo_error *err)
+{
+	ssize_t n;
+
+	do
+		n = recv(fd, buf, size - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return cryo_error_setx(err, EIO, "the container init died during setup");
+	buf[n] = '\0';
+	if (buf[0] == SYNC_ERROR)
+		return cryo_error_setx(err, EINVAL, "container init: %s", buf + 1);
+	if (buf[0] != (char)want)
+		return cryo_error_setx(err, EPROTO, "container init: unexpected message `%c`", buf[0]);
+	if (ret_len)
+		*ret_len = (size_t)n;
+	return 0;
+}
+
+/* Id maps, cgroups, OOM score: what the init must not do itself, then "go". */
+static int step_init_setup(struct create_ctx *c, struct cryo_error *err)
+{
+	const struct cryo_spec *spec = c->spec;
+	int r;
+
+	if (c->clone_flags & CLONE_NEWUSER) {
+		r = write_id_map(c->pid, "uid_map", spec->uid_mappings, spec->n_uid_mappings, err);
+		if (r >= 0)
+			r = write_id_map(c->pid, "gid_map", spec->gid_mappings, spec->n_gid_mappings, err);
+		if (r < 0)
+			return r;
+	}
+	r = cryo_cgroup_attach(c->st->cgroup_path, c->pid, err);
+	if (r < 0)
+		return r;
 	if (spec->has_oom_score_adj) {
 		char path[64], val[16];
 
-		snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)pid);
+		snprintf(path, sizeof(path), "/proc/%d/oom_score_adj", (int)c->pid);
 		snprintf(val, sizeof(val), "%d", spec->oom_score_adj);
 		r = cryo_write_file_at(AT_FDCWD, path, val);
-		if (r < 0) {
-			r = cryo_error_set(err, -r, "process.oomScoreAdj: write %s", path);
-			goto fail;
-		}
-	}
-	if (send(sync[0], "G", 1, MSG_NOSIGNAL) != 1) {
-		r = cryo_error_set(err, errno, "wake the container init");
-		goto fail;
-	}
-	for (;;) {
-		do
-			n = recv(sync[0], msg, sizeof(msg) - 1, 0);
-		while (n < 0 && errno == EINTR);
-		if (n != 1 || msg[0] != 'H')
-			break;
-		/* the namespaces exist, nothing is mounted yet */
-		r = run_create_hooks(spec, st, pid, sync[0], err);
-		if (r >= 0 && spec->network.present) {
-			net_made = true;
-			r = cryo_network_apply(&spec->network, pid, err);
-		}
 		if (r < 0)
-			goto fail;
+			return cryo_error_set(err, -r, "process.oomScoreAdj: write %s", path);
 	}
-	if (n <= 0) {
-		r = cryo_error_setx(err, EIO, "the container init died during setup");
-		goto fail;
-	}
-	msg[n] = '\0';
-	if (msg[0] != 'R') {
-		r = cryo_error_setx(err, EINVAL, "container init: %s", msg + 1);
-		goto fail;
-	}
+	if (sync_send(c->sync[0], SYNC_GO) < 0)
+		return cryo_error_set(err, errno, "wake the container init");
+	return 0;
+}
 
-	st->pid = pid;
-	(void)cryo_pid_start_time(pid, &st->pid_start_time);
-	st->status = CRYO_STATUS_CREATED;
-	r = cryo_state_save_ext(o->root, st, false, err);
+/*
+ * The namespaces exist, nothing is mounted yet: prestart and
+ * createRuntime in the runtime's namespaces, then the state JSON to the
+ * init, which runs createContainer and startContainer with it.
+ */
+static int step_create_hooks(struct create_ctx *c, struct cryo_error *err)
+{
+	_cleanup_free_ char *state = NULL, *msg = NULL;
+	char buf[MSG_MAX];
+	size_t len;
+	int r;
+
+	r = sync_expect(c->sync[0], SYNC_HOOKS, buf, sizeof(buf), NULL, err);
 	if (r < 0)
-		goto fail;
-	if (o->pid_file) {
-		r = write_pid_file(o->pid_file, pid, err);
+		return r;
+	state = hook_state(c->st, "creating", c->pid);
+	if (!state)
+		return cryo_error_set(err, ENOMEM, "state for hooks");
+	r = cryo_hooks_run(&c->spec->hooks, CRYO_HOOK_PRESTART, state, err);
+	if (r >= 0)
+		r = cryo_hooks_run(&c->spec->hooks, CRYO_HOOK_CREATE_RUNTIME, state, err);
+	if (r < 0)
+		return r;
+	len = strlen(state);
+	if (len + 2 > STATE_MSG_MAX)
+		return cryo_error_setx(err, E2BIG, "state for hooks: %zu bytes (annotations too large)", len);
+	if (asprintf(&msg, "%c%s", SYNC_CONFIG, state) < 0)
+		return cryo_error_set(err, ENOMEM, "state for hooks");
+	if (send(c->sync[0], msg, len + 1, MSG_NOSIGNAL) != (ssize_t)(len + 1))
+		return cryo_error_set(err, errno, "send the state to the init");
+	return 0;
+}
+
+/* While the init builds its filesystem view. */
+static int step_network(struct create_ctx *c, struct cryo_error *err)
+{
+	return cryo_network_apply(&c->spec->network, c->pid, &c->net, err);
+}
+
+static void undo_network(struct create_ctx *c)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	/* by what this create made: the name may be another container's by now */
+	if (cryo_network_undo(&c->net, &e) < 0)
+		cryo_error_warn_clear(&e, "undo create");
+	c->net.host_ifindex = 0;
+}
+
+static int step_init_ready(struct create_ctx *c, struct cryo_error *err)
+{
+	struct cryo_state *st = c->st;
+	char buf[MSG_MAX];
+	int r;
+
+	r = sync_expect(c->sync[0], SYNC_READY, buf, sizeof(buf), NULL, err);
+	if (r < 0)
+		return r;
+	st->pid = c->pid;
+	(void)cryo_pid_start_time(c->pid, &st->pid_start_time);
+	st->status = CRYO_STATUS_CREATED;
+	r = cryo_state_save_ext(c->o->root, st, false, err);
+	if (r >= 0 && c->o->pid_file)
+		r = cryo_write_pid_file(c->o->pid_file, c->pid, err);
+	return r;
+}
+
+struct create_step {
+	const char *name;
+	int (*run)(struct create_ctx *c, struct cryo_error *err);
+	void (*undo)(struct create_ctx *c);
+};
+
+static const struct create_step create_steps[] = {
+	{ "config", step_config, NULL },
+	{ "state-dir", step_state_dir, undo_state_dir },
+	{ "cgroup", step_cgroup, undo_cgroup },
+	{ "channels", step_channels, NULL },
+	{ "clone", step_clone, undo_clone },
+	{ "init-setup", step_init_setup, NULL },
+	{ "create-hooks", step_create_hooks, NULL },
+	{ "network", step_network, undo_network },
+	{ "init-ready", step_init_ready, NULL },
+};
+
+const char *cryo_container_create_step(size_t i)
+{
+	return i < ARRAY_SIZE(create_steps) ? create_steps[i].name : NULL;
+}
+
+static bool create_fault(const char *step)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "create:%s", step);
+	return cryo_fault(name) || cryo_fault(step);
+}
+
+static void create_ctx_done(struct create_ctx *c)
+{
+	closep(&c->lock);
+	closep(&c->fifo);
+	closep(&c->console);
+	closep(&c->sync[0]);
+	closep(&c->sync[1]);
+	cryo_cgroup_paths_free(&c->cg);
+	cryo_state_free(c->st);
+	cryo_spec_free(c->spec);
+	free(c->bundle);
+	free(c->rootfs);
+}
+
+/*
+ * Everything of create except releasing the lock; on success the init
+ * waits on the fifo, the state says created, and *ret_pid is our child.
+ * On failure nothing is left: no cgroup, no veth, no state dir, no process.
+ * init_sigmask: the signal mask the container's process starts with
+ * (NULL: the caller's).
+ */
+static int do_create(const struct cryo_create_opts *o, const sigset_t *init_sigmask, pid_t *ret_pid, int *ret_lock,
+		     struct cryo_error *err)
+{
+	struct create_ctx c = {
+		.o = o, .init_sigmask = init_sigmask, .lock = -1, .fifo = -1, .console = -1,
+		.sync = { -1, -1 }, .pid = -1,
+	};
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < ARRAY_SIZE(create_steps); i++) {
+		if (create_fault(create_steps[i].name))
+			r = cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=create:%s)", create_steps[i].name);
+		else
+			r = create_steps[i].run(&c, err);
 		if (r < 0)
-			goto fail;
+			break;
 	}
-	*ret_pid = pid;
-	*ret_lock = TAKE_FD(lock);
-	r = 0;
-	goto out;
+	if (r < 0) {
+		size_t j = i + 1;
 
-fail:
-	if (pid > 0) {
-		kill(pid, SIGKILL);
-		while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-			;
+		while (j-- > 0)
+			if (create_steps[j].undo)
+				create_steps[j].undo(&c);
+	} else {
+		*ret_pid = TAKE_PID(c.pid);
+		*ret_lock = TAKE_FD(c.lock);
 	}
-	if (net_made) {
-		struct cryo_error e = CRYO_ERROR_INIT;
-
-		if (cryo_network_teardown(&spec->network, &e) < 0)
-			cryo_warn("undo create: %s", e.msg);
-		cryo_error_clear(&e);
-	}
-	if (cg_made) {
-		struct cryo_error e = CRYO_ERROR_INIT;
-
-		if (cryo_cgroup_destroy(st->cgroup_path, STOP_TIMEOUT_MS, &e) < 0)
-			cryo_warn("undo create: %s", e.msg);
-		cryo_error_clear(&e);
-	}
-	if (dir_made) {
-		struct cryo_error e = CRYO_ERROR_INIT;
-
-		if (cryo_state_remove_dir(o->root, o->id, &e) < 0)
-			cryo_warn("undo create: %s", e.msg);
-		cryo_error_clear(&e);
-	}
-out:
-	if (sync[0] >= 0)
-		close(sync[0]);
-	if (sync[1] >= 0)
-		close(sync[1]);
-	cryo_cgroup_paths_free(&cg);
-	cryo_state_free(st);
-	cryo_spec_free(spec);
+	create_ctx_done(&c);
 	return r;
 }
 
@@ -862,7 +1014,7 @@ int cryo_container_create(const struct cryo_create_opts *o, struct cryo_error *e
 	pid_t pid;
 	int lock = -1, r;
 
-	r = do_create(o, &pid, &lock, err);
+	r = do_create(o, NULL, &pid, &lock, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "create `%s`", o->id);
 	close(lock);
@@ -882,11 +1034,30 @@ static struct cryo_spec *bundle_spec(const struct cryo_state *st)
 	struct cryo_spec *spec = NULL;
 
 	if (st->bundle && cryo_spec_load(st->bundle, &spec, &e) < 0) {
-		cryo_warn("container `%s`: no hooks or network teardown: %s", st->id, e.msg);
-		cryo_error_clear(&e);
+		cryo_error_warn_clear(&e, "container `%s`: no hooks or network teardown", st->id);
 		return NULL;
 	}
 	return spec;
+}
+
+/*
+ * Hooks whose failure is only a warning (runtime-spec: poststart,
+ * poststop): the container runs on, or is gone anyway.
+ */
+static void run_hooks_warn(const struct cryo_spec *spec, const struct cryo_state *st, enum cryo_hook_kind kind,
+			   const char *status, pid_t pid, const char *what)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	_cleanup_free_ char *state = NULL;
+
+	if (!spec || !spec->hooks.n[kind])
+		return;
+	state = hook_state(st, status, pid);
+	if (!state)
+		cryo_error_set(&e, ENOMEM, "state for hooks");
+	else
+		(void)cryo_hooks_run(&spec->hooks, kind, state, &e);
+	cryo_error_warn_clear(&e, "%s `%s`", what, st->id);
 }
 
 static int do_start(const char *root, struct cryo_state *st, const struct cryo_spec *spec, struct cryo_error *err)
@@ -925,34 +1096,31 @@ static int do_start(const char *root, struct cryo_state *st, const struct cryo_s
 	r = cryo_state_save_ext(root, st, false, err);
 	if (r < 0)
 		return r;
-	/* runtime-spec: a failing poststart hook is a warning, the container runs on */
-	if (spec && spec->hooks.n[CRYO_HOOK_POSTSTART]) {
-		struct cryo_error e = CRYO_ERROR_INIT;
-		_cleanup_free_ char *state = hook_state(st, "running", st->pid);
-
-		if (!state || cryo_hooks_run(&spec->hooks, CRYO_HOOK_POSTSTART, state, &e) < 0)
-			cryo_warn("start `%s`: %s", st->id, e.msg ? e.msg : "out of memory");
-		cryo_error_clear(&e);
-	}
+	run_hooks_warn(spec, st, CRYO_HOOK_POSTSTART, "running", st->pid, "start");
 	return 0;
+}
+
+/* The container's lock (*ret_lock set once taken), then its state. */
+static int lock_and_load(const char *root, const char *id, int *ret_lock, struct cryo_state **ret,
+			 struct cryo_error *err)
+{
+	int r = cryo_state_lock(root, id, CRYO_STATE_LOCK_TIMEOUT_MS, ret_lock, err);
+
+	return r < 0 ? r : cryo_container_load(root, id, ret, err);
 }
 
 int cryo_container_start(const char *root, const char *id, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
-	struct cryo_spec *spec = NULL;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
+	_cleanup_(cryo_spec_freep) struct cryo_spec *spec = NULL;
 	_cleanup_close_ int lock = -1;
 	int r;
 
-	r = cryo_state_lock(root, id, LOCK_TIMEOUT_MS, &lock, err);
-	if (r >= 0)
-		r = cryo_container_load(root, id, &st, err);
+	r = lock_and_load(root, id, &lock, &st, err);
 	if (r >= 0) {
 		spec = bundle_spec(st);
 		r = do_start(root, st, spec, err);
 	}
-	cryo_spec_free(spec);
-	cryo_state_free(st);
 	if (r < 0)
 		return cryo_error_prefix(err, "start `%s`", id);
 	return 0;
@@ -986,7 +1154,7 @@ int cryo_container_load(const char *root, const char *id, struct cryo_state **re
 
 int cryo_container_state_json(const char *root, const char *id, struct json_object **ret, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
 	struct json_object *o;
 	enum cryo_freezer_state fs;
 	int r;
@@ -995,10 +1163,8 @@ int cryo_container_state_json(const char *root, const char *id, struct json_obje
 	if (r < 0)
 		return r;
 	o = json_object_new_object();
-	if (!o) {
-		cryo_state_free(st);
+	if (!o)
 		return cryo_error_set(err, ENOMEM, "state");
-	}
 	json_object_object_add(o, "ociVersion", json_object_new_string(CRYO_OCI_VERSION));
 	json_object_object_add(o, "id", json_object_new_string(st->id));
 	json_object_object_add(o, "status", json_object_new_string(cryo_status_names[st->status]));
@@ -1018,53 +1184,40 @@ int cryo_container_state_json(const char *root, const char *id, struct json_obje
 								   json_object_new_object());
 	if (st->status != CRYO_STATUS_STOPPED && cryo_container_freezer_state(st, &fs, NULL) == 0)
 		json_object_object_add(o, "org.cryo.freezer", json_object_new_string(cryo_freezer_state_names[fs]));
-	cryo_state_free(st);
 	*ret = o;
 	return 0;
 }
 
 int cryo_container_pids(const char *root, const char *id, pid_t **ret, size_t *ret_n, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
 	int r;
 
 	r = cryo_state_load(root, id, &st, err);
 	if (r < 0)
 		return r;
-	r = cryo_cgroup_pids(st->cgroup_path, ret, ret_n, err);
-	cryo_state_free(st);
-	return r;
+	return cryo_cgroup_pids(st->cgroup_path, ret, ret_n, err);
 }
 
 /* ---- kill ---- */
 
 int cryo_container_kill(const char *root, const char *id, int sig, bool all, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
-	int r, pfd;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
+	_cleanup_close_ int pfd = -1;
+	int r;
 
 	r = cryo_container_load(root, id, &st, err);
-	if (r < 0)
-		goto out;
-	if (all) {
+	if (r >= 0 && all)
 		r = cryo_cgroup_kill(st->cgroup_path, sig, err);
-		goto out;
+	else if (r >= 0) {
+		if (st->status != CRYO_STATUS_STOPPED)
+			pfd = pidfd_open_checked(st->pid, st->pid_start_time);
+		if (pfd < 0)
+			r = cryo_error_setx(err, ESRCH, "container `%s` is not running", id);
+		else if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0)
+			r = cryo_error_set(err, errno, "signal %d to pid %d", sig, (int)st->pid);
 	}
-	if (st->status == CRYO_STATUS_STOPPED) {
-		r = cryo_error_setx(err, ESRCH, "container `%s` is not running", id);
-		goto out;
-	}
-	pfd = pidfd_open_checked(st->pid, st->pid_start_time);
-	if (pfd < 0) {
-		r = cryo_error_setx(err, ESRCH, "container `%s` is not running", id);
-		goto out;
-	}
-	r = (int)syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0);
-	close(pfd);
-	if (r < 0)
-		r = cryo_error_set(err, errno, "signal %d to pid %d", sig, (int)st->pid);
-out:
-	cryo_state_free(st);
 	if (r < 0)
 		return cryo_error_prefix(err, "kill `%s`", id);
 	return 0;
@@ -1072,57 +1225,68 @@ out:
 
 /* ---- delete ---- */
 
-/* Kill everything, remove cgroups and state; the lock is held. */
+/*
+ * The container's network namespace, opened while its init still holds
+ * it: where delete finds the host end of its veth (see network.h). -1
+ * when there is none to look in.
+ */
+static int container_netns(const struct cryo_spec *spec, pid_t pid, int pidfd)
+{
+	char path[64];
+	int fd;
+
+	if (!spec || !spec->network.present)
+		return -1;
+	if (spec->namespaces[CRYO_NS_NET].path)
+		return open(spec->namespaces[CRYO_NS_NET].path, O_RDONLY | O_CLOEXEC);
+	if (pidfd < 0)
+		return -1;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* still the same process after the open: its pid was not reused meanwhile */
+	if (fd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Kill everything, remove cgroups, network and state; the lock is held. */
 static int destroy(const char *root, struct cryo_state *st, struct cryo_error *err)
 {
 	struct cryo_error e = CRYO_ERROR_INIT;
-	struct cryo_spec *spec;
-	int r, pfd;
+	_cleanup_(cryo_spec_freep) struct cryo_spec *spec = bundle_spec(st);
+	_cleanup_close_ int pfd = -1, netns = -1;
+	int r;
 
 	pfd = pidfd_open_checked(st->pid, st->pid_start_time);
-	if (st->cgroup_path) {
-
-		(void)cryo_cgroup_kill(st->cgroup_path, SIGKILL, &e);
+	netns = container_netns(spec, st->pid, pfd);
+	if (st->cgroup_path && cryo_cgroup_kill(st->cgroup_path, SIGKILL, &e) < 0)
 		cryo_error_clear(&e);
-	}
 	if (pfd >= 0) {
 		(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
 		r = wait_pidfd(pfd, STOP_TIMEOUT_MS);
-		close(pfd);
 		if (r < 0)
 			return cryo_error_set(err, -r, "wait for init %d to die", (int)st->pid);
 	}
 	if (st->cgroup_path) {
-		r = cryo_cgroup_destroy(st->cgroup_path, STOP_TIMEOUT_MS, err);
+		r = cryo_cgroup_destroy_made(st->cgroup_path, st->cgroup_made, STOP_TIMEOUT_MS, err);
 		if (r < 0)
 			return r;
 	}
-	spec = bundle_spec(st);
-	if (spec && spec->network.present && cryo_network_teardown(&spec->network, &e) < 0) {
-		cryo_warn("delete `%s`: %s", st->id, e.msg);
-		cryo_error_clear(&e);
-	}
-	/* runtime-spec: poststop failures are warnings, the container is gone anyway */
-	if (spec && spec->hooks.n[CRYO_HOOK_POSTSTOP]) {
-		_cleanup_free_ char *state = hook_state(st, "stopped", 0);
-
-		if (!state || cryo_hooks_run(&spec->hooks, CRYO_HOOK_POSTSTOP, state, &e) < 0)
-			cryo_warn("delete `%s`: %s", st->id, e.msg ? e.msg : "out of memory");
-		cryo_error_clear(&e);
-	}
-	cryo_spec_free(spec);
+	if (spec && cryo_network_teardown(&spec->network, netns, &e) < 0)
+		cryo_error_warn_clear(&e, "delete `%s`", st->id);
+	run_hooks_warn(spec, st, CRYO_HOOK_POSTSTOP, "stopped", 0, "delete");
 	return cryo_state_remove_dir(root, st->id, err);
 }
 
 int cryo_container_delete(const char *root, const char *id, bool force, struct cryo_error *err)
 {
-	struct cryo_state *st = NULL;
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
 	_cleanup_close_ int lock = -1;
 	int r;
 
-	r = cryo_state_lock(root, id, LOCK_TIMEOUT_MS, &lock, err);
-	if (r >= 0)
-		r = cryo_container_load(root, id, &st, err);
+	r = lock_and_load(root, id, &lock, &st, err);
 	if (r < 0) {
 		/* a state dir without state.json is a create that died half-way */
 		if (r == -ENOENT && lock >= 0) {
@@ -1138,7 +1302,6 @@ int cryo_container_delete(const char *root, const char *id, bool force, struct c
 	}
 	r = destroy(root, st, err);
 out:
-	cryo_state_free(st);
 	if (r < 0)
 		return cryo_error_prefix(err, "delete `%s`", id);
 	return 0;
@@ -1146,76 +1309,102 @@ out:
 
 /* ---- run ---- */
 
-static volatile sig_atomic_t run_child;
+/* What `run` forwards to the container (see container.h). */
+static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
-static void forward_signal(int sig)
+/*
+ * Wait for the init (our child) to exit, forwarding every signal of set
+ * that arrives meanwhile, those that came while create and start ran
+ * included (they are pending: the caller blocked set before create).
+ * Signals are taken from a signalfd, so no handler ever runs and none
+ * can be missed between two checks.
+ */
+static int forward_until_exit(pid_t pid, const sigset_t *set, int *ret_status, struct cryo_error *err)
 {
-	if (run_child > 0)
-		kill((pid_t)run_child, sig);
+	_cleanup_close_ int sfd = -1, pidfd = -1;
+	int status = 0;
+
+	sfd = signalfd(-1, set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sfd < 0)
+		return cryo_error_set(err, errno, "signalfd");
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	if (pidfd < 0)
+		return cryo_error_set(err, errno, "pidfd_open %d", (int)pid);
+	for (;;) {
+		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
+		struct signalfd_siginfo si;
+
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return cryo_error_set(err, errno, "poll");
+		}
+		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			(void)syscall(SYS_pidfd_send_signal, pidfd, (int)si.ssi_signo, NULL, 0);
+		if (p[1].revents)
+			break;
+	}
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR)
+			return cryo_error_set(err, errno, "wait for the container init %d", (int)pid);
+	}
+	if (WIFSIGNALED(status))
+		*ret_status = 128 + WTERMSIG(status);
+	else
+		*ret_status = WEXITSTATUS(status);
+	return 0;
 }
 
-int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_status, struct cryo_error *err)
+/* The container is gone: signals still pending for it have nobody to go to. */
+static void drop_pending(const sigset_t *set)
 {
-	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
-	struct cryo_state *st = NULL;
-	struct sigaction sa = { .sa_handler = forward_signal };
+	const struct timespec zero = { 0, 0 };
+
+	while (sigtimedwait(set, NULL, &zero) > 0)
+		;
+}
+
+/* create + start (+ wait); the caller blocked `fwd` when wait is set. */
+static int run_blocked(const struct cryo_create_opts *o, bool wait, const sigset_t *fwd, const sigset_t *init_mask,
+		       int *ret_status, struct cryo_error *err)
+{
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
 	_cleanup_close_ int lock = -1;
 	pid_t pid;
-	size_t i;
-	int r, status = 0;
+	int r;
 
-	r = do_create(o, &pid, &lock, err);
+	r = do_create(o, init_mask, &pid, &lock, err);
 	if (r < 0)
-		return cryo_error_prefix(err, "run `%s`", o->id);
+		return r;
 	r = cryo_state_load(o->root, o->id, &st, err);
 	if (r >= 0) {
-		struct cryo_spec *spec = bundle_spec(st);
+		_cleanup_(cryo_spec_freep) struct cryo_spec *spec = bundle_spec(st);
 
 		r = do_start(o->root, st, spec, err);
-		cryo_spec_free(spec);
 	}
-	cryo_state_free(st);
-	st = NULL;
+	cryo_state_free(TAKE_PTR(st));
 	if (r < 0) {
 		struct cryo_error e = CRYO_ERROR_INIT;
 
 		if (cryo_state_load(o->root, o->id, &st, &e) == 0 && destroy(o->root, st, &e) < 0)
-			cryo_warn("undo run: %s", e.msg);
+			cryo_error_warn_clear(&e, "undo run");
 		cryo_error_clear(&e);
-		cryo_state_free(st);
-		return cryo_error_prefix(err, "run `%s`", o->id);
+		return r;
 	}
-	if (detach) {
+	if (!wait) {
 		*ret_status = 0;
 		return 0;
 	}
 	close(TAKE_FD(lock));
 
-	run_child = pid;
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	for (i = 0; i < ARRAY_SIZE(fwd); i++)
-		sigaction(fwd[i], &sa, NULL);
-	while (waitpid(pid, &status, 0) < 0) {
-		if (errno != EINTR) {
-			status = -1;
-			break;
-		}
-	}
-	run_child = 0;
-	if (status == -1)
+	r = forward_until_exit(pid, fwd, ret_status, err);
+	if (r < 0) {
 		*ret_status = 255;
-	else if (WIFSIGNALED(status))
-		*ret_status = 128 + WTERMSIG(status);
-	else
-		*ret_status = WEXITSTATUS(status);
+		return r;
+	}
 
 	/* the container is stopped: remove it, as runc does */
-	r = cryo_state_lock(o->root, o->id, LOCK_TIMEOUT_MS, &lock, err);
-	if (r == -ENOENT) {
-		cryo_error_clear(err);
-		return 0;
-	}
+	r = cryo_state_lock(o->root, o->id, CRYO_STATE_LOCK_TIMEOUT_MS, &lock, err);
 	if (r >= 0)
 		r = cryo_state_load(o->root, o->id, &st, err);
 	if (r == -ENOENT) {
@@ -1226,8 +1415,35 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 		st->pid = 0;
 		r = destroy(o->root, st, err);
 	}
-	cryo_state_free(st);
 	if (r < 0)
-		return cryo_error_prefix(err, "run `%s`: remove after exit", o->id);
+		return cryo_error_prefix(err, "remove after exit");
+	return 0;
+}
+
+int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_status, struct cryo_error *err)
+{
+	sigset_t fwd, old;
+	size_t i;
+	int r;
+
+	*ret_status = 0;
+	/*
+	 * Blocked from before the clone: a signal that comes while create or
+	 * start runs waits, and goes to the container once it runs, instead
+	 * of killing `run` half-way (and leaving the container behind).
+	 */
+	sigemptyset(&fwd);
+	for (i = 0; i < ARRAY_SIZE(forwarded_signals); i++)
+		sigaddset(&fwd, forwarded_signals[i]);
+	if (!detach && sigprocmask(SIG_BLOCK, &fwd, &old) < 0)
+		return cryo_error_set(err, errno, "run `%s`: block signals", o->id);
+	r = run_blocked(o, !detach, &fwd, detach ? NULL : &old, ret_status, err);
+	if (!detach) {
+		if (r >= 0)
+			drop_pending(&fwd);
+		sigprocmask(SIG_SETMASK, &old, NULL);
+	}
+	if (r < 0)
+		return cryo_error_prefix(err, "run `%s`", o->id);
 	return 0;
 }

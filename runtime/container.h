@@ -29,13 +29,21 @@ struct cryo_create_opts {
 
 
 int cryo_container_create(const struct cryo_create_opts *o, struct cryo_error *err);
+
+/*
+ * The names of create's steps, in order (i from 0; NULL past the last):
+ * CRYO_FAULT=create:<name> makes that step fail, for unwind tests.
+ */
+const char *cryo_container_create_step(size_t i);
 int cryo_container_start(const char *root, const char *id, struct cryo_error *err);
 
 /*
  * create + start. detach: return once started. Otherwise wait for the
  * init, forwarding SIGINT/SIGTERM/SIGHUP/SIGQUIT/SIGUSR1/SIGUSR2 to it,
  * remove the container and set *ret_status to its exit code (128+n when
- * killed by signal n).
+ * killed by signal n). Those signals are blocked from before create on:
+ * one that arrives while create or start runs is forwarded once the
+ * container runs (the container's process starts with the caller's mask).
  */
 int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_status, struct cryo_error *err);
 

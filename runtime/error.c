@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "log.h"
 
 static int error_vset(struct cryo_error *err, int errnum, int with_strerror,
 		      const char *fmt, va_list ap)
@@ -92,4 +93,20 @@ void cryo_error_move(struct cryo_error *dst, struct cryo_error *src)
 	*dst = *src;
 	src->msg = NULL;
 	src->status = 0;
+}
+
+void cryo_error_warn_clear(struct cryo_error *e, const char *fmt, ...)
+{
+	char *what = NULL;
+	va_list ap;
+
+	if (!e || (!e->status && !e->msg))
+		return;
+	va_start(ap, fmt);
+	if (vasprintf(&what, fmt, ap) < 0)
+		what = NULL;
+	va_end(ap);
+	cryo_warn("%s: %s", what ? what : "warning", e->msg ? e->msg : strerror(e->status));
+	free(what);
+	cryo_error_clear(e);
 }

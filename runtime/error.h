@@ -52,4 +52,11 @@ void cryo_error_clear(struct cryo_error *err);
 /* Move src into *dst (dst cleared first); src is left empty. */
 void cryo_error_move(struct cryo_error *dst, struct cryo_error *src);
 
+/*
+ * For a failure that must not hide the first error (an undo, a cleanup,
+ * a best-effort step): log "fmt: <message of *e>" as a warning, then
+ * clear *e. Nothing is logged when *e holds no error.
+ */
+void cryo_error_warn_clear(struct cryo_error *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 #endif

@@ -307,14 +307,12 @@ static int run_one(const struct cryo_hook *h, const char *what, const char *stat
 	pidfd = pidfd_open(pid, 0);
 	if (pidfd < 0) {
 		r = cryo_error_set(err, errno, "%s: pidfd_open", what);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
+		cryo_pid_kill_reapp(&pid);
 		return r;
 	}
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		pidfd_send_signal(pidfd, SIGKILL, NULL, 0);
-		waitpid(pid, NULL, 0);
+		cryo_pid_kill_reapp(&pid);
 		return cryo_error_set(err, ENOMEM, "%s", what);
 	}
 	/*

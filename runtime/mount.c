@@ -106,14 +106,16 @@ static void fd_path(int fd, char buf[static 32])
 	snprintf(buf, 32, "/proc/self/fd/%d", fd);
 }
 
-static const char *const default_devices[] = { "null", "zero", "full", "random", "urandom", "tty" };
+const char *const cryo_mount_devices[CRYO_MOUNT_N_DEVICES] = {
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty",
+};
 
 static bool is_default_device(const char *path)
 {
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(default_devices); i++)
-		if (strncmp(path, "/dev/", 5) == 0 && strcmp(path + 5, default_devices[i]) == 0)
+	for (i = 0; i < ARRAY_SIZE(cryo_mount_devices); i++)
+		if (strcmp(path, cryo_mount_devices[i]) == 0)
 			return true;
 	return false;
 }
@@ -196,16 +198,15 @@ static int bind_default_devices(int rootfd, struct cryo_error *err)
 {
 	size_t i;
 
-	for (i = 0; i < ARRAY_SIZE(default_devices); i++) {
+	for (i = 0; i < ARRAY_SIZE(cryo_mount_devices); i++) {
+		const char *host = cryo_mount_devices[i], *dest = host;
 		_cleanup_close_ int fd = -1;
-		char host[64], dest[64], target[32];
+		char target[32];
 		struct stat st;
 		int r;
 
-		snprintf(host, sizeof(host), "/dev/%s", default_devices[i]);
 		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
 			continue;
-		snprintf(dest, sizeof(dest), "/dev/%s", default_devices[i]);
 		r = open_create_in_root(rootfd, dest, true, &fd);
 		if (r < 0)
 			return cryo_error_set(err, -r, "create `%s` in the container", dest);

@@ -15,6 +15,14 @@
 #include "spec.h"
 
 /*
+ * The host device nodes every container gets, bind-mounted onto files of
+ * its own /dev. The one list: checkpoint and restore hand the same paths
+ * to CRIU as external mounts.
+ */
+#define CRYO_MOUNT_N_DEVICES 6
+extern const char *const cryo_mount_devices[CRYO_MOUNT_N_DEVICES];
+
+/*
  * Run in the container's mount namespace: bind rootfs (absolute host path)
  * onto itself, the config's mounts, /dev. *ret_rootfd is an O_PATH fd of
  * the rootfs for cryo_mount_pivot(). userns: the process is in a user

@@ -275,44 +275,71 @@ static int add_default_route(struct nl_sock *sk, int ifindex, const char *ifname
 	return 0;
 }
 
-struct inside {
-	const struct cryo_network_spec *spec;
+typedef int netns_fn(struct nl_sock *sk, void *arg, struct cryo_error *err);
+
+struct in_netns {
 	int netns_fd;
+	netns_fn *fn;
+	void *arg;
 	int r;
 	struct cryo_error err;
 };
 
-/*
- * Runs on its own thread: setns(CLONE_NEWNET) changes only the calling
- * thread, so the runtime's other threads and its own netlink socket stay
- * in the runtime's namespace, and a netlink socket opened here talks to
- * the container's.
- */
-static void *configure_inside(void *arg)
+static void *in_netns_thread(void *p)
 {
-	struct inside *in = arg;
-	const struct cryo_network_spec *spec = in->spec;
+	struct in_netns *t = p;
 	struct nl_sock *sk = NULL;
-	int ifindex = 0;
 
-	if (setns(in->netns_fd, CLONE_NEWNET) < 0) {
-		in->r = cryo_error_set(&in->err, errno, "enter the container's network namespace");
+	if (setns(t->netns_fd, CLONE_NEWNET) < 0) {
+		t->r = cryo_error_set(&t->err, errno, "enter the container's network namespace");
 		return NULL;
 	}
-	in->r = open_sock(&sk, &in->err);
-	if (in->r < 0)
-		return NULL;
-	in->r = link_up(sk, "lo", NULL, &in->err);
-	if (in->r >= 0)
-		in->r = link_up(sk, spec->ifname, &ifindex, &in->err);
-	if (in->r >= 0)
-		in->r = add_addr(sk, ifindex, spec->ifname, spec->addr, spec->prefix, &in->err);
-	if (in->r >= 0 && cryo_fault("network-inside"))
-		in->r = cryo_error_setx(&in->err, EIO, "fault injected at network-inside");
-	if (in->r >= 0 && spec->has_gw)
-		in->r = add_default_route(sk, ifindex, spec->ifname, spec->gw, &in->err);
+	t->r = open_sock(&sk, &t->err);
+	if (t->r >= 0)
+		t->r = t->fn(sk, t->arg, &t->err);
 	nl_socket_free(sk);
 	return NULL;
+}
+
+/*
+ * Run fn with a netlink socket of the netns netns_fd, on a thread of its
+ * own: setns(CLONE_NEWNET) changes only the calling thread, so the
+ * runtime's other threads and its own netlink socket stay in the
+ * runtime's namespace, and the socket opened there talks to the
+ * container's.
+ */
+static int run_in_netns(int netns_fd, netns_fn *fn, void *arg, struct cryo_error *err)
+{
+	struct in_netns t = { .netns_fd = netns_fd, .fn = fn, .arg = arg, .err = CRYO_ERROR_INIT };
+	pthread_t th;
+	int r;
+
+	r = pthread_create(&th, NULL, in_netns_thread, &t);
+	if (r != 0)
+		return cryo_error_set(err, r, "start the netns helper thread");
+	pthread_join(th, NULL);
+	if (t.r < 0) {
+		cryo_error_move(err, &t.err);
+		return cryo_error_prefix(err, "in the container's netns");
+	}
+	return 0;
+}
+
+static int configure_inside(struct nl_sock *sk, void *arg, struct cryo_error *err)
+{
+	const struct cryo_network_spec *spec = arg;
+	int ifindex = 0, r;
+
+	r = link_up(sk, "lo", NULL, err);
+	if (r >= 0)
+		r = link_up(sk, spec->ifname, &ifindex, err);
+	if (r >= 0)
+		r = add_addr(sk, ifindex, spec->ifname, spec->addr, spec->prefix, err);
+	if (r >= 0 && cryo_fault("network-inside"))
+		r = cryo_error_setx(err, EIO, "fault injected at network-inside");
+	if (r >= 0 && spec->has_gw)
+		r = add_default_route(sk, ifindex, spec->ifname, spec->gw, err);
+	return r;
 }
 
 static int same_netns(int fd, bool *ret)
@@ -325,28 +352,51 @@ static int same_netns(int fd, bool *ret)
 	return 0;
 }
 
-static void delete_link(struct nl_sock *sk, const char *ifname)
+/*
+ * Delete the link with ifindex in sk's netns if it is a veth. By index
+ * only: a request that names the link would hit whoever holds the name.
+ */
+static int delete_veth_index(struct nl_sock *sk, int ifindex, struct cryo_error *err)
 {
-	struct rtnl_link *l = rtnl_link_alloc();
+	struct rtnl_link *l = NULL, *del;
+	const char *type;
+	int r;
 
-	if (!l)
-		return;
-	rtnl_link_set_name(l, ifname);
-	(void)rtnl_link_delete(sk, l);
+	r = rtnl_link_get_kernel(sk, ifindex, NULL, &l);
+	if (r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV)
+		return 0;
+	if (r < 0)
+		return cryo_error_setx(err, nl_errno(r), "find link %d: %s", ifindex, nl_geterror(r));
+	type = rtnl_link_get_type(l);
+	if (!type || strcmp(type, "veth") != 0) {
+		r = cryo_error_setx(err, EINVAL, "link %d (`%s`) is not a veth, refusing to delete it", ifindex,
+				    rtnl_link_get_name(l) ? rtnl_link_get_name(l) : "?");
+		rtnl_link_put(l);
+		return r;
+	}
 	rtnl_link_put(l);
+	del = rtnl_link_alloc();
+	if (!del)
+		return cryo_error_set(err, ENOMEM, "delete link %d", ifindex);
+	rtnl_link_set_ifindex(del, ifindex);
+	r = rtnl_link_delete(sk, del);
+	rtnl_link_put(del);
+	if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV)
+		return cryo_error_setx(err, nl_errno(r), "delete link %d: %s", ifindex, nl_geterror(r));
+	return 0;
 }
 
-int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct cryo_error *err)
+int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct cryo_network_link *ret,
+		       struct cryo_error *err)
 {
 	_cleanup_close_ int netns_fd = -1;
-	struct inside in = { .spec = spec, .err = CRYO_ERROR_INIT };
 	struct rtnl_link *veth = NULL, *peer;
 	struct nl_sock *sk = NULL;
 	char path[64];
-	pthread_t th;
 	bool same = false;
 	int host_index = 0, r;
 
+	ret->host_ifindex = 0;
 	if (!spec->present)
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
@@ -395,68 +445,91 @@ int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct c
 			goto undo;
 	}
 
-	in.netns_fd = netns_fd;
-	r = pthread_create(&th, NULL, configure_inside, &in);
-	if (r != 0) {
-		r = cryo_error_set(err, r, "start the netns helper thread");
+	r = run_in_netns(netns_fd, configure_inside, (void *)spec, err);
+	if (r < 0)
 		goto undo;
-	}
-	pthread_join(th, NULL);
-	if (in.r < 0) {
-		cryo_error_move(err, &in.err);
-		r = cryo_error_prefix(err, "in the container's netns");
-		goto undo;
-	}
+	ret->host_ifindex = host_index;
 	r = 0;
 	goto out;
 undo:
 	/* deleting one end removes the pair, the container end included */
-	delete_link(sk, spec->host_ifname);
+	if (host_index > 0) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (delete_veth_index(sk, host_index, &e) < 0)
+			cryo_error_warn_clear(&e, "network: undo `%s`", spec->host_ifname);
+	}
 prefix:
 	cryo_error_prefix(err, "network");
 out:
-	cryo_error_clear(&in.err);
 	if (veth)
 		rtnl_link_veth_release(veth);
 	nl_socket_free(sk);
 	return r;
 }
 
-int cryo_network_teardown(const struct cryo_network_spec *spec, struct cryo_error *err)
+int cryo_network_undo(const struct cryo_network_link *link, struct cryo_error *err)
 {
-	struct rtnl_link *l = NULL;
 	struct nl_sock *sk = NULL;
+	int r;
+
+	if (!link || link->host_ifindex <= 0)
+		return 0;
+	r = open_sock(&sk, err);
+	if (r >= 0)
+		r = delete_veth_index(sk, link->host_ifindex, err);
+	nl_socket_free(sk);
+	if (r < 0)
+		return cryo_error_prefix(err, "network undo");
+	return 0;
+}
+
+struct peer_query {
+	const struct cryo_network_spec *spec;
+	int peer_ifindex;          /* 0: no such container end */
+};
+
+static int find_peer_inside(struct nl_sock *sk, void *arg, struct cryo_error *err)
+{
+	struct peer_query *q = arg;
+	struct rtnl_link *l = NULL;
 	const char *type;
 	int r;
 
-	if (!spec->present)
+	r = rtnl_link_get_kernel(sk, 0, q->spec->ifname, &l);
+	if (r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV)
 		return 0;
-	r = open_sock(&sk, err);
 	if (r < 0)
-		return cryo_error_prefix(err, "network teardown");
-	r = rtnl_link_get_kernel(sk, 0, spec->host_ifname, &l);
-	if (r == -NLE_OBJ_NOTFOUND || r == -NLE_NODEV) {
-		r = 0; /* gone with the container's netns */
-		goto out;
-	}
-	if (r < 0) {
-		r = nl_fail(err, r, "network teardown: find link", spec->host_ifname);
-		goto out;
-	}
-	/* never delete a host interface we did not create */
+		return nl_fail(err, r, "find link", q->spec->ifname);
 	type = rtnl_link_get_type(l);
-	if (!type || strcmp(type, "veth") != 0) {
-		r = cryo_error_setx(err, EINVAL, "network teardown: `%s` is not a veth, refusing to delete it",
-				    spec->host_ifname);
-		goto out;
-	}
-	r = rtnl_link_delete(sk, l);
-	if (r < 0 && r != -NLE_OBJ_NOTFOUND && r != -NLE_NODEV)
-		r = nl_fail(err, r, "network teardown: delete", spec->host_ifname);
-	else
-		r = 0;
-out:
+	/* IFLA_LINK of a veth end is its peer's ifindex, in the peer's netns: the runtime's */
+	if (type && strcmp(type, "veth") == 0)
+		q->peer_ifindex = rtnl_link_get_link(l);
 	rtnl_link_put(l);
-	nl_socket_free(sk);
-	return r;
+	return 0;
+}
+
+int cryo_network_teardown(const struct cryo_network_spec *spec, int netns_fd, struct cryo_error *err)
+{
+	struct peer_query q = { .spec = spec };
+	struct cryo_network_link link = { 0 };
+	bool same = false;
+	int r;
+
+	if (!spec->present || netns_fd < 0)
+		return 0;
+	/* the runtime's own netns has no container end of ours in it */
+	r = same_netns(netns_fd, &same);
+	if (r < 0)
+		return cryo_error_set(err, -r, "network teardown: compare network namespaces");
+	if (same)
+		return 0;
+	r = run_in_netns(netns_fd, find_peer_inside, &q, err);
+	if (r >= 0) {
+		link.host_ifindex = q.peer_ifindex;
+		r = cryo_network_undo(&link, err);
+	}
+	if (r < 0)
+		return cryo_error_prefix(err, "network teardown `%s`", spec->host_ifname);
+	return 0;
 }

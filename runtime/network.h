@@ -19,7 +19,14 @@
  * The runtime parent calls cryo_network_apply() once the container init
  * exists in its new netns (after clone, before `start`), and
  * cryo_network_teardown() on delete (destroying the netns removes the
- * pair anyway; teardown makes it explicit and handles a leftover).
+ * pair anyway; teardown makes it explicit and handles a netns that
+ * outlives the container).
+ *
+ * A host interface is named by whoever asks first: once ours is gone,
+ * another container may hold the same name. So nothing is ever deleted
+ * by name: the undo of a create deletes the ifindex it made, delete finds
+ * the host end as the peer of the container end inside the container's
+ * own netns.
  */
 #ifndef CRYO_NETWORK_H
 #define CRYO_NETWORK_H
@@ -57,14 +64,32 @@ int cryo_network_parse(struct json_object *annotations, struct cryo_network_spec
 int cryo_network_parse_string(const char *value, struct cryo_network_spec *out,
 			      struct cryo_error *err);
 
+/* What cryo_network_apply() made. */
+struct cryo_network_link {
+	int host_ifindex;          /* the host end, 0: nothing */
+};
+
 /*
  * Create the veth pair with its container end directly inside the netns
- * of pid, configure both ends. On failure nothing is left behind.
+ * of pid, configure both ends; *ret says what was made. On failure
+ * nothing is left behind.
  */
-int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct cryo_error *err);
+int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct cryo_network_link *ret,
+		       struct cryo_error *err);
 
-/* Delete the host end (and so the pair) if it still exists; 0 if absent. */
-int cryo_network_teardown(const struct cryo_network_spec *spec, struct cryo_error *err);
+/*
+ * Undo cryo_network_apply(): delete the host end by its ifindex if it is
+ * still a veth (and so the pair); 0 if it is gone already.
+ */
+int cryo_network_undo(const struct cryo_network_link *link, struct cryo_error *err);
+
+/*
+ * Delete the pair of a container whose netns is netns_fd: the host end
+ * is the peer of the container end (spec->ifname) found inside it.
+ * netns_fd < 0 (the netns is gone, and the pair with it) or no such
+ * interface: 0, nothing is touched.
+ */
+int cryo_network_teardown(const struct cryo_network_spec *spec, int netns_fd, struct cryo_error *err);
 
 void cryo_network_spec_free(struct cryo_network_spec *spec);
 

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 
 #include "spec.h"
 #include "util.h"
@@ -751,6 +752,92 @@ static int parse_sysctl(struct json_object *lnx, struct cryo_spec *s, struct cry
 	return 0;
 }
 
+/*
+ * The namespace a sysctl lives in (key with `.` or `/` separators), or -1
+ * for one that is global to the host (vm.*, most of kernel.*, fs.*):
+ * those would be written to the host, whatever namespaces the container
+ * has, so they are refused (as runc does). The IPC ones are the ipc
+ * namespace's System V limits and POSIX message queues.
+ */
+int cryo_spec_sysctl_namespace(const char *key)
+{
+	static const char *const ipc_keys[] = {
+		"kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem",
+		"kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced",
+	};
+	char k[256], *p;
+	size_t i;
+
+	if ((size_t)snprintf(k, sizeof(k), "%s", key) >= sizeof(k))
+		return -1;
+	for (p = k; *p; p++)
+		if (*p == '/')
+			*p = '.';
+	for (i = 0; i < ARRAY_SIZE(ipc_keys); i++)
+		if (strcmp(k, ipc_keys[i]) == 0)
+			return CRYO_NS_IPC;
+	if (strncmp(k, "fs.mqueue.", 10) == 0)
+		return CRYO_NS_IPC;
+	if (strncmp(k, "net.", 4) == 0)
+		return CRYO_NS_NET;
+	if (strcmp(k, "kernel.domainname") == 0)
+		return CRYO_NS_UTS;
+	if (strncmp(k, "user.", 5) == 0)
+		return CRYO_NS_USER;
+	return -1;
+}
+
+static int check_sysctls(const struct cryo_spec *s, struct cryo_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_sysctls; i++) {
+		const char *key = s->sysctls[i].key;
+		int ns = cryo_spec_sysctl_namespace(key);
+
+		if (strcmp(key, "kernel.hostname") == 0 || strcmp(key, "kernel/hostname") == 0)
+			return cryo_error_setx(err, EINVAL, CFG "linux.sysctl: `%s`: use the `hostname` field", key);
+		if (ns < 0)
+			return cryo_error_setx(err, EINVAL,
+					       CFG "linux.sysctl: `%s` is not in a namespace of the container: it would change the host",
+					       key);
+		if (!s->namespaces[ns].enabled)
+			return cryo_error_setx(err, EINVAL,
+					       CFG "linux.sysctl: `%s` needs the container to have its own %s namespace (linux.namespaces)",
+					       key, cryo_ns_type_names[ns]);
+	}
+	return 0;
+}
+
+/* The runtime's own namespace file for each type (where a joined path must not lead). */
+static const char *const self_ns_files[_CRYO_NS_MAX] = {
+	[CRYO_NS_PID] = "/proc/self/ns/pid",     [CRYO_NS_NET] = "/proc/self/ns/net",
+	[CRYO_NS_MOUNT] = "/proc/self/ns/mnt",   [CRYO_NS_IPC] = "/proc/self/ns/ipc",
+	[CRYO_NS_UTS] = "/proc/self/ns/uts",     [CRYO_NS_USER] = "/proc/self/ns/user",
+	[CRYO_NS_CGROUP] = "/proc/self/ns/cgroup",
+};
+
+int cryo_spec_check_sysctl_paths(const struct cryo_spec *s, struct cryo_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < s->n_sysctls; i++) {
+		int ns = cryo_spec_sysctl_namespace(s->sysctls[i].key);
+		struct stat a, b;
+
+		if (ns < 0 || !s->namespaces[ns].path)
+			continue;
+		if (stat(s->namespaces[ns].path, &a) < 0)
+			return cryo_error_set(err, errno, CFG "linux.namespaces: %s `%s`", cryo_ns_type_names[ns],
+					      s->namespaces[ns].path);
+		if (stat(self_ns_files[ns], &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino)
+			return cryo_error_setx(err, EINVAL,
+					       CFG "linux.sysctl: `%s`: the %s namespace `%s` is the runtime's own: it would change the host",
+					       s->sysctls[i].key, cryo_ns_type_names[ns], s->namespaces[ns].path);
+	}
+	return 0;
+}
+
 static int parse_linux(struct json_object *root, struct cryo_spec *s, struct cryo_error *err)
 {
 	struct json_object *lnx;
@@ -793,6 +880,9 @@ static int parse_linux(struct json_object *root, struct cryo_spec *s, struct cry
 		return cryo_error_prefix(err, "config.json");
 	if ((s->n_uid_mappings || s->n_gid_mappings) && !s->namespaces[CRYO_NS_USER].enabled)
 		return bad(err, "linux.uidMappings", "id mappings need a user namespace");
+	r = check_sysctls(s, err);
+	if (r < 0)
+		return r;
 	if (s->namespaces[CRYO_NS_USER].enabled && !s->namespaces[CRYO_NS_USER].path &&
 	    (!s->n_uid_mappings || !s->n_gid_mappings))
 		return bad(err, "linux.uidMappings", "a new user namespace needs uidMappings and gidMappings");

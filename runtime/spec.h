@@ -23,6 +23,7 @@
 #include "network.h"
 #include "rlimits.h"
 #include "seccomp.h"
+#include "util.h"
 
 /* Bounds on what a config may ask for. */
 #define CRYO_SPEC_MAX_BYTES (4u << 20)
@@ -166,6 +167,20 @@ int cryo_spec_parse(const char *text, size_t len, struct cryo_spec **ret, struct
 int cryo_spec_load(const char *bundle, struct cryo_spec **ret, struct cryo_error *err);
 
 void cryo_spec_free(struct cryo_spec *spec);
+CRYO_DEFINE_CLEANUP(struct cryo_spec *, cryo_spec_free)
+
+/*
+ * The namespace (enum cryo_ns_type) a linux.sysctl key lives in, -1 for
+ * a key that is global to the host. Parsing refuses global keys and keys
+ * whose namespace the container does not have.
+ */
+int cryo_spec_sysctl_namespace(const char *key);
+
+/*
+ * At create: refuse a sysctl whose namespace is joined by a path that is
+ * the runtime's own namespace (writing it would change the host).
+ */
+int cryo_spec_check_sysctl_paths(const struct cryo_spec *spec, struct cryo_error *err);
 
 /* The annotation value for key, or NULL. */
 const char *cryo_spec_annotation(const struct cryo_spec *spec, const char *key);

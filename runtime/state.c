@@ -66,6 +66,7 @@ void cryo_state_free(struct cryo_state *st)
 	free(st->bundle);
 	free(st->rootfs);
 	free(st->cgroup_path);
+	free(st->cgroup_made);
 	free(st->cgroup_v2);
 	free(st->cgroup_v1_freezer);
 	free(st->freezer_backend);
@@ -135,6 +136,8 @@ int cryo_state_load(const char *root, const char *id, struct cryo_state **ret, s
 	if (r >= 0)
 		r = get_string(o, "cgroupPath", &st->cgroup_path);
 	if (r >= 0)
+		r = get_string(o, "cgroupMade", &st->cgroup_made);
+	if (r >= 0)
 		r = get_string(o, "cgroupV2", &st->cgroup_v2);
 	if (r >= 0)
 		r = get_string(o, "cgroupV1Freezer", &st->cgroup_v1_freezer);
@@ -202,6 +205,7 @@ int cryo_state_save_ext(const char *root, const struct cryo_state *st, bool dura
 	add_string(o, "bundle", st->bundle);
 	add_string(o, "rootfs", st->rootfs);
 	add_string(o, "cgroupPath", st->cgroup_path);
+	add_string(o, "cgroupMade", st->cgroup_made);
 	add_string(o, "cgroupV2", st->cgroup_v2);
 	add_string(o, "cgroupV1Freezer", st->cgroup_v1_freezer);
 	add_string(o, "freezerBackend", st->freezer_backend);

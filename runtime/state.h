@@ -15,6 +15,7 @@
 #include <json-c/json.h>
 
 #include "error.h"
+#include "util.h"
 
 enum cryo_status {
 	CRYO_STATUS_CREATING,
@@ -38,6 +39,7 @@ struct cryo_state {
 	uint64_t pid_start_time;  /* /proc/PID/stat field 22, guards pid reuse */
 	enum cryo_status status;  /* as last recorded; see cryo_state_refresh() */
 	char *cgroup_path;        /* relative cgroup path in every hierarchy ("cryo/web") */
+	char *cgroup_made;        /* the top of what create made of cgroup_path ("cryo"), NULL: unknown */
 	char *cgroup_v2;          /* absolute path in the cgroup2 hierarchy, or NULL */
 	char *cgroup_v1_freezer;  /* absolute path in the v1 freezer hierarchy, or NULL */
 	char *freezer_backend;    /* "v1", "v2" or "kmod" */
@@ -48,6 +50,7 @@ struct cryo_state {
 /* Allocate an empty state for id (validated). */
 int cryo_state_new(const char *id, struct cryo_state **ret, struct cryo_error *err);
 void cryo_state_free(struct cryo_state *st);
+CRYO_DEFINE_CLEANUP(struct cryo_state *, cryo_state_free)
 
 /* Load <root>/<id>/state.json. -ENOENT with "container `id` does not exist". */
 int cryo_state_load(const char *root, const char *id, struct cryo_state **ret, struct cryo_error *err);

@@ -5,6 +5,9 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <limits.h>
 #include <time.h>
 
 #include "util.h"
@@ -126,12 +129,12 @@ int cryo_write_file_at(int dirfd, const char *path, const char *buf)
 	return write_all(fd, buf, strlen(buf));
 }
 
-int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode)
+static int write_new(int dirfd, const char *path, const void *buf, size_t len, mode_t mode, int flags, bool sync)
 {
 	_cleanup_close_ int fd = -1;
 	int r;
 
-	fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, mode);
+	fd = openat(dirfd, path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY | flags, mode);
 	if (fd < 0)
 		return -errno;
 	if (fchmod(fd, mode) < 0)
@@ -139,9 +142,76 @@ int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t 
 	r = write_all(fd, buf, len);
 	if (r < 0)
 		return r;
-	if (fsync(fd) < 0)
+	if (sync && fsync(fd) < 0)
 		return -errno;
 	return 0;
+}
+
+int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode)
+{
+	return write_new(dirfd, path, buf, len, mode, 0, true);
+}
+
+int cryo_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
+			      bool durable)
+{
+	_cleanup_close_ int dfd = -1;
+	const char *slash = strrchr(path, '/'), *name = slash ? slash + 1 : path;
+	char dir[PATH_MAX], tmp[NAME_MAX + 1];
+	int r;
+
+	if (!*name || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return -EINVAL;
+	if ((size_t)snprintf(tmp, sizeof(tmp), CRYO_ATOMIC_TMP_PREFIX "%s" CRYO_ATOMIC_TMP_SUFFIX, name) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (slash) {
+		size_t n = slash == path ? 1 : (size_t)(slash - path);
+
+		if (n >= sizeof(dir))
+			return -ENAMETOOLONG;
+		memcpy(dir, path, n);
+		dir[n] = '\0';
+	} else {
+		snprintf(dir, sizeof(dir), ".");
+	}
+	dfd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return -errno;
+	/* the temp name is ours: never follow a link someone planted there */
+	r = write_new(dfd, tmp, buf, len, mode, O_NOFOLLOW, durable);
+	if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlinkat(dfd, tmp, 0);
+		return r;
+	}
+	if (durable && fsync(dfd) < 0)
+		return -errno;
+	return 0;
+}
+
+int cryo_write_pid_file(const char *path, pid_t pid, struct cryo_error *err)
+{
+	char buf[32];
+	int n = snprintf(buf, sizeof(buf), "%d", (int)pid);
+	int r = cryo_write_file_atomic_at(AT_FDCWD, path, buf, (size_t)n, 0644, false);
+
+	if (r < 0)
+		return cryo_error_set(err, -r, "write pid file `%s`", path);
+	return 0;
+}
+
+void cryo_pid_kill_reapp(pid_t *pid)
+{
+	int saved = errno;
+
+	if (*pid <= 0)
+		return;
+	(void)kill(*pid, SIGKILL);
+	while (waitpid(*pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	*pid = -1;
+	errno = saved;
 }
 
 int cryo_mkdir_p(const char *path, mode_t mode)

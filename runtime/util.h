@@ -46,11 +46,25 @@ static inline void cryo_error_clearp(struct cryo_error *err)
 	cryo_error_clear(err);
 }
 
+/*
+ * A child process owned by the scope: SIGKILL and reap it on the way out
+ * unless TAKE_PID() handed it on. For children of ours only (waitpid).
+ */
+void cryo_pid_kill_reapp(pid_t *pid);
+
+/* cleanup function for a pointer to an object with a NULL-tolerant free */
+#define CRYO_DEFINE_CLEANUP(type, func)                \
+	static inline void func##p(type *p)            \
+	{                                              \
+		func(*p);                              \
+	}
+
 #define _cleanup_(f) __attribute__((cleanup(f)))
 #define _cleanup_free_ _cleanup_(freep)
 #define _cleanup_close_ _cleanup_(closep)
 #define _cleanup_fclose_ _cleanup_(fclosep)
 #define _cleanup_error_ _cleanup_(cryo_error_clearp)
+#define _cleanup_kill_reap_ _cleanup_(cryo_pid_kill_reapp)
 
 /* Take ownership: return the value and reset the variable. */
 #define TAKE_PTR(p)                              \
@@ -65,6 +79,20 @@ static inline void cryo_error_clearp(struct cryo_error *err)
 		(fd) = -1;                       \
 		_tfd;                            \
 	})
+
+#define TAKE_PID(pid)                            \
+	({                                       \
+		pid_t _tpid = (pid);             \
+		(pid) = -1;                      \
+		_tpid;                           \
+	})
+
+/*
+ * How long a command waits for another one holding a container's state
+ * lock (cryo_state_lock) before it gives up. One value for every command:
+ * a lifecycle command, a checkpoint or a restore all wait as long.
+ */
+#define CRYO_STATE_LOCK_TIMEOUT_MS 30000
 
 /* CLOCK_MONOTONIC in milliseconds / microseconds. */
 int64_t cryo_now_ms(void);
@@ -86,6 +114,26 @@ int cryo_write_file_at(int dirfd, const char *path, const char *buf);
 
 /* Create or truncate dirfd/path with mode and write len bytes, fsync'd. */
 int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
+
+/* Name of the temp file cryo_write_file_atomic_at() writes for "NAME": ".NAME.tmp". */
+#define CRYO_ATOMIC_TMP_PREFIX "."
+#define CRYO_ATOMIC_TMP_SUFFIX ".tmp"
+
+/*
+ * Replace dirfd/path atomically: readers see the old content or the new,
+ * never a part. The bytes go to ".NAME.tmp" in the same directory, which
+ * is then renamed over NAME. durable: fsync the file before the rename
+ * and the directory after it (survives a host crash, not only a crash of
+ * cryo). On failure the temp file is removed. Returns 0 or -errno.
+ */
+int cryo_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
+			      bool durable);
+
+/*
+ * Write pid (decimal, no newline, like runc) to path atomically, mode
+ * 0644: a reader never sees an empty or half-written pid file.
+ */
+int cryo_write_pid_file(const char *path, pid_t pid, struct cryo_error *err);
 
 /*
  * Remove dirfd/name and, for a directory, everything below it (never

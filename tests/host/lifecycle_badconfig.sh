@@ -67,7 +67,20 @@ bad 'c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"
 bad 'c["mounts"].append({"destination": "/x", "type": "nosuchfs", "source": "x"})' 'container init: mounts[6]: mount nosuchfs on `/x`: No such device'
 bad 'c["process"]["args"] = ["/bin/nonexistent"]' 'process.args[0]: `/bin/nonexistent`: No such file or directory'
 bad 'c["linux"]["namespaces"].append({"type": "network", "path": "/proc/1/ns/nonexistent"}); c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n.get("path") or n["type"] != "network"]' 'container init: open network namespace `/proc/1/ns/nonexistent`: No such file'
-bad 'c["linux"]["sysctl"] = {"kernel.no_such_sysctl": "1"}' 'linux.sysctl: set kernel.no_such_sysctl'
+bad 'c["linux"]["sysctl"] = {"net.no_such_sysctl": "1"}' 'linux.sysctl: set net.no_such_sysctl'
+# sysctls outside the container's namespaces would be written to the host
+# (issue 11.7). The value asked for is the host's own, so that a runtime
+# that writes it anyway changes nothing; its output goes to a file, as a
+# container that gets created keeps its stdout open.
+cp "$T/good.json" "$B/config.json"
+bundle_set "$B" 'c["linux"]["sysctl"] = {"vm.swappiness": "'"$(cat /proc/sys/vm/swappiness)"'"}'
+timeout 30 "$CRYO_BIN" --root "$RTROOT" create --bundle "$B" "$id" </dev/null >"$T/sysctl.out" 2>&1 && rc=0 || rc=$?
+[ $rc = 1 ] || { rt delete --force "$id" >/dev/null 2>&1; fail "vm.swappiness: create exited $rc: $(cat "$T/sysctl.out")"; }
+grep -qF 'config.json: linux.sysctl: `vm.swappiness` is not in a namespace of the container' "$T/sysctl.out" \
+	|| fail "vm.swappiness: $(cat "$T/sysctl.out")"
+nothing_left vm.swappiness
+bad 'c["linux"]["sysctl"] = {"kernel.shmmax": "4096"}; c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "ipc"]' 'linux.sysctl: `kernel.shmmax` needs the container to have its own ipc namespace'
+bad 'c["linux"]["sysctl"] = {"net.ipv4.ip_forward": "1"}; c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "network"] + [{"type": "network", "path": "/proc/self/ns/net"}]' 'linux.sysctl: `net.ipv4.ip_forward`: the network namespace `/proc/self/ns/net` is the runtime'"'"'s own'
 
 # not JSON at all, truncated, trailing garbage, too big
 printf '{"ociVersion": "1.0.2", "process": {' > "$B/config.json"

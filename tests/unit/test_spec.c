@@ -141,6 +141,18 @@ static void test_errors(void **state)
 	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"rootfsPropagation\": \"weird\"}}",
 		     "linux.rootfsPropagation: unknown propagation `weird`");
 	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"sysctl\": {\"../x\": \"1\"}}}", "is not a sysctl name");
+	/* sysctls global to the host, or of a namespace the container does not have, never get written */
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"namespaces\": [{\"type\": \"ipc\"}, {\"type\": \"network\"}],"
+		     " \"sysctl\": {\"vm.swappiness\": \"1\"}}}",
+		     "linux.sysctl: `vm.swappiness` is not in a namespace of the container: it would change the host");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"namespaces\": [{\"type\": \"ipc\"}], \"sysctl\": {\"kernel/threads-max\": \"1\"}}}",
+		     "`kernel/threads-max` is not in a namespace of the container");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"sysctl\": {\"kernel.shmmax\": \"1\"}}}",
+		     "`kernel.shmmax` needs the container to have its own ipc namespace");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"namespaces\": [{\"type\": \"ipc\"}], \"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}",
+		     "`net.ipv4.ip_forward` needs the container to have its own network namespace");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"namespaces\": [{\"type\": \"uts\"}], \"sysctl\": {\"kernel.hostname\": \"x\"}}}",
+		     "`kernel.hostname`: use the `hostname` field");
 	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_NOPE\"}}}",
 		     "config.json: linux.seccomp");
 	expect_error(MIN_HEAD MIN_PROC ", \"hooks\": {\"prestart\": [{\"path\": \"rel\"}]}}", "config.json: hooks");
@@ -148,9 +160,42 @@ static void test_errors(void **state)
 		     "config.json: invalid JSON");
 }
 
+static void test_sysctl_namespaces(void **state)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_spec *s;
+
+	assert_int_equal(cryo_spec_sysctl_namespace("kernel.shmmax"), CRYO_NS_IPC);
+	assert_int_equal(cryo_spec_sysctl_namespace("kernel/msgmnb"), CRYO_NS_IPC);
+	assert_int_equal(cryo_spec_sysctl_namespace("fs.mqueue.msg_max"), CRYO_NS_IPC);
+	assert_int_equal(cryo_spec_sysctl_namespace("net.ipv4.ip_forward"), CRYO_NS_NET);
+	assert_int_equal(cryo_spec_sysctl_namespace("kernel.domainname"), CRYO_NS_UTS);
+	assert_int_equal(cryo_spec_sysctl_namespace("user.max_user_namespaces"), CRYO_NS_USER);
+	assert_int_equal(cryo_spec_sysctl_namespace("vm.swappiness"), -1);
+	assert_int_equal(cryo_spec_sysctl_namespace("kernel.shmmaxx"), -1);
+	assert_int_equal(cryo_spec_sysctl_namespace("fs.file-max"), -1);
+	assert_int_equal(cryo_spec_sysctl_namespace("kernel.hostname"), -1);
+
+	s = parse_ok(MIN_HEAD MIN_PROC ", \"linux\": {\"namespaces\": [{\"type\": \"ipc\"}, {\"type\": \"network\"},"
+		     " {\"type\": \"uts\"}], \"sysctl\": {\"fs.mqueue.msg_max\": \"20\", \"net.core.somaxconn\": \"64\","
+		     " \"kernel.domainname\": \"d\"}}}");
+	assert_int_equal(s->n_sysctls, 3);
+	assert_int_equal(cryo_spec_check_sysctl_paths(s, &err), 0);
+	cryo_spec_free(s);
+
+	/* a joined namespace that is the runtime's own is the host's */
+	s = parse_ok(MIN_HEAD MIN_PROC ", \"linux\": {\"namespaces\": [{\"type\": \"network\", \"path\": \"/proc/self/ns/net\"}],"
+		     " \"sysctl\": {\"net.ipv4.ip_forward\": \"1\"}}}");
+	assert_int_equal(cryo_spec_check_sysctl_paths(s, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "is the runtime's own"));
+	cryo_error_clear(&err);
+	cryo_spec_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_sysctl_namespaces),
 		cmocka_unit_test(test_default_spec),
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_errors),

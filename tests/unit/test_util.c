@@ -4,7 +4,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "error.h"
 #include "util.h"
@@ -138,6 +140,90 @@ static void test_files(void **state)
 	assert_int_equal(tl_rm_rf(dir), 0);
 }
 
+static void test_atomic_write(void **state)
+{
+	char dir[] = "/tmp/cryo-unit-XXXXXX";
+	_cleanup_free_ char *buf = NULL;
+	_cleanup_close_ int dfd = -1;
+	char path[300];
+	struct stat st;
+	size_t len = 0;
+
+	dfd = tl_tmpdir(dir);
+	/* new, then replaced; the mode is the one asked for; no temp file stays */
+	assert_int_equal(cryo_write_file_atomic_at(dfd, "f.json", "one", 3, 0600, true), 0);
+	assert_int_equal(cryo_write_file_atomic_at(dfd, "f.json", "second", 6, 0640, false), 0);
+	assert_int_equal(cryo_read_file_at(dfd, "f.json", 64, &buf, &len), 0);
+	assert_string_equal(buf, "second");
+	assert_int_equal(fstatat(dfd, "f.json", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0640);
+	assert_int_equal(fstatat(dfd, ".f.json.tmp", &st, AT_SYMLINK_NOFOLLOW), -1);
+	/* a path with directories, relative to dirfd */
+	assert_int_equal(mkdirat(dfd, "d", 0700), 0);
+	assert_int_equal(cryo_write_file_atomic_at(dfd, "d/g", "x", 1, 0644, false), 0);
+	assert_int_equal(fstatat(dfd, "d/g", &st, 0), 0);
+	/* a link planted at the temp name is never followed: its target stays as it is */
+	assert_int_equal(symlinkat("victim", dfd, ".h.tmp"), 0);
+	assert_int_equal(cryo_write_file_atomic_at(dfd, "h", "x", 1, 0644, false), -ELOOP);
+	assert_int_equal(fstatat(dfd, "victim", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstatat(dfd, "h", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(cryo_write_file_atomic_at(dfd, "d/", "x", 1, 0644, false), -EINVAL);
+
+	/* the pid file: the decimal pid, no newline (runc's format) */
+	snprintf(path, sizeof(path), "%s/pid", dir);
+	assert_int_equal(cryo_write_pid_file(path, 4242, NULL), 0);
+	free(TAKE_PTR(buf));
+	assert_int_equal(cryo_read_file_at(dfd, "pid", 64, &buf, &len), 0);
+	assert_string_equal(buf, "4242");
+	assert_int_equal(tl_rm_rf(dir), 0);
+}
+
+static void test_kill_reap(void **state)
+{
+	pid_t pid = fork(), copy;
+
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		for (;;)
+			pause();
+	}
+	copy = pid;
+	{
+		_cleanup_kill_reap_ pid_t scoped = pid;
+		_cleanup_kill_reap_ pid_t none = -1;
+
+		(void)scoped;
+		(void)none;
+	}
+	/* killed and reaped: no such child any more */
+	assert_int_equal(waitpid(copy, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	/* TAKE_PID hands it on */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(3);
+	{
+		_cleanup_kill_reap_ pid_t scoped = pid;
+
+		copy = TAKE_PID(scoped);
+		assert_int_equal(scoped, -1);
+	}
+	assert_int_equal(tl_wait(copy), 3);
+}
+
+static void test_warn_clear(void **state)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	cryo_error_warn_clear(&e, "nothing to say");
+	assert_int_equal(cryo_error_set(&e, ENOENT, "inner"), -ENOENT);
+	cryo_error_warn_clear(&e, "outer %d", 1);
+	assert_null(e.msg);
+	assert_int_equal(e.status, 0);
+	cryo_error_warn_clear(NULL, "null is fine");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -146,6 +232,9 @@ int main(void)
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test(test_fault),
 		cmocka_unit_test(test_files),
+		cmocka_unit_test(test_atomic_write),
+		cmocka_unit_test(test_kill_reap),
+		cmocka_unit_test(test_warn_clear),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
