@@ -443,8 +443,8 @@ static int explain_no_hold(const struct target *t, const char *owner, const char
 					what, t->m.mountpoint, jstr(lost, "reason") ? jstr(lost, "reason") : "timeout",
 					jint(lost, "after_ms"), owner, jint(lost, "timeout_ms"));
 
-		/* told: the freeze is over for this owner, and its record goes */
-		if (!alive)
+		/* told at its thaw: the freeze is over for this owner, and its record goes */
+		if (!alive && strcmp(what, "thaw") == 0)
 			journal_forget_lost(t, j, owner);
 		return r;
 	}

@@ -59,7 +59,8 @@ for h in v1 v2; do
 	# --deadline: frozen until the deadline, thawed by it
 	t0=$(now_ms)
 	check cryo --root "$R" freeze --cgroup "$cg" --deadline $((1000 * S))
-	fz_expect_state "$cg" FROZEN
+	# (a machine so loaded that cryo took the whole deadline to return proves nothing here)
+	[ $(($(now_ms) - t0)) -ge $((900 * S)) ] || fz_expect_state "$cg" FROZEN
 	if [ -n "$KMOD" ]; then
 		kmod_hold_of "$cg" | grep -q 'owner=detached' || fail "$h: --deadline is not a detached kmod hold: $(cat "$KSTATUS")"
 	fi
