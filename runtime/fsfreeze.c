@@ -23,6 +23,7 @@
 #include <sys/capability.h>
 
 #include "fsfreeze.h"
+#include "hold.h"
 #include "kmod.h"
 #include "log.h"
 #include "mountinfo.h"
@@ -44,7 +45,14 @@ struct target {
 	int dirfd;         /* <state_dir>/.fsfreeze */
 	char *dirpath;
 	int lockfd;        /* a flock on the journal dir (its own open file: never shared with a watchdog) */
+	int holdsfd;       /* the hold journal (hold.h), where the watchdog journals the freeze for `cryo recover` */
 };
+
+/* The freeze's entry in the hold journal: `fs@<major>:<minor>`. */
+static void hold_name(const struct target *t, char *buf, size_t size)
+{
+	snprintf(buf, size, "fs@%s", t->key);
+}
 
 /*
  * Nothing stays behind in the state dir once no freeze is left: the
@@ -63,6 +71,7 @@ static void target_done(struct target *t)
 	closep(&t->fd);
 	closep(&t->dirfd);
 	closep(&t->lockfd);
+	closep(&t->holdsfd);
 	free(t->dirpath);
 	t->dirpath = NULL;
 	cryo_mount_done(&t->m);
@@ -79,7 +88,7 @@ static int open_target(const char *path, bool for_freeze, const struct cryo_fsfr
 	struct statx stx;
 	int r;
 
-	*t = (struct target){ .fd = -1, .dirfd = -1, .lockfd = -1 };
+	*t = (struct target){ .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	/* O_RDONLY of a directory: no write, no atime update, works on a frozen fs */
 	t->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
 	if (t->fd < 0) {
@@ -261,7 +270,7 @@ static int check_target(const struct target *t, const struct cryo_fsfreeze_opts 
 
 int cryo_fsfreeze_check_target(const char *path, const struct cryo_fsfreeze_opts *o, struct cryo_error *err)
 {
-	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	int r;
 
 	r = open_target(path, true, o, &t, err);
@@ -673,6 +682,12 @@ static int thaw_done(struct wd *w, int r, const char *state)
 		snprintf(name, sizeof(name), "%s.json", w->t->key);
 		unlinkat(w->t->dirfd, name, 0);
 	}
+	if (r == 0 || r == -EINVAL) {
+		char hold[64];
+
+		hold_name(w->t, hold, sizeof(hold));
+		cryo_hold_drop_self(w->t->holdsfd, hold);
+	}
 	snprintf(sock, sizeof(sock), "%s.sock", w->t->key);
 	unlinkat(w->t->dirfd, sock, 0);
 	/* a command holding the lock (the thaw that got us here) removes the dir itself */
@@ -844,9 +859,12 @@ static int64_t next_deadline(const struct wd *w)
  */
 static void watchdog_main(void *data, int ready_fd)
 {
+	struct cryo_error e = CRYO_ERROR_INIT;
 	struct wd *w = data;
+	const char *backend;
 	size_t n_lost;
-	char msg[256];
+	char msg[256], hold[64];
+	bool stale;
 	sigset_t ss;
 	int r;
 
@@ -860,10 +878,28 @@ static void watchdog_main(void *data, int ready_fd)
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	w->sigfd = signalfd(-1, &ss, SFD_CLOEXEC);
 
+	/* journalled first, so that `cryo recover` finds the freeze should this process die at any point */
+	hold_name(w->t, hold, sizeof(hold));
+	backend = cryo_kmod_available() ? "kmod" : "ioctl";
+	r = cryo_hold_put_self(w->t->holdsfd, hold, CRYO_HOLD_FS_THAW, w->t->m.mountpoint, backend, false, &e);
+	/* the entry of a dead watchdog stays for `cryo recover` unless the filesystem turns out thawed */
+	stale = r == -EEXIST;
+	if (r < 0 && !stale) {
+		cryo_watchdog_ready(ready_fd, e.status > 0 ? e.status : EIO, e.msg);
+		_exit(1);
+	}
+	cryo_error_clear(&e);
 	/* writers block from the start of FIFREEZE (it syncs with SB_FREEZE_WRITE set): the window starts here */
 	w->frozen_at_us = cryo_now_us();
 	r = -wd_freeze(w);
+	if (r == 0 && stale &&
+	    cryo_hold_put_self(w->t->holdsfd, hold, CRYO_HOLD_FS_THAW, w->t->m.mountpoint, backend, true, &e) < 0) {
+		wd_thaw(w);
+		cryo_watchdog_ready(ready_fd, e.status > 0 ? e.status : EIO, e.msg);
+		_exit(1);
+	}
 	if (r) {
+		cryo_hold_drop_self(w->t->holdsfd, hold);
 		snprintf(msg, sizeof(msg), "FIFREEZE%s: %s", w->kfd >= 0 ? " (cryo_freezer)" : "", strerror(r));
 		cryo_watchdog_ready(ready_fd, r, msg);
 		_exit(1);
@@ -873,6 +909,7 @@ static void watchdog_main(void *data, int ready_fd)
 	if (r < 0) {
 		/* nobody would ever thaw it: undo before telling the caller */
 		wd_thaw(w);
+		cryo_hold_drop_self(w->t->holdsfd, hold);
 		snprintf(msg, sizeof(msg), "watch the holder: %s", strerror(-r));
 		cryo_watchdog_ready(ready_fd, -r, msg);
 		_exit(1);
@@ -940,7 +977,7 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 	char req[256], reply[CRYO_WATCHDOG_MSG_MAX], sock[48];
 	struct cryo_error e = CRYO_ERROR_INIT;
 	struct wd *w = NULL;
-	int keep[3], r, status;
+	int keep[4], r, status;
 	pid_t pid;
 
 	snprintf(sock, sizeof(sock), "%s.sock", t->key);
@@ -967,6 +1004,11 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 		return cryo_error_set(err, ENOMEM, "freeze");
 	*w = (struct wd){ .t = t, .lfd = -1, .sigfd = -1, .kfd = -1, .owner = owner_of(o), .timeout_ms = timeout_ms,
 			  .holder = getpid(), .flags = o->flags };
+	r = cryo_hold_open_dir(o->state_dir, &t->holdsfd, err);
+	if (r < 0) {
+		free(w);
+		return r;
+	}
 	r = cryo_watchdog_listen(t->dirfd, sock, &w->lfd, err);
 	if (r < 0) {
 		free(w);
@@ -975,6 +1017,7 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 	keep[0] = t->fd;
 	keep[1] = t->dirfd;
 	keep[2] = w->lfd;
+	keep[3] = t->holdsfd;
 	r = cryo_watchdog_spawn(watchdog_main, w, keep, ARRAY_SIZE(keep), CALL_TIMEOUT_MS, &pid, &e);
 	closep(&w->lfd);
 	free(w);
@@ -995,6 +1038,18 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 }
 
 static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err);
+
+/* The hold journal's entry of a freeze whose watchdog died, once thawed by other means. */
+static void drop_hold_entry(const char *state_dir, const struct target *t)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	char hold[64];
+
+	hold_name(t, hold, sizeof(hold));
+	if (cryo_hold_release_name(state_dir, hold, &e) < 0 && e.status != ENOENT)
+		cryo_debug("drop hold `%s`: %s", hold, e.msg);
+	cryo_error_clear(&e);
+}
 
 static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, struct cryo_fsfreeze_thawed *ret,
 			 struct cryo_error *err)
@@ -1045,6 +1100,7 @@ static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, s
 		r = recover_one(t->dirfd, t->key, j, LOST_FORCED, err);
 		if (r < 0)
 			return r;
+		drop_hold_entry(o->state_dir, t);
 		*ret = (struct cryo_fsfreeze_thawed){ .thawed = true };
 		return 0;
 	}
@@ -1129,7 +1185,7 @@ static int check_owner(const struct cryo_fsfreeze_opts *o, struct cryo_error *er
 int cryo_fsfreeze_freeze(const char *path, uint64_t timeout_ms, const struct cryo_fsfreeze_opts *o,
 			 struct cryo_error *err)
 {
-	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	int r;
 
 	r = check_owner(o, err);
@@ -1174,7 +1230,7 @@ static int open_existing(const char *path, const char *what, const struct cryo_f
 int cryo_fsfreeze_thaw(const char *path, const struct cryo_fsfreeze_opts *o, struct cryo_fsfreeze_thawed *ret,
 		       struct cryo_error *err)
 {
-	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	struct cryo_fsfreeze_thawed th = { 0 };
 	int r;
 
@@ -1192,7 +1248,7 @@ int cryo_fsfreeze_thaw(const char *path, const struct cryo_fsfreeze_opts *o, str
 int cryo_fsfreeze_reset_timeout(const char *path, uint64_t timeout_ms, const struct cryo_fsfreeze_opts *o,
 				struct cryo_error *err)
 {
-	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	int r;
 
 	if (timeout_ms > INT64_MAX / 2)
@@ -1230,29 +1286,42 @@ static bool watchdog_alive(struct json_object *j)
 }
 
 /* Thaw one journalled filesystem whose watchdog died, and say so in its journal. */
-static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err)
+/*
+ * FITHAW the filesystem mounted on mp, if it still is the one key names
+ * (never whatever is mounted there now); not frozen (EINVAL) is fine.
+ */
+static int thaw_checked(const char *mp, const char *key, struct cryo_error *err)
 {
-	const char *mp = jstr(j, "mountpoint");
-	struct json_object *holds, *lost;
 	_cleanup_close_ int fd = -1;
-	char name[48], tmp[56];
 	unsigned maj, min;
 	struct stat st;
-	const char *text;
-	size_t i;
 
 	if (!mp || sscanf(key, "%u:%u", &maj, &min) != 2)
 		return cryo_error_setx(err, EINVAL, "journal `%s.json` is malformed", key);
 	fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "open `%s`", mp);
-	/* never thaw whatever is mounted there now if it is not the journalled filesystem */
 	if (fstat(fd, &st) < 0)
 		return cryo_error_set(err, errno, "stat `%s`", mp);
 	if (st.st_dev != makedev(maj, min))
 		return cryo_error_setx(err, ENODEV, "`%s` is no longer the filesystem %s it froze", mp, key);
 	if (ioctl(fd, FITHAW, 0) < 0 && errno != EINVAL)
 		return cryo_error_set(err, errno, "thaw `%s`", mp);
+	return 0;
+}
+
+static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err)
+{
+	const char *mp = jstr(j, "mountpoint");
+	struct json_object *holds, *lost;
+	char name[48], tmp[56];
+	const char *text;
+	size_t i;
+	int r;
+
+	r = thaw_checked(mp, key, err);
+	if (r < 0)
+		return r;
 
 	if (!json_object_object_get_ex(j, "lost", &lost) || !json_object_is_type(lost, json_type_array)) {
 		lost = json_object_new_array();
@@ -1281,6 +1350,32 @@ static int recover_one(int dirfd, const char *key, struct json_object *j, const 
 	return 0;
 }
 
+int cryo_fsfreeze_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
+	_cleanup_(json_putp) struct json_object *j = NULL;
+	struct cryo_fsfreeze_opts o = { .state_dir = rec->root };
+	const char *key = strchr(rec->name, '@'), *state;
+	int r;
+
+	if (!key || !rec->root || snprintf(t.key, sizeof(t.key), "%s", key + 1) >= (int)sizeof(t.key))
+		return cryo_error_setx(err, EINVAL, "hold `%s` names no filesystem", rec->name);
+	/* the same lock as fsfreeze/fsthaw: never race a freeze that is starting */
+	r = lock_target(&t, &o, false, err);
+	if (r == -ENOENT) {
+		cryo_error_clear(err);
+		return thaw_checked(rec->target, t.key, err);
+	}
+	if (r < 0)
+		return r;
+	j = journal_load(&t);
+	state = jstr(j, "state");
+	/* its owners learn from their thaw or reset that the window was lost */
+	if (state && strcmp(state, "frozen") == 0)
+		return recover_one(t.dirfd, t.key, j, LOST_RECOVER, err);
+	return thaw_checked(rec->target, t.key, err);
+}
+
 /* An owner that was a container no longer there: nobody will ask about its window. */
 static bool is_deleted_container(const char *owner, const void *data)
 {
@@ -1298,7 +1393,7 @@ static bool is_deleted_container(const char *owner, const void *data)
 int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report, void *userdata,
 			  struct cryo_error *err)
 {
-	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	struct cryo_fsfreeze_opts o = { .state_dir = state_dir };
 	struct cryo_error first = CRYO_ERROR_INIT;
 	struct dirent *de;

@@ -27,7 +27,7 @@
 #define HOLDS_DIR CRYO_HOLD_DIR
 #define LEGACY_HOLDS_DIR "holds"
 #define STAGING_TAG ".staging-"
-#define LOCK_FILE ".lock"
+#define LEGACY_LOCK_FILE ".lock"
 #define REC_MAX_BYTES 65536
 #define READY_TIMEOUT_MS 5000
 
@@ -85,6 +85,7 @@ void cryo_hold_rec_free(struct cryo_hold_rec *rec)
 	free(rec->backend);
 	free(rec->boot_id);
 	free(rec->nonce);
+	free(rec->root);
 	free(rec);
 }
 
@@ -163,10 +164,14 @@ static int open_holds_dir(const char *root, bool create, int *ret, struct cryo_e
 	return 0;
 }
 
-/* Serialises journal changes between holders, watchdogs and `cryo recover`. */
+/*
+ * Serialises journal changes between holders, watchdogs and `cryo
+ * recover`: a flock on a new open file of the journal dir (no lock file
+ * is left behind; a watchdog keeps the dir open, but never this file).
+ */
 static int lock_dir(int dfd)
 {
-	int fd = openat(dfd, LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
@@ -324,7 +329,13 @@ int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **re
 	r = open_holds_dir_for(root, name, &dfd, err);
 	if (r < 0)
 		return r;
-	return load_at(dfd, name, ret, err);
+	r = load_at(dfd, name, ret, err);
+	if (r == 0 && !((*ret)->root = strdup(root))) {
+		cryo_hold_rec_free(*ret);
+		*ret = NULL;
+		return cryo_error_set(err, ENOMEM, "hold `%s`", name);
+	}
+	return r;
 }
 
 static int save_at(int dfd, const struct cryo_hold_rec *rec)
@@ -595,8 +606,10 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 	h->rec->holder_pid = getpid();
 	h->rec->boot_id = read_boot_id();
 	h->rec->nonce = new_nonce();
+	h->rec->root = strdup(root);
 	h->rec->deadline_ms = timeout_ms ? cryo_now_ms() + (int64_t)timeout_ms : 0;
-	if (!h->rec->name || !h->rec->target || !h->rec->backend || !h->rec->boot_id || !h->rec->nonce)
+	if (!h->rec->name || !h->rec->target || !h->rec->backend || !h->rec->boot_id || !h->rec->nonce ||
+	    !h->rec->root)
 		goto nomem;
 	r = cryo_pid_start_time(h->rec->holder_pid, &h->rec->holder_start);
 	if (r < 0) {
@@ -675,6 +688,60 @@ int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err)
 	return r;
 }
 
+int cryo_hold_open_dir(const char *root, int *ret_dfd, struct cryo_error *err)
+{
+	return open_holds_dir(root, true, ret_dfd, err);
+}
+
+int cryo_hold_put_self(int dfd, const char *name, enum cryo_hold_kind kind, const char *target, const char *backend,
+		       bool replace, struct cryo_error *err)
+{
+	char file[PATH_MAX];
+	struct cryo_hold_rec rec = {
+		.name = (char *)name,
+		.kind = kind,
+		.target = (char *)target,
+		.backend = (char *)backend,
+		.holder_pid = getpid(),
+		.watchdog_pid = getpid(),
+	};
+	_cleanup_free_ char *boot = read_boot_id(), *nonce = new_nonce();
+	int r;
+
+	r = cryo_hold_validate_name(name, err);
+	if (r < 0)
+		return r;
+	if (!boot || !nonce)
+		return cryo_error_set(err, ENOMEM, "hold `%s`", name);
+	rec.boot_id = boot;
+	rec.nonce = nonce;
+	r = cryo_pid_start_time(rec.holder_pid, &rec.holder_start);
+	if (r < 0)
+		return cryo_error_set(err, r, "hold `%s`: read own start time", name);
+	rec.watchdog_start = rec.holder_start;
+	snprintf(file, sizeof(file), "%s.json", name);
+	if (!replace && faccessat(dfd, file, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return cryo_error_setx(err, EEXIST, "hold `%s` exists", name);
+	r = save_at(dfd, &rec);
+	if (r < 0)
+		return cryo_error_set(err, r, "hold `%s`: write journal entry", name);
+	return 0;
+}
+
+void cryo_hold_drop_self(int dfd, const char *name)
+{
+	struct cryo_hold_rec *rec = NULL;
+	char file[PATH_MAX];
+
+	if (load_at(dfd, name, &rec, NULL) < 0 || !rec)
+		return;
+	if (rec->watchdog_pid == getpid()) {
+		snprintf(file, sizeof(file), "%s.json", name);
+		unlinkat(dfd, file, 0);
+	}
+	cryo_hold_rec_free(rec);
+}
+
 int cryo_hold_check(const struct cryo_hold *h, struct cryo_error *err)
 {
 	_cleanup_close_ int dfd = -1;
@@ -737,6 +804,11 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		size_t len = strlen(de->d_name);
 		int lfd;
 
+		if (strcmp(de->d_name, LEGACY_LOCK_FILE) == 0) {
+			/* older versions locked a file; nobody does now */
+			unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
 		if (de->d_name[0] == '.' && len > 9 && strcmp(de->d_name + len - 9, ".json.tmp") == 0) {
 			/* written under the lock: one that is there while we hold it was left by a killed writer */
 			lfd = lock_dir(dfd);
@@ -752,6 +824,8 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
 		lfd = lock_dir(dfd);
 		r = load_at(dfd, name, &rec, &e);
+		if (r == 0 && rec && !(rec->root = strdup(root)))
+			r = cryo_error_set(&e, ENOMEM, "hold `%s`", name);
 		if (r < 0 || !rec) {
 			if (report)
 				report(NULL, e.msg, r, userdata);

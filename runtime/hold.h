@@ -90,6 +90,7 @@ struct cryo_hold_rec {
 	int64_t deadline_ms;     /* CLOCK_MONOTONIC; 0 = none */
 	char *boot_id;           /* the journal of another boot is stale */
 	char *nonce;             /* identifies this hold across release/undo races */
+	char *root;              /* the state dir whose journal has it (not stored) */
 };
 
 /* Undo the state change recorded in rec (thaw the cgroup, FITHAW the fs). */
@@ -132,6 +133,23 @@ int cryo_hold_release_name(const char *root, const char *name, struct cryo_error
 
 /* Forget h without releasing (the process is handing the hold over). */
 void cryo_hold_free(struct cryo_hold *h);
+
+/*
+ * For a watchdog that guards a state change for several owners itself
+ * (the fsfreeze watchdog): journal entry name of the given kind, whose
+ * holder and watchdog are the calling process, without a deadline of its
+ * own (the process keeps its owners' deadlines); it is live while the
+ * process lives, and `cryo recover` undoes it after. dfd: the journal
+ * dir, from cryo_hold_open_dir() (kept open across the watchdog's
+ * detach). One process guards a target at a time (the caller serialises
+ * that): an existing entry (a dead guard's, for `cryo recover`) is
+ * replaced only with replace, else -EEXIST.
+ */
+int cryo_hold_open_dir(const char *root, int *ret_dfd, struct cryo_error *err);
+int cryo_hold_put_self(int dfd, const char *name, enum cryo_hold_kind kind, const char *target, const char *backend,
+		       bool replace, struct cryo_error *err);
+/* Remove the entry name if this process wrote it with cryo_hold_put_self(). */
+void cryo_hold_drop_self(int dfd, const char *name);
 
 /* Read one entry. -ENOENT if there is none. */
 int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err);

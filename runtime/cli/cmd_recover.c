@@ -55,6 +55,7 @@ int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX] = {
 		[CRYO_HOLD_CGROUP_THAW] = cryo_freezer_hold_undo,
+		[CRYO_HOLD_FS_THAW] = cryo_fsfreeze_hold_undo,
 		[CRYO_HOLD_STAGING] = cryo_hold_staging_undo,
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;

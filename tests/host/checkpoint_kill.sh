@@ -80,6 +80,12 @@ for s in $steps; do
 	esac
 done
 
+# CRYO_CKILL_POINTS: only these points (the VM's cli_kmod, where a CRIU dump under TCG takes long)
+if [ -n "${CRYO_CKILL_POINTS:-}" ]; then
+	points=$CRYO_CKILL_POINTS
+	log "only the points $points (CRYO_CKILL_POINTS)"
+fi
+
 proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 
 tried=0 thawed=0 worst=0 frozen_seen=0 times=""

@@ -165,7 +165,7 @@ expect_fail 1 cryo --root "$R" fsfreeze --path "$mp"
 echo "$LAST_OUTPUT" | grep -q "still frozen by cryo (1 hold(s) in its journal), but their watchdog (pid $wd) is gone" ||
 	fail "freeze over a dead watchdog: $LAST_OUTPUT"
 out=$(cryo --root "$R" recover) || fail "recover failed: $out"
-echo "$out" | grep -q "fs-thaw \`$mp\`: its watchdog died" || fail "recover printed: $out"
+echo "$out" | grep -q "fs-thaw \`$mp\`: hold \`fs@[0-9]*:[0-9]*\` of dead pid $wd" || fail "recover printed: $out"
 start_writer "$mp/d" "d"
 wait_gone $WRITER 50 || fail "cryo recover did not thaw"
 expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
@@ -174,7 +174,8 @@ echo "$LAST_OUTPUT" | grep -q "already thawed by \`cryo recover\` after its watc
 log "the same, thawed by hand with fsthaw --force; recover keeps a live hold"
 freeze_60s
 out=$(cryo --root "$R" recover) || fail "recover failed: $out"
-echo "$out" | grep -q "kept fs-freeze \`$mp\`: its watchdog is live" || fail "recover of a live hold: $out"
+echo "$out" | grep -q "kept fs-thaw \`$mp\`: hold \`fs@[0-9]*:[0-9]*\` is live" || fail "recover of a live hold: $out"
+[ -n "$(ls "$R/.holds/"fs@*.json 2>/dev/null)" ] || fail "the freeze is not in the hold journal: $(ls -a "$R/.holds")"
 kill_watchdog
 check cryo --root "$R" fsthaw --force --path "$mp"
 start_writer "$mp/d2" "d2"
