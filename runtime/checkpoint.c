@@ -290,6 +290,8 @@ static int step_thaw_fs(struct ctx *c, struct cryo_error *err)
 	if (!c->fs_frozen)
 		return 0;
 	r = cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, &t, err);
+	if (r == -EINVAL)
+		c->fs_frozen = false; /* the deadline thawed it: the window was lost, nothing is left to thaw */
 	if (r < 0)
 		return r;
 	c->fs_frozen = false;

@@ -15,7 +15,10 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-DEADLINE_MS=2500
+# long enough for a CRIU dump on a loaded machine (a kill thaws at once anyway);
+# the hang case at the end waits for its own, short one
+DEADLINE_MS=8000
+HANG_DEADLINE_MS=2500
 if [ -z "${CRYO_CRIU:-}" ] && [ -x /opt/cryo-criu4/sbin/criu ]; then
 	export CRYO_CRIU=/opt/cryo-criu4/sbin/criu CRIU_FAULT=${CRIU_FAULT:-130}
 fi
@@ -138,6 +141,39 @@ for p in $points; do
 	rm -rf "$img"
 	log "killed at $p (container ${st}): running again $ms ms later; recover: $(echo "$out" | tail -1)"
 done
+
+# a cryo that hangs (stopped, never killed) loses its window at the deadline: the
+# container and its rootfs thaw by themselves, and once it goes on, the checkpoint fails
+if [ -z "${CRYO_CKILL_POINTS:-}" ]; then
+	CRYO_PAUSE_AT=snapshot-rootfs setsid "$CRYO_BIN" --root "$RTROOT" checkpoint --leave-running \
+		--freeze-deadline $HANG_DEADLINE_MS --image-path "$T/img-hang" --work-path "$T/work" "$id" \
+		>"$T/ck.out" 2>&1 </dev/null &
+	pid=$!
+	for _ in $(seq 400); do
+		[ "$(proc_state $pid)" = T ] && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.025
+	done
+	[ "$(proc_state $pid)" = T ] || fail "cryo did not stop at snapshot-rootfs: $(cat "$T/ck.out")"
+	t0=$(now_ms)
+	[ "$(fz_state)" = FROZEN ] || fail "hang: not frozen at snapshot-rootfs"
+	while [ "$(fz_state)" != RUNNING ] && [ $(($(now_ms) - t0)) -lt $((HANG_DEADLINE_MS + 2000)) ]; do
+		sleep 0.02
+	done
+	ms=$(($(now_ms) - t0))
+	[ "$(fz_state)" = RUNNING ] || fail "hang: still $(fz_state) $ms ms after the pause (deadline $HANG_DEADLINE_MS ms)"
+	timeout 5 sh -c "echo x > '$B/rootfs/probe' && sync -f '$B/rootfs/probe'" || fail "hang: rootfs still frozen"
+	log "cryo stopped at snapshot-rootfs and never killed: running again $ms ms later (deadline $HANG_DEADLINE_MS ms)"
+	kill -CONT $pid
+	wait $pid && fail "a checkpoint whose frozen window passed its deadline succeeded: $(cat "$T/ck.out")"
+	grep -q "window was lost\|deadline" "$T/ck.out" || fail "hang: the error does not say the window was lost: $(cat "$T/ck.out")"
+	[ ! -e "$T/img-hang" ] || fail "hang: an image was committed"
+	if ls -a "$T" | grep -q 'staging'; then fail "hang: staging dir left: $(ls -a "$T")"; fi
+	[ "$(fz_state)" = RUNNING ] || fail "hang: the failed checkpoint left the container $(fz_state)"
+	left=$(ls -A "$RTROOT/.holds/" 2>/dev/null)
+	[ -z "$left" ] || fail "hang: journal entries left: $left"
+	log "then resumed: the checkpoint failed: $(grep -m1 'window was lost\|deadline' "$T/ck.out")"
+fi
 
 log "points tried: $tried, thawed within the ${DEADLINE_MS} ms deadline: $thawed, frozen when killed: $frozen_seen, slowest thaw: $worst ms"
 log "per point (state when killed, time to RUNNING):$times"
