@@ -15,9 +15,9 @@
 #include "checkpoint.h"
 #include "freezer.h"
 #include "fsfreeze.h"
+#include "hold.h"
 #include "image.h"
 #include "imghash.h"
-#include "kmod.h"
 #include "log.h"
 #include "manifest.h"
 #include "mountinfo.h"
@@ -30,7 +30,6 @@
 
 #define LOCK_TIMEOUT_MS 5000
 #define THAW_TIMEOUT_MS 5000
-#define FS_FREEZE_DEADLINE_MS 60000
 #define DEFAULT_FREEZE_TIMEOUT_MS 5000
 
 
@@ -59,7 +58,8 @@ struct ctx {
 	char *config_json;
 	int lock_fd;
 	struct cryo_freezer *fz;
-	int kfd;                /* cryo_freezer.ko holds the freeze on it while we live */
+	struct cryo_hold *hold;         /* our freeze of the cgroup: thawed at its deadline or if we die */
+	struct cryo_hold *staging_hold; /* `cryo recover` removes the staging dir if we die */
 	bool was_frozen;
 	struct cryo_image *img;
 	char *work_dir;
@@ -121,6 +121,22 @@ static void undo_lock(struct ctx *c)
 	c->lock_fd = -1;
 }
 
+static int64_t freeze_deadline(const struct ctx *c)
+{
+	return c->o->freeze_deadline_ms > 0 ? c->o->freeze_deadline_ms : CRYO_CHECKPOINT_FREEZE_DEADLINE_MS;
+}
+
+/* Journal the staging dir, so that `cryo recover` removes it should we die before commit or abort. */
+static int hold_staging(struct ctx *c, struct cryo_error *err)
+{
+	char name[160];
+
+	snprintf(name, sizeof(name), "%s@staging", c->o->id);
+	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_STAGING, c->img->staging_path, "dir", 0,
+				 CRYO_HOLD_UNDO_ON_EXIT | CRYO_HOLD_NO_WATCHDOG, cryo_hold_staging_undo,
+				 &c->staging_hold, err);
+}
+
 static int step_stage(struct ctx *c, struct cryo_error *err)
 {
 	const struct cryo_checkpoint_opts *o = c->o;
@@ -135,7 +151,10 @@ static int step_stage(struct ctx *c, struct cryo_error *err)
 	r = cryo_mkdir_p(c->work_dir, 0700);
 	if (r < 0)
 		return cryo_error_set(err, -r, "create work dir `%s`", c->work_dir);
-	return cryo_image_stage(o->image_path ? o->image_path : "checkpoint", &c->img, err);
+	r = cryo_image_stage(o->image_path ? o->image_path : "checkpoint", &c->img, err);
+	if (r < 0)
+		return r;
+	return hold_staging(c, err);
 }
 
 static void undo_stage(struct ctx *c)
@@ -144,8 +163,19 @@ static void undo_stage(struct ctx *c)
 	c->img = NULL;
 }
 
+/*
+ * The freeze is ours, so it is held (cryo_freezer_freeze_held()): should
+ * cryo die or hang, the kernel module or a watchdog thaws the container
+ * at once or at the deadline. A container paused before is left alone:
+ * its freeze is its user's.
+ */
 static int step_freeze_cgroup(struct ctx *c, struct cryo_error *err)
 {
+	struct cryo_freezer_hold_opts ho = {
+		.root = c->o->root,
+		.name = c->o->id,
+		.deadline_ms = (uint64_t)freeze_deadline(c),
+	};
 	enum cryo_freezer_state s;
 	int64_t timeout = c->o->freeze_timeout_ms > 0 ? c->o->freeze_timeout_ms : DEFAULT_FREEZE_TIMEOUT_MS;
 	int r;
@@ -158,27 +188,24 @@ static int step_freeze_cgroup(struct ctx *c, struct cryo_error *err)
 		return r;
 	c->was_frozen = s == CRYO_FREEZER_FROZEN;
 	c->frozen_at = cryo_now_us();
-	/* with the module, a crash of cryo thaws at once instead of never */
-	if (!c->was_frozen && cryo_kmod_available())
-		return cryo_freezer_kmod_freeze(c->fz, timeout, 0, 0, false, &c->kfd, err);
-	return cryo_freezer_freeze(c->fz, timeout, 0, err);
+	if (c->was_frozen)
+		return 0;
+	return cryo_freezer_freeze_held(c->fz, timeout, 0, &ho, &c->hold, err);
 }
 
-static void drop_kmod_hold(struct ctx *c)
+/* End our hold and thaw; -ETIME if the deadline thawed it before (the frozen window was lost). */
+static int thaw_cgroup(struct ctx *c, struct cryo_error *err)
 {
-	if (c->kfd >= 0 && cryo_freezer_kmod_thaw(c->fz, c->kfd, NULL) < 0)
-		cryo_debug("checkpoint `%s`: the kernel hold was gone already", c->o->id);
-	if (c->kfd >= 0)
-		close(c->kfd);
-	c->kfd = -1;
+	if (c->was_frozen || !c->fz)
+		return 0;
+	return cryo_freezer_thaw_held(c->fz, TAKE_PTR(c->hold), THAW_TIMEOUT_MS, 0, err);
 }
 
 static void undo_freeze_cgroup(struct ctx *c)
 {
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	drop_kmod_hold(c);
-	if (c->fz && !c->was_frozen && cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, &e) < 0) {
+	if (thaw_cgroup(c, &e) < 0) {
 		cryo_warn("checkpoint `%s`: undo: thaw cgroup: %s", c->o->id, e.msg);
 		cryo_error_clear(&e);
 	}
@@ -210,8 +237,10 @@ static int step_freeze_fs(struct ctx *c, struct cryo_error *err)
 	c->fso.state_dir = c->o->root;
 	c->fso.owner = c->o->id;
 	c->fso.keep_writable = c->keep_writable;
+	/* held like the cgroup: thawed at the deadline, or at once if we die */
+	c->fso.flags = CRYO_FSFREEZE_THAW_ON_EXIT;
 	c->fs_frozen_at = cryo_now_us();
-	r = cryo_fsfreeze_freeze(c->st->rootfs, FS_FREEZE_DEADLINE_MS, &c->fso, err);
+	r = cryo_fsfreeze_freeze(c->st->rootfs, (uint64_t)freeze_deadline(c), &c->fso, err);
 	if (r < 0 && mode == CRYO_FS_FREEZE_AUTO && (r == -EOPNOTSUPP || r == -EDEADLK)) {
 		cryo_warn("checkpoint `%s`: not freezing the rootfs: %s", c->o->id, err->msg);
 		cryo_error_clear(err);
@@ -262,6 +291,8 @@ static int step_thaw_fs(struct ctx *c, struct cryo_error *err)
 	if (!c->fs_frozen)
 		return 0;
 	r = cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, &t, err);
+	if (r == -EINVAL)
+		c->fs_frozen = false; /* the deadline thawed it: the window was lost, nothing is left to thaw */
 	if (r < 0)
 		return r;
 	c->fs_frozen = false;
@@ -368,11 +399,15 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 	 * if those fail, running is how it was before.
 	 */
 	if ((o->leave_running || o->pre_dump) && !c->was_frozen) {
-		drop_kmod_hold(c);
-		r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
+		r = thaw_cgroup(c, err);
 		if (r < 0)
 			return r;
 		c->thawed_at = cryo_now_us();
+	} else {
+		/* a dump of a container its deadline thawed meanwhile is not consistent */
+		r = cryo_hold_check(c->hold, err);
+		if (r < 0)
+			return r;
 	}
 	r = copy_log_into_image(c, o->pre_dump ? "pre-dump.log" : "dump.log");
 	if (r < 0)
@@ -535,21 +570,17 @@ static int step_finish(struct ctx *c, struct cryo_error *err)
 {
 	int r;
 
-	if (c->o->leave_running || c->o->pre_dump) {
-		drop_kmod_hold(c);
-		if (c->was_frozen)
-			return 0;
-		return cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
-	}
+	if (c->o->leave_running || c->o->pre_dump)
+		return thaw_cgroup(c, err);
 	/* killed while still held: nothing runs after the dump */
 	r = cryo_freezer_kill_all(c->fz, SIGKILL, THAW_TIMEOUT_MS, err);
-	drop_kmod_hold(c);
 	if (r < 0)
 		return r;
 	/* empty now: a cgroup left frozen would freeze whatever is restored into it */
-	r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
-	if (r < 0)
+	r = c->was_frozen ? cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err) : thaw_cgroup(c, err);
+	if (r < 0 && r != -ETIME)
 		return r;
+	cryo_error_clear(err);
 	c->st->status = CRYO_STATUS_STOPPED;
 	return cryo_state_save(c->o->root, c->st, err);
 }
@@ -582,8 +613,11 @@ const char *const cryo_checkpoint_steps[] = {
 static void ctx_done(struct ctx *c)
 {
 	cryo_image_abort(c->img);
-	if (c->kfd >= 0)
-		close(c->kfd);
+	/* committed or aborted: nothing is left to recover */
+	if (cryo_hold_release(TAKE_PTR(c->staging_hold), NULL) < 0)
+		cryo_debug("checkpoint `%s`: the staging dir's journal entry was gone", c->o->id);
+	if (c->hold && thaw_cgroup(c, NULL) < 0)
+		cryo_debug("checkpoint `%s`: the freeze's hold had ended", c->o->id);
 	cryo_freezer_close(c->fz);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
@@ -599,7 +633,7 @@ static void ctx_done(struct ctx *c)
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err)
 {
-	struct ctx c = { .o = o, .lock_fd = -1, .kfd = -1 };
+	struct ctx c = { .o = o, .lock_fd = -1 };
 	size_t i;
 	int r = 0;
 

@@ -34,6 +34,8 @@ enum cryo_fs_freeze_mode {
 extern const char *const cryo_fs_freeze_mode_names[_CRYO_FS_FREEZE_MAX];
 int cryo_fs_freeze_mode_from_string(const char *s, enum cryo_fs_freeze_mode *ret, struct cryo_error *err);
 
+#define CRYO_CHECKPOINT_FREEZE_DEADLINE_MS 300000
+
 struct cryo_checkpoint_opts {
 	const char *root;          /* state root */
 	const char *id;
@@ -44,6 +46,12 @@ struct cryo_checkpoint_opts {
 	bool leave_running;
 	bool pre_dump;
 	int64_t freeze_timeout_ms; /* cgroup freeze; 0 = 5000 */
+	/*
+	 * The longest the container and its rootfs stay frozen: past it they
+	 * thaw (the checkpoint then fails), also if cryo hangs or dies.
+	 * 0 = CRYO_CHECKPOINT_FREEZE_DEADLINE_MS.
+	 */
+	int64_t freeze_deadline_ms;
 	enum cryo_fs_freeze_mode fs_freeze;
 };
 

@@ -81,16 +81,34 @@ int cryo_freezer_open(enum cryo_freezer_backend backend, const char *path, struc
 	struct cryo_freezer *f;
 	int r;
 
-	if ((unsigned)backend >= _CRYO_FREEZER_BACKEND_MAX || !backends[backend])
-		return cryo_error_setx(err, EOPNOTSUPP, "freezer backend `%s` is not available",
-				       (unsigned)backend < _CRYO_FREEZER_BACKEND_MAX ? cryo_freezer_backend_names[backend] : "?");
+	const struct cryo_freezer_ops *ops = NULL, *file_ops = NULL;
+
+	if ((unsigned)backend >= _CRYO_FREEZER_BACKEND_MAX)
+		return cryo_error_setx(err, EOPNOTSUPP, "freezer backend `?` is not available");
 	if (!path || path[0] != '/')
 		return cryo_error_setx(err, EINVAL, "cgroup path `%s` is not absolute", path ? path : "");
+	if (backend == CRYO_FREEZER_KMOD) {
+		/* the module drives the files of the hierarchy the cgroup is in */
+		struct statfs sfs;
+
+		if (!cryo_kmod_available())
+			return cryo_error_setx(err, ENODEV, "freezer backend `kmod`: cryo_freezer is not loaded (no %s)",
+					       CRYO_KMOD_DEVICE);
+		if (statfs(path, &sfs) < 0)
+			return cryo_error_set(err, errno, "cgroup `%s`", path);
+		file_ops = sfs.f_type == CGROUP2_SUPER_MAGIC ? &cryo_freezer_v2_ops : &cryo_freezer_v1_ops;
+		ops = sfs.f_type == CGROUP2_SUPER_MAGIC ? &cryo_freezer_kmod_v2_ops : &cryo_freezer_kmod_v1_ops;
+	} else {
+		ops = backends[backend];
+	}
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return cryo_error_set(err, ENOMEM, "allocate freezer");
-	f->ops = backends[backend];
+	f->ops = ops;
+	f->file_ops = file_ops;
 	f->fd = -1;
+	f->kfd = -1;
+	f->cgfd = -1;
 	f->path = strdup(path);
 	if (!f->path) {
 		free(f);
@@ -155,6 +173,10 @@ void cryo_freezer_close(struct cryo_freezer *f)
 		return;
 	if (f->ops && f->ops->close)
 		f->ops->close(f);
+	if (f->kfd >= 0)
+		close(f->kfd);
+	if (f->cgfd >= 0)
+		close(f->cgfd);
 	if (f->fd >= 0)
 		close(f->fd);
 	if (f->dirfd >= 0)
@@ -624,74 +646,124 @@ wait_empty:
 			       left == 1 ? "" : "s", f->path, (long long)timeout_ms);
 }
 
-/* The module wants a real directory fd; f->dirfd is O_PATH. */
-static int open_cgroup_dir(struct cryo_freezer *f, int *ret, struct cryo_error *err)
+/*
+ * Switch f to the kmod backend in place: the files' backend it was opened
+ * with (and its open fds) goes on underneath. -ENODEV without the module.
+ */
+static int use_kmod(struct cryo_freezer *f, struct cryo_error *err)
 {
-	int fd = openat(f->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	const struct cryo_freezer_ops *ops;
+	int r;
 
-	if (fd < 0)
+	if (f->ops->backend == CRYO_FREEZER_KMOD)
+		return 0;
+	if (!cryo_kmod_available())
+		return cryo_error_setx(err, ENODEV, "cryo_freezer is not loaded");
+	ops = f->ops->backend == CRYO_FREEZER_V2 ? &cryo_freezer_kmod_v2_ops : &cryo_freezer_kmod_v1_ops;
+	f->cgfd = openat(f->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (f->cgfd < 0)
 		return cryo_error_set(err, errno, "open cgroup `%s`", f->path);
-	*ret = fd;
+	r = cryo_kmod_open(&f->kfd, err);
+	if (r < 0) {
+		closep(&f->cgfd);
+		return r;
+	}
+	f->file_ops = f->ops;
+	f->ops = ops;
 	return 0;
 }
 
-int cryo_freezer_kmod_freeze(struct cryo_freezer *f, int64_t timeout_ms, unsigned flags, uint64_t deadline_ms,
-			     bool detached, int *ret_kfd, struct cryo_error *err)
+/* The files' backend name ("v1", "v2"): what `cryo recover` thaws with once the module is gone. */
+static const char *files_backend_name(const struct cryo_freezer *f)
 {
-	_cleanup_close_ int kfd = -1, dfd = -1;
+	const struct cryo_freezer_ops *ops = f->file_ops ? f->file_ops : f->ops;
+
+	return cryo_freezer_backend_names[ops->backend];
+}
+
+int cryo_freezer_freeze_held(struct cryo_freezer *f, int64_t timeout_ms, unsigned flags,
+			     const struct cryo_freezer_hold_opts *o, struct cryo_hold **ret, struct cryo_error *err)
+{
+	struct cryo_error kerr = CRYO_ERROR_INIT;
 	enum cryo_freezer_state st;
+	struct cryo_hold *h = NULL;
+	bool kmod = false;
 	int r;
 
+	if (!o || !o->root || !o->name || o->deadline_ms == 0)
+		return cryo_error_setx(err, EINVAL, "a held freeze needs a journal and a deadline");
 	r = f->ops->get_state(f, &st, err);
 	if (r < 0)
 		return r;
 	if (st == CRYO_FREEZER_FROZEN)
 		return cryo_error_setx(err, EALREADY, "cgroup `%s` is already FROZEN", f->path);
-	if (cryo_fault("freeze"))
-		return cryo_error_setx(err, EIO, "freeze `%s`: injected fault", f->path);
-	r = open_cgroup_dir(f, &dfd, err);
+	if (cryo_kmod_available()) {
+		kmod = use_kmod(f, &kerr) == 0;
+		if (!kmod)
+			cryo_debug("held freeze of `%s` without cryo_freezer: %s", f->path, kerr.msg);
+		cryo_error_clear(&kerr);
+	}
+	/* the hold (journal, and the watchdog without the module) exists before the freeze it guards */
+	r = cryo_hold_acquire(o->root, o->name, CRYO_HOLD_CGROUP_THAW, f->path, files_backend_name(f), o->deadline_ms,
+			      (o->detached ? 0 : CRYO_HOLD_UNDO_ON_EXIT) | (kmod ? CRYO_HOLD_KMOD : 0),
+			      cryo_freezer_hold_undo, &h, err);
 	if (r < 0)
 		return r;
-	r = cryo_kmod_open(&kfd, err);
-	if (r < 0)
-		return r;
-	r = detached ? cryo_kmod_cgroup_freeze_detached(kfd, dfd, deadline_ms, err)
-		     : cryo_kmod_cgroup_freeze(kfd, dfd, deadline_ms, err);
-	if (r < 0)
-		return cryo_error_prefix(err, "`%s`", f->path);
-	/* the kernel asked for the freeze; wait (and retry) as without it */
+	f->hold_ms = kmod ? o->deadline_ms : 0;
+	f->hold_detached = o->detached;
 	r = cryo_freezer_freeze(f, timeout_ms, flags & ~CRYO_FREEZER_STRICT, err);
 	if (r < 0) {
-		if (!(flags & CRYO_FREEZER_KEEP_FREEZING) && cryo_kmod_cgroup_thaw(kfd, dfd, NULL) < 0)
-			cryo_debug("drop the kernel hold of `%s`: its deadline fired already", f->path);
+		struct cryo_error herr = CRYO_ERROR_INIT;
+
+		/* KEEP_FREEZING leaves it FREEZING: the deadline still guards it */
+		if (flags & CRYO_FREEZER_KEEP_FREEZING)
+			cryo_hold_free(h);
+		else if (cryo_hold_release(h, &herr) < 0)
+			cryo_debug("release the hold of `%s`: %s", f->path, herr.msg);
+		cryo_error_clear(&herr);
+		f->hold_ms = 0;
 		return r;
 	}
-	cryo_debug("cryo_freezer holds `%s`%s, deadline %llu ms", f->path, detached ? " (detached)" : "",
-		   (unsigned long long)deadline_ms);
-	*ret_kfd = detached ? -1 : TAKE_FD(kfd);
+	*ret = h;
 	return 0;
 }
 
-int cryo_freezer_kmod_thaw(struct cryo_freezer *f, int kfd, struct cryo_error *err)
+int cryo_freezer_thaw_held(struct cryo_freezer *f, struct cryo_hold *h, int64_t timeout_ms, unsigned flags,
+			   struct cryo_error *err)
 {
-	_cleanup_close_ int own = -1, dfd = -1;
+	struct cryo_error herr = CRYO_ERROR_INIT;
+	int r, lost;
+
+	/* first stop the watchdog, so it cannot fire on a later freeze; -ETIME: it fired already */
+	lost = cryo_hold_release(h, &herr);
+	f->hold_ms = 0;
+	r = cryo_freezer_thaw(f, timeout_ms, flags, err);
+	if (r < 0) {
+		cryo_error_clear(&herr);
+		return r;
+	}
+	if (lost < 0) {
+		cryo_error_move(err, &herr);
+		return lost;
+	}
+	return 0;
+}
+
+int cryo_freezer_thaw_named(struct cryo_freezer *f, const char *root, const char *name, int64_t timeout_ms,
+			    unsigned flags, struct cryo_error *err)
+{
+	struct cryo_error kerr = CRYO_ERROR_INIT;
 	int r;
 
-	if (kfd < 0) {
-		if (!cryo_kmod_available())
-			return cryo_error_setx(err, ENODEV, "cryo_freezer is not loaded");
-		r = cryo_kmod_open(&own, err);
-		if (r < 0)
-			return r;
-		kfd = own;
-	}
-	r = open_cgroup_dir(f, &dfd, err);
-	if (r < 0)
+	r = cryo_hold_release_name(root, name, err);
+	if (r < 0 && r != -ENOENT && r != -ETIME)
 		return r;
-	r = cryo_kmod_cgroup_thaw(kfd, dfd, err);
-	if (r < 0)
-		return cryo_error_prefix(err, "`%s`", f->path);
-	return 0;
+	cryo_error_clear(err);
+	/* a detached kernel hold (`cryo freeze --deadline` with the module) is dropped by the kmod thaw */
+	if (cryo_kmod_available() && use_kmod(f, &kerr) < 0)
+		cryo_debug("thaw `%s` without cryo_freezer: %s", f->path, kerr.msg);
+	cryo_error_clear(&kerr);
+	return cryo_freezer_thaw(f, timeout_ms, flags, err);
 }
 
 int cryo_freezer_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)

@@ -10,7 +10,9 @@
  *         sleep-polling with backoff
  *   v2    cgroup2 cgroup.freeze + cgroup.events (`frozen 0|1`), waited
  *         for with poll(POLLPRI)
- *   kmod  /dev/cryo_freezer (added by the kmod module's backend)
+ *   kmod  /dev/cryo_freezer: the module writes the same files from the
+ *         kernel and holds the freeze (thaws at a deadline or when its
+ *         holder's fd closes); states and waits are the v1/v2 files'
  *
  * cryo_freezer_freeze() waits for the event up to a deadline, retries
  * with backoff inside it, and when it gives up thaws back (unless
@@ -102,10 +104,19 @@ struct cryo_freezer {
 	int dirfd;       /* O_PATH|O_DIRECTORY of path */
 	int fd;          /* backend's state file (v1 freezer.state, v2 cgroup.events), or -1 */
 	int64_t poll_ms; /* v1: last sleep of the backoff */
+	/* kmod backend: it drives the cgroup through the v1/v2 files' backend */
+	const struct cryo_freezer_ops *file_ops;
+	int kfd;            /* this freezer's /dev/cryo_freezer holder, or -1 */
+	int cgfd;           /* O_RDONLY|O_DIRECTORY of path (the module wants a real fd) */
+	uint64_t hold_ms;   /* > 0: freeze() takes a kernel hold with this deadline */
+	bool hold_detached; /* that hold is the module's, not kfd's: it outlives us */
+	bool held;          /* a kernel hold is taken */
 };
 
 extern const struct cryo_freezer_ops cryo_freezer_v1_ops;
 extern const struct cryo_freezer_ops cryo_freezer_v2_ops;
+extern const struct cryo_freezer_ops cryo_freezer_kmod_v1_ops;
+extern const struct cryo_freezer_ops cryo_freezer_kmod_v2_ops;
 
 /* Open the cgroup at path with the given backend. */
 int cryo_freezer_open(enum cryo_freezer_backend backend, const char *path, struct cryo_freezer **ret,
@@ -168,30 +179,55 @@ int cryo_freezer_describe_stuck(struct cryo_freezer *f, unsigned max_named, char
 				struct cryo_error *err);
 
 /*
- * Held freezes through cryo_freezer.ko (when cryo_kmod_available()): the
- * kernel owns the deadline and the thaw, no watchdog process is needed.
+ * Held freezes: the one way cryo makes a freeze it owns (`cryo freeze
+ * --deadline/--hold`, checkpoint, migrate). Nothing in Linux thaws a
+ * frozen cgroup whose freezer died, so every such freeze is taken with a
+ * hold that has a deadline:
  *
- * cryo_freezer_kmod_freeze() takes the kernel hold, then waits for FROZEN
- * exactly like cryo_freezer_freeze() (same retries, states and errors).
- * Already FROZEN: -EALREADY whatever the flags, since nobody could hold
- * a freeze made by someone else. deadline_ms > 0 is the
- * hold's deadline, 0 none. detached: the hold belongs to the module and
- * outlives this process until its deadline (needs deadline_ms > 0) or
- * cryo_freezer_kmod_thaw(); *ret_kfd is -1. Otherwise the hold lives on
- * *ret_kfd, the caller's /dev/cryo_freezer fd: if the caller dies, the
- * kernel thaws at once. On failure the kernel hold is dropped again
- * (kept, still with its deadline, under KEEP_FREEZING).
+ *  - with cryo_freezer.ko (/dev/cryo_freezer), f switches to the kmod
+ *    backend and the kernel holds the freeze: on f's holder fd (it thaws
+ *    the moment this process dies, or at the deadline), or detached (it
+ *    thaws at the deadline, whoever lives);
+ *  - without it, a watchdog process thaws at the deadline or, unless
+ *    detached, as soon as this process dies.
+ *
+ * Either way the hold is journalled in <root>/.holds/<name>.json first,
+ * so `cryo thaw` and `cryo recover` know about it.
  */
-int cryo_freezer_kmod_freeze(struct cryo_freezer *f, int64_t timeout_ms, unsigned flags, uint64_t deadline_ms,
-			     bool detached, int *ret_kfd, struct cryo_error *err);
+struct cryo_freezer_hold_opts {
+	const char *root;     /* the state dir holding the journal */
+	const char *name;     /* the journal entry: a container id, or cryo's own name */
+	uint64_t deadline_ms; /* thaw this long from now whatever happens; > 0 */
+	bool detached;        /* outlive this process (until the deadline or a thaw) */
+};
+
+struct cryo_hold;
 
 /*
- * End the kernel hold on f (kfd: the holder's fd, or -1 to go through a
- * new one, which finds detached holds). Only drops the hold and requests
- * the thaw; cryo_freezer_thaw() waits. -EINVAL if no hold is live (none,
- * or its deadline fired), -ENODEV without the module.
+ * Freeze f and hold it (see above): waits for FROZEN like
+ * cryo_freezer_freeze() (same retries, states and errors). Already FROZEN:
+ * -EALREADY whatever the flags (nobody can hold a freeze made by someone
+ * else). On failure the hold is dropped again (kept, with its deadline,
+ * under KEEP_FREEZING). *ret is the hold, for cryo_freezer_thaw_held(),
+ * or cryo_hold_free() to leave a detached hold to its deadline.
  */
-int cryo_freezer_kmod_thaw(struct cryo_freezer *f, int kfd, struct cryo_error *err);
+int cryo_freezer_freeze_held(struct cryo_freezer *f, int64_t timeout_ms, unsigned flags,
+			     const struct cryo_freezer_hold_opts *o, struct cryo_hold **ret, struct cryo_error *err);
+
+/*
+ * End hold h (NULL: none) and thaw f, waiting up to timeout_ms. -ETIME
+ * when the hold's deadline had thawed it already (the owner's window was
+ * lost; f is thawed all the same). Frees h.
+ */
+int cryo_freezer_thaw_held(struct cryo_freezer *f, struct cryo_hold *h, int64_t timeout_ms, unsigned flags,
+			   struct cryo_error *err);
+
+/*
+ * `cryo thaw`: end whatever hold another cryo left on f under name (its
+ * journal entry, its watchdog, a detached kernel hold) and thaw f.
+ */
+int cryo_freezer_thaw_named(struct cryo_freezer *f, const char *root, const char *name, int64_t timeout_ms,
+			    unsigned flags, struct cryo_error *err);
 
 /* The undo action of a CRYO_HOLD_CGROUP_THAW hold (see hold.h). */
 struct cryo_hold_rec;

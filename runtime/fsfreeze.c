@@ -23,6 +23,7 @@
 #include <sys/capability.h>
 
 #include "fsfreeze.h"
+#include "hold.h"
 #include "kmod.h"
 #include "log.h"
 #include "mountinfo.h"
@@ -40,16 +41,39 @@
 struct target {
 	int fd;
 	struct cryo_mount m;
-	char key[32];      /* "<major>:<minor>": names journal, lock and socket */
+	char key[32];      /* "<major>:<minor>": names journal and socket */
 	int dirfd;         /* <state_dir>/.fsfreeze */
-	int lockfd;
+	char *dirpath;
+	int lockfd;        /* a flock on the journal dir (its own open file: never shared with a watchdog) */
+	int holdsfd;       /* the hold journal (hold.h), where the watchdog journals the freeze for `cryo recover` */
 };
+
+/* The freeze's entry in the hold journal: `fs@<major>:<minor>`. */
+static void hold_name(const struct target *t, char *buf, size_t size)
+{
+	snprintf(buf, size, "fs@%s", t->key);
+}
+
+/*
+ * Nothing stays behind in the state dir once no freeze is left: the
+ * journal dir goes when it is empty. Only under the lock, which every
+ * user of the dir takes and then checks the dir is still linked.
+ */
+static void remove_dir_if_empty(struct target *t)
+{
+	if (t->lockfd >= 0 && t->dirpath && rmdir(t->dirpath) == 0)
+		cryo_debug("removed the empty `%s`", t->dirpath);
+}
 
 static void target_done(struct target *t)
 {
+	remove_dir_if_empty(t);
 	closep(&t->fd);
 	closep(&t->dirfd);
 	closep(&t->lockfd);
+	closep(&t->holdsfd);
+	free(t->dirpath);
+	t->dirpath = NULL;
 	cryo_mount_done(&t->m);
 }
 
@@ -64,7 +88,7 @@ static int open_target(const char *path, bool for_freeze, const struct cryo_fsfr
 	struct statx stx;
 	int r;
 
-	*t = (struct target){ .fd = -1, .dirfd = -1, .lockfd = -1 };
+	*t = (struct target){ .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	/* O_RDONLY of a directory: no write, no atime update, works on a frozen fs */
 	t->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
 	if (t->fd < 0) {
@@ -91,44 +115,76 @@ static int open_target(const char *path, bool for_freeze, const struct cryo_fsfr
 
 static int open_journal_dir(const struct cryo_fsfreeze_opts *o, bool create, struct target *t, struct cryo_error *err)
 {
-	_cleanup_free_ char *dir = NULL;
 	int r;
 
 	if (!o->state_dir)
 		return cryo_error_setx(err, EINVAL, "no state dir given");
-	if (asprintf(&dir, "%s/%s", o->state_dir, JOURNAL_DIR) < 0)
+	free(t->dirpath);
+	if (asprintf(&t->dirpath, "%s/%s", o->state_dir, JOURNAL_DIR) < 0) {
+		t->dirpath = NULL;
 		return cryo_error_set(err, ENOMEM, "state dir");
-	if (create) {
-		r = cryo_mkdir_p(dir, 0700);
-		if (r < 0)
-			return cryo_error_set(err, -r, "create `%s`", dir);
 	}
-	t->dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (create) {
+		r = cryo_mkdir_p(t->dirpath, 0700);
+		if (r < 0)
+			return cryo_error_set(err, -r, "create `%s`", t->dirpath);
+	}
+	t->dirfd = open(t->dirpath, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->dirfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", dir);
+		return cryo_error_set(err, errno, "open `%s`", t->dirpath);
 	return 0;
 }
 
-/* Serialises cryo commands on one filesystem; the watchdog never takes it. */
-static int lock_target(struct target *t, struct cryo_error *err)
+/* Try to lock the journal dir (a new open file of it, so no watchdog shares it): 0, -EWOULDBLOCK, -errno. */
+static int try_lock_dir(struct target *t)
 {
-	char name[48];
-	int64_t until = cryo_now_ms() + LOCK_TIMEOUT_MS, delay = 1;
-
-	snprintf(name, sizeof(name), "%s.lock", t->key);
-	t->lockfd = openat(t->dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOCTTY, 0600);
+	t->lockfd = openat(t->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (t->lockfd < 0)
-		return cryo_error_set(err, errno, "open lock `%s`", name);
-	while (flock(t->lockfd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK)
-			return cryo_error_set(err, errno, "lock `%s`", name);
+		return -errno;
+	if (flock(t->lockfd, LOCK_EX | LOCK_NB) < 0) {
+		int r = -errno;
+
+		closep(&t->lockfd);
+		return r;
+	}
+	return 0;
+}
+
+/*
+ * Serialises cryo commands on the journal; the watchdog never waits for
+ * it (a command holding it may be waiting for the watchdog's reply). The
+ * dir may have been removed as empty while we waited: then make it anew.
+ */
+static int lock_target(struct target *t, const struct cryo_fsfreeze_opts *o, bool create, struct cryo_error *err)
+{
+	int64_t until = cryo_now_ms() + LOCK_TIMEOUT_MS, delay = 1;
+	int r;
+
+	for (;;) {
+		struct stat st;
+
+		if (t->dirfd < 0) {
+			r = open_journal_dir(o, create, t, err);
+			if (r < 0)
+				return r;
+		}
+		r = try_lock_dir(t);
+		if (r == 0 && fstat(t->lockfd, &st) == 0 && st.st_nlink > 0)
+			return 0;
+		if (r == 0) {
+			/* removed while we waited */
+			closep(&t->lockfd);
+			closep(&t->dirfd);
+			continue;
+		}
+		if (r != -EWOULDBLOCK)
+			return cryo_error_set(err, -r, "lock `%s`", t->dirpath);
 		if (cryo_now_ms() >= until)
-			return cryo_error_setx(err, EBUSY, "another cryo command holds lock `%s` for more than %d ms",
-					       name, LOCK_TIMEOUT_MS);
+			return cryo_error_setx(err, EBUSY, "another cryo command holds the lock of `%s` for more than %d ms",
+					       t->dirpath, LOCK_TIMEOUT_MS);
 		cryo_sleep_ms(delay);
 		delay = delay < 64 ? delay * 2 : 64;
 	}
-	return 0;
 }
 
 /* ---- safety checks ---------------------------------------------------- */
@@ -214,7 +270,7 @@ static int check_target(const struct target *t, const struct cryo_fsfreeze_opts 
 
 int cryo_fsfreeze_check_target(const char *path, const struct cryo_fsfreeze_opts *o, struct cryo_error *err)
 {
-	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	int r;
 
 	r = open_target(path, true, o, &t, err);
@@ -330,6 +386,55 @@ static int64_t holds_count(struct json_object *j)
 }
 
 /*
+ * Drop owner's records from the list of lost holds of a journal whose
+ * watchdog is gone; the journal goes with the last one (nothing else is
+ * left to tell) unless it still says frozen.
+ */
+static void journal_forget_lost_if(const struct target *t, struct json_object *j,
+				   bool (*drop)(const char *owner, const void *data), const void *data)
+{
+	struct json_object *lost, *keep;
+	const char *state = jstr(j, "state"), *text;
+	char name[48], tmp[56];
+	size_t i;
+
+	if (!json_object_object_get_ex(j, "lost", &lost) || !json_object_is_type(lost, json_type_array))
+		return;
+	keep = json_object_new_array();
+	if (!keep)
+		return;
+	for (i = 0; i < json_object_array_length(lost); i++) {
+		struct json_object *e = json_object_array_get_idx(lost, i);
+		const char *o = jstr(e, "owner");
+
+		if (!o || !drop(o, data))
+			json_object_array_add(keep, json_object_get(e));
+	}
+	snprintf(name, sizeof(name), "%s.json", t->key);
+	if (json_object_array_length(keep) == 0 && !(state && strcmp(state, "frozen") == 0)) {
+		json_object_put(keep);
+		unlinkat(t->dirfd, name, 0);
+		return;
+	}
+	json_object_object_add(j, "lost", keep);
+	snprintf(tmp, sizeof(tmp), "%s.json.tmp", t->key);
+	text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
+	if (cryo_write_new_file_at(t->dirfd, tmp, text, strlen(text), 0600) < 0 ||
+	    renameat(t->dirfd, tmp, t->dirfd, name) < 0)
+		unlinkat(t->dirfd, tmp, 0);
+}
+
+static bool is_owner(const char *owner, const void *data)
+{
+	return strcmp(owner, data) == 0;
+}
+
+static void journal_forget_lost(const struct target *t, struct json_object *j, const char *owner)
+{
+	journal_forget_lost_if(t, j, is_owner, owner);
+}
+
+/*
  * No watchdog answers for this filesystem: tell the owner what the journal
  * says happened to its hold.
  */
@@ -340,12 +445,18 @@ static int explain_no_hold(const struct target *t, const char *owner, const char
 	struct json_object *lost = journal_lost(j, owner);
 	const char *state = jstr(j, "state");
 
-	if (lost)
-		return cryo_error_setx(err, EINVAL,
-				       "cannot %s `%s`: already thawed by %s %" PRId64 " ms after owner `%s` froze it "
-				       "(timeout %" PRId64 " ms): the consistency window was lost",
-				       what, t->m.mountpoint, jstr(lost, "reason") ? jstr(lost, "reason") : "timeout",
-				       jint(lost, "after_ms"), owner, jint(lost, "timeout_ms"));
+	if (lost) {
+		int r = cryo_error_setx(err, EINVAL,
+					"cannot %s `%s`: already thawed by %s %" PRId64 " ms after owner `%s` froze it "
+					"(timeout %" PRId64 " ms): the consistency window was lost",
+					what, t->m.mountpoint, jstr(lost, "reason") ? jstr(lost, "reason") : "timeout",
+					jint(lost, "after_ms"), owner, jint(lost, "timeout_ms"));
+
+		/* told at its thaw: the freeze is over for this owner, and its record goes */
+		if (!alive && strcmp(what, "thaw") == 0)
+			journal_forget_lost(t, j, owner);
+		return r;
+	}
 	if (alive)
 		return cryo_error_setx(err, EINVAL,
 				       "cannot %s `%s`: it is frozen by cryo, but not for owner `%s` (%" PRId64 " other "
@@ -553,17 +664,37 @@ static void drop_hold(struct wd *w, struct hold *h, const char *lost_reason)
 	*h = w->holds[--w->n_holds];
 }
 
-/* Record the outcome r of FITHAW and stop listening: the watchdog's work is done. */
+/*
+ * Record the outcome r of FITHAW and stop listening: the watchdog's work
+ * is done. The journal stays only to tell owners whose hold was lost
+ * (they read it on thaw or reset); otherwise nothing is left behind.
+ */
 static int thaw_done(struct wd *w, int r, const char *state)
 {
-	char sock[48];
+	char sock[48], name[48];
 
 	w->thawed_at_us = cryo_now_us();
 	/* EINVAL: someone thawed it behind cryo's back (fsfreeze -u); it is thawed all the same */
 	w->state = r == 0 || r == -EINVAL ? state : "thaw-failed";
-	journal_save(w);
+	if (w->n_lost > 0 || strcmp(w->state, "thaw-failed") == 0) {
+		journal_save(w);
+	} else {
+		snprintf(name, sizeof(name), "%s.json", w->t->key);
+		unlinkat(w->t->dirfd, name, 0);
+	}
+	if (r == 0 || r == -EINVAL) {
+		char hold[64];
+
+		hold_name(w->t, hold, sizeof(hold));
+		cryo_hold_drop_self(w->t->holdsfd, hold);
+	}
 	snprintf(sock, sizeof(sock), "%s.sock", w->t->key);
 	unlinkat(w->t->dirfd, sock, 0);
+	/* a command holding the lock (the thaw that got us here) removes the dir itself */
+	if (w->t->lockfd < 0 && try_lock_dir(w->t) == 0) {
+		remove_dir_if_empty(w->t);
+		closep(&w->t->lockfd);
+	}
 	/* from now on the main loop exits: a late deadline must never FITHAW a freeze made after this one */
 	closep(&w->lfd);
 	w->lfd = -1;
@@ -728,13 +859,18 @@ static int64_t next_deadline(const struct wd *w)
  */
 static void watchdog_main(void *data, int ready_fd)
 {
+	struct cryo_error e = CRYO_ERROR_INIT;
 	struct wd *w = data;
+	const char *backend;
 	size_t n_lost;
-	char msg[256];
+	char msg[256], hold[64];
+	bool stale;
 	sigset_t ss;
 	int r;
 
 	prctl(PR_SET_NAME, "cryo-fsfreeze", 0, 0, 0);
+	/* the creator's lock fd was not passed on (detach() closed it) */
+	w->t->lockfd = -1;
 	if (cryo_pid_start_time(getpid(), &w->start_time) < 0)
 		w->start_time = 0;
 	sigemptyset(&ss);
@@ -742,10 +878,28 @@ static void watchdog_main(void *data, int ready_fd)
 	sigprocmask(SIG_BLOCK, &ss, NULL);
 	w->sigfd = signalfd(-1, &ss, SFD_CLOEXEC);
 
+	/* journalled first, so that `cryo recover` finds the freeze should this process die at any point */
+	hold_name(w->t, hold, sizeof(hold));
+	backend = cryo_kmod_available() ? "kmod" : "ioctl";
+	r = cryo_hold_put_self(w->t->holdsfd, hold, CRYO_HOLD_FS_THAW, w->t->m.mountpoint, backend, false, &e);
+	/* the entry of a dead watchdog stays for `cryo recover` unless the filesystem turns out thawed */
+	stale = r == -EEXIST;
+	if (r < 0 && !stale) {
+		cryo_watchdog_ready(ready_fd, e.status > 0 ? e.status : EIO, e.msg);
+		_exit(1);
+	}
+	cryo_error_clear(&e);
 	/* writers block from the start of FIFREEZE (it syncs with SB_FREEZE_WRITE set): the window starts here */
 	w->frozen_at_us = cryo_now_us();
 	r = -wd_freeze(w);
+	if (r == 0 && stale &&
+	    cryo_hold_put_self(w->t->holdsfd, hold, CRYO_HOLD_FS_THAW, w->t->m.mountpoint, backend, true, &e) < 0) {
+		wd_thaw(w);
+		cryo_watchdog_ready(ready_fd, e.status > 0 ? e.status : EIO, e.msg);
+		_exit(1);
+	}
 	if (r) {
+		cryo_hold_drop_self(w->t->holdsfd, hold);
 		snprintf(msg, sizeof(msg), "FIFREEZE%s: %s", w->kfd >= 0 ? " (cryo_freezer)" : "", strerror(r));
 		cryo_watchdog_ready(ready_fd, r, msg);
 		_exit(1);
@@ -755,6 +909,7 @@ static void watchdog_main(void *data, int ready_fd)
 	if (r < 0) {
 		/* nobody would ever thaw it: undo before telling the caller */
 		wd_thaw(w);
+		cryo_hold_drop_self(w->t->holdsfd, hold);
 		snprintf(msg, sizeof(msg), "watch the holder: %s", strerror(-r));
 		cryo_watchdog_ready(ready_fd, -r, msg);
 		_exit(1);
@@ -787,9 +942,10 @@ static void watchdog_main(void *data, int ready_fd)
 			break;
 		}
 		/* holder exits first: a pidfd slot moves when a hold is dropped */
+		/* a dead holder will never ask what happened to its hold: nothing to record */
 		for (i = w->n_holds; i > 0; i--)
 			if (p[2 + i - 1].revents & POLLIN)
-				drop_hold(w, &w->holds[i - 1], LOST_HOLDER_EXIT);
+				drop_hold(w, &w->holds[i - 1], NULL);
 		now = cryo_now_ms();
 		for (i = w->n_holds; i > 0; i--)
 			if (w->holds[i - 1].deadline_ms && w->holds[i - 1].deadline_ms <= now)
@@ -821,7 +977,7 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 	char req[256], reply[CRYO_WATCHDOG_MSG_MAX], sock[48];
 	struct cryo_error e = CRYO_ERROR_INIT;
 	struct wd *w = NULL;
-	int keep[3], r, status;
+	int keep[4], r, status;
 	pid_t pid;
 
 	snprintf(sock, sizeof(sock), "%s.sock", t->key);
@@ -848,6 +1004,11 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 		return cryo_error_set(err, ENOMEM, "freeze");
 	*w = (struct wd){ .t = t, .lfd = -1, .sigfd = -1, .kfd = -1, .owner = owner_of(o), .timeout_ms = timeout_ms,
 			  .holder = getpid(), .flags = o->flags };
+	r = cryo_hold_open_dir(o->state_dir, &t->holdsfd, err);
+	if (r < 0) {
+		free(w);
+		return r;
+	}
 	r = cryo_watchdog_listen(t->dirfd, sock, &w->lfd, err);
 	if (r < 0) {
 		free(w);
@@ -856,6 +1017,7 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 	keep[0] = t->fd;
 	keep[1] = t->dirfd;
 	keep[2] = w->lfd;
+	keep[3] = t->holdsfd;
 	r = cryo_watchdog_spawn(watchdog_main, w, keep, ARRAY_SIZE(keep), CALL_TIMEOUT_MS, &pid, &e);
 	closep(&w->lfd);
 	free(w);
@@ -876,6 +1038,18 @@ static int watchdog_hold(struct target *t, const struct cryo_fsfreeze_opts *o, u
 }
 
 static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err);
+
+/* The hold journal's entry of a freeze whose watchdog died, once thawed by other means. */
+static void drop_hold_entry(const char *state_dir, const struct target *t)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	char hold[64];
+
+	hold_name(t, hold, sizeof(hold));
+	if (cryo_hold_release_name(state_dir, hold, &e) < 0 && e.status != ENOENT)
+		cryo_debug("drop hold `%s`: %s", hold, e.msg);
+	cryo_error_clear(&e);
+}
 
 static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, struct cryo_fsfreeze_thawed *ret,
 			 struct cryo_error *err)
@@ -926,6 +1100,7 @@ static int watchdog_thaw(struct target *t, const struct cryo_fsfreeze_opts *o, s
 		r = recover_one(t->dirfd, t->key, j, LOST_FORCED, err);
 		if (r < 0)
 			return r;
+		drop_hold_entry(o->state_dir, t);
 		*ret = (struct cryo_fsfreeze_thawed){ .thawed = true };
 		return 0;
 	}
@@ -1010,7 +1185,7 @@ static int check_owner(const struct cryo_fsfreeze_opts *o, struct cryo_error *er
 int cryo_fsfreeze_freeze(const char *path, uint64_t timeout_ms, const struct cryo_fsfreeze_opts *o,
 			 struct cryo_error *err)
 {
-	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	int r;
 
 	r = check_owner(o, err);
@@ -1021,9 +1196,6 @@ int cryo_fsfreeze_freeze(const char *path, uint64_t timeout_ms, const struct cry
 	r = open_target(path, true, o, &t, err);
 	if (r < 0)
 		return r;
-	r = open_journal_dir(o, true, &t, err);
-	if (r < 0)
-		return r;
 	r = check_target(&t, o, err);
 	if (r < 0)
 		return r;
@@ -1031,7 +1203,7 @@ int cryo_fsfreeze_freeze(const char *path, uint64_t timeout_ms, const struct cry
 		return explain_freeze_error(&t, EPERM, err);
 	if (cryo_fault("fsfreeze-freeze"))
 		return cryo_error_setx(err, EIO, "freeze `%s`: injected fault", t.m.mountpoint);
-	r = lock_target(&t, err);
+	r = lock_target(&t, o, true, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "freeze `%s`", path);
 	return backend()->hold(&t, o, timeout_ms, err);
@@ -1052,16 +1224,13 @@ static int open_existing(const char *path, const char *what, const struct cryo_f
 	if (!have_cap_sys_admin())
 		return cryo_error_setx(err, EPERM, "cannot %s `%s`: that needs CAP_SYS_ADMIN, as FITHAW does", what,
 				       t->m.mountpoint);
-	r = open_journal_dir(o, true, t, err);
-	if (r < 0)
-		return r;
-	return lock_target(t, err);
+	return lock_target(t, o, true, err);
 }
 
 int cryo_fsfreeze_thaw(const char *path, const struct cryo_fsfreeze_opts *o, struct cryo_fsfreeze_thawed *ret,
 		       struct cryo_error *err)
 {
-	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	struct cryo_fsfreeze_thawed th = { 0 };
 	int r;
 
@@ -1079,7 +1248,7 @@ int cryo_fsfreeze_thaw(const char *path, const struct cryo_fsfreeze_opts *o, str
 int cryo_fsfreeze_reset_timeout(const char *path, uint64_t timeout_ms, const struct cryo_fsfreeze_opts *o,
 				struct cryo_error *err)
 {
-	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	int r;
 
 	if (timeout_ms > INT64_MAX / 2)
@@ -1117,29 +1286,42 @@ static bool watchdog_alive(struct json_object *j)
 }
 
 /* Thaw one journalled filesystem whose watchdog died, and say so in its journal. */
-static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err)
+/*
+ * FITHAW the filesystem mounted on mp, if it still is the one key names
+ * (never whatever is mounted there now); not frozen (EINVAL) is fine.
+ */
+static int thaw_checked(const char *mp, const char *key, struct cryo_error *err)
 {
-	const char *mp = jstr(j, "mountpoint");
-	struct json_object *holds, *lost;
 	_cleanup_close_ int fd = -1;
-	char name[48], tmp[56];
 	unsigned maj, min;
 	struct stat st;
-	const char *text;
-	size_t i;
 
 	if (!mp || sscanf(key, "%u:%u", &maj, &min) != 2)
 		return cryo_error_setx(err, EINVAL, "journal `%s.json` is malformed", key);
 	fd = open(mp, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "open `%s`", mp);
-	/* never thaw whatever is mounted there now if it is not the journalled filesystem */
 	if (fstat(fd, &st) < 0)
 		return cryo_error_set(err, errno, "stat `%s`", mp);
 	if (st.st_dev != makedev(maj, min))
 		return cryo_error_setx(err, ENODEV, "`%s` is no longer the filesystem %s it froze", mp, key);
 	if (ioctl(fd, FITHAW, 0) < 0 && errno != EINVAL)
 		return cryo_error_set(err, errno, "thaw `%s`", mp);
+	return 0;
+}
+
+static int recover_one(int dirfd, const char *key, struct json_object *j, const char *reason, struct cryo_error *err)
+{
+	const char *mp = jstr(j, "mountpoint");
+	struct json_object *holds, *lost;
+	char name[48], tmp[56];
+	const char *text;
+	size_t i;
+	int r;
+
+	r = thaw_checked(mp, key, err);
+	if (r < 0)
+		return r;
 
 	if (!json_object_object_get_ex(j, "lost", &lost) || !json_object_is_type(lost, json_type_array)) {
 		lost = json_object_new_array();
@@ -1168,17 +1350,58 @@ static int recover_one(int dirfd, const char *key, struct json_object *j, const 
 	return 0;
 }
 
+int cryo_fsfreeze_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
+	_cleanup_(json_putp) struct json_object *j = NULL;
+	struct cryo_fsfreeze_opts o = { .state_dir = rec->root };
+	const char *key = strchr(rec->name, '@'), *state;
+	int r;
+
+	if (!key || !rec->root || snprintf(t.key, sizeof(t.key), "%s", key + 1) >= (int)sizeof(t.key))
+		return cryo_error_setx(err, EINVAL, "hold `%s` names no filesystem", rec->name);
+	/* the same lock as fsfreeze/fsthaw: never race a freeze that is starting */
+	r = lock_target(&t, &o, false, err);
+	if (r == -ENOENT) {
+		cryo_error_clear(err);
+		return thaw_checked(rec->target, t.key, err);
+	}
+	if (r < 0)
+		return r;
+	j = journal_load(&t);
+	state = jstr(j, "state");
+	/* its owners learn from their thaw or reset that the window was lost */
+	if (state && strcmp(state, "frozen") == 0)
+		return recover_one(t.dirfd, t.key, j, LOST_RECOVER, err);
+	return thaw_checked(rec->target, t.key, err);
+}
+
+/* An owner that was a container no longer there: nobody will ask about its window. */
+static bool is_deleted_container(const char *owner, const void *data)
+{
+	_cleanup_free_ char *path = NULL;
+
+	if (strcmp(owner, "cli") == 0 || cryo_validate_id(owner, NULL) < 0)
+		return false;
+	if (asprintf(&path, "%s/%s/state.json", (const char *)data, owner) < 0) {
+		path = NULL;
+		return false;
+	}
+	return access(path, F_OK) < 0 && errno == ENOENT;
+}
+
 int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report, void *userdata,
 			  struct cryo_error *err)
 {
+	_cleanup_(target_done) struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1, .holdsfd = -1 };
 	struct cryo_fsfreeze_opts o = { .state_dir = state_dir };
-	struct target t = { .fd = -1, .dirfd = -1, .lockfd = -1 };
 	struct cryo_error first = CRYO_ERROR_INIT;
 	struct dirent *de;
 	DIR *d;
 	int r;
 
-	r = open_journal_dir(&o, false, &t, err);
+	/* the same lock as fsfreeze/fsthaw: never race a freeze that is starting */
+	r = lock_target(&t, &o, false, err);
 	if (r == -ENOENT) {
 		cryo_error_clear(err);
 		return 0;
@@ -1186,28 +1409,23 @@ int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report,
 	if (r < 0)
 		return r;
 	d = cryo_opendir_at(t.dirfd, ".");
-	if (!d) {
-		r = cryo_error_set(err, errno, "list `%s/%s`", state_dir, JOURNAL_DIR);
-		closep(&t.dirfd);
-		return r;
-	}
+	if (!d)
+		return cryo_error_set(err, errno, "list `%s/%s`", state_dir, JOURNAL_DIR);
 	while ((de = readdir(d))) {
 		struct cryo_error e = CRYO_ERROR_INIT;
 		struct json_object *j;
 		size_t n = strlen(de->d_name);
 		const char *state;
 
+		/* half-written journals of a killed writer, and the lock files of older versions */
+		if ((n > 9 && strcmp(de->d_name + n - 9, ".json.tmp") == 0) ||
+		    (n > 5 && strcmp(de->d_name + n - 5, ".lock") == 0)) {
+			unlinkat(t.dirfd, de->d_name, 0);
+			continue;
+		}
 		if (n < 6 || n >= sizeof(t.key) + 5 || strcmp(de->d_name + n - 5, ".json") != 0)
 			continue;
 		snprintf(t.key, sizeof(t.key), "%.*s", (int)(n - 5), de->d_name);
-		/* the same lock as fsfreeze/fsthaw: never race a freeze that is starting */
-		if (lock_target(&t, &e) < 0) {
-			report(t.key, e.msg, -e.status, userdata);
-			if (!first.msg)
-				cryo_error_move(&first, &e);
-			cryo_error_clear(&e);
-			continue;
-		}
 		j = journal_load(&t);
 		state = jstr(j, "state");
 		if (state && strcmp(state, "frozen") == 0) {
@@ -1219,14 +1437,13 @@ int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report,
 				if (r < 0 && !first.msg)
 					cryo_error_move(&first, &e);
 			}
+		} else if (j && !watchdog_alive(j)) {
+			journal_forget_lost_if(&t, j, is_deleted_container, state_dir);
 		}
 		json_object_put(j);
 		cryo_error_clear(&e);
-		closep(&t.lockfd);
-		t.lockfd = -1;
 	}
 	closedir(d);
-	closep(&t.dirfd);
 	if (first.msg) {
 		cryo_error_move(err, &first);
 		return -err->status;

@@ -10,7 +10,9 @@
  * nested freezes itself (as the seed's bd_fsfreeze_count did): the first
  * hold freezes, further owners add holds, each owner thaws only its own
  * hold and the filesystem thaws when the last hold is gone. Who holds
- * what is kept in a journal in <state_dir>/.fsfreeze/<major>:<minor>.json.
+ * what is kept in <state_dir>/.fsfreeze/<major>:<minor>.json; that the
+ * filesystem is frozen, and by which watchdog, is in the one hold journal
+ * (hold.h: `fs@<major>:<minor>`), which `cryo recover` walks.
  *
  * A watchdog process per frozen filesystem owns the holds and thaws at
  * the deadline, even after cryo was killed. When cryo_freezer.ko is loaded
@@ -87,14 +89,24 @@ int cryo_fsfreeze_reset_timeout(const char *path, uint64_t timeout_ms, const str
 /* The safety checks alone (a checkpoint plan runs them before freezing anything). */
 int cryo_fsfreeze_check_target(const char *path, const struct cryo_fsfreeze_opts *o, struct cryo_error *err);
 
+/*
+ * The undo of a CRYO_HOLD_FS_THAW hold (`fs@<major>:<minor>` in the hold
+ * journal, written by the watchdog of a frozen filesystem): its watchdog
+ * died, so FITHAW the filesystem if it is still mounted where it was
+ * frozen, and record the lost window for its owners.
+ */
+struct cryo_hold_rec;
+int cryo_fsfreeze_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);
+
 /* Called by cryo_fsfreeze_recover() per frozen filesystem: what is "held", "thawed" or an error (r < 0). */
 typedef void (*cryo_fsfreeze_report_fn)(const char *mountpoint, const char *what, int r, void *userdata);
 
 /*
- * `cryo recover` for filesystems: FITHAW every filesystem whose journal
- * says frozen but whose watchdog is dead (killed with SIGKILL, or the OOM
- * killer despite its score), if it is still mounted where it was frozen.
- * Its owners then learn from thaw/reset that their window was lost.
+ * `cryo recover`'s tidying of <state_dir>/.fsfreeze after the hold
+ * journal's undos: half-written journals and lock files of older cryo
+ * versions go, and so do lost-window records of containers that no longer
+ * exist. A journal that says frozen but whose watchdog is dead and left
+ * no hold entry (an older cryo) is thawed as by cryo_fsfreeze_hold_undo().
  * Returns the first failure after trying all.
  */
 int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report, void *userdata,

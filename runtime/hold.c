@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -23,15 +24,41 @@
 #include "util.h"
 #include "watchdog.h"
 
-#define HOLDS_DIR "holds"
-#define LOCK_FILE ".lock"
+#define HOLDS_DIR CRYO_HOLD_DIR
+#define LEGACY_HOLDS_DIR "holds"
+#define STAGING_TAG ".staging-"
+#define LEGACY_LOCK_FILE ".lock"
 #define REC_MAX_BYTES 65536
 #define READY_TIMEOUT_MS 5000
 
 const char *const cryo_hold_kind_names[_CRYO_HOLD_KIND_MAX] = {
 	[CRYO_HOLD_CGROUP_THAW] = "cgroup-thaw",
 	[CRYO_HOLD_FS_THAW] = "fs-thaw",
+	[CRYO_HOLD_STAGING] = "staging-dir",
 };
+
+int cryo_hold_validate_name(const char *name, struct cryo_error *err)
+{
+	_cleanup_free_ char *id = NULL;
+	const char *at = name ? strchr(name, '@') : NULL;
+	const char *p;
+	int r;
+
+	if (!at)
+		return cryo_validate_id(name, err);
+	id = strndup(name, (size_t)(at - name));
+	if (!id)
+		return cryo_error_set(err, ENOMEM, "hold name");
+	r = cryo_validate_id(id, err);
+	if (r < 0)
+		return r;
+	if (!at[1] || strlen(at) > 64)
+		return cryo_error_setx(err, EINVAL, "hold name `%s`: the tag after `@` is empty or too long", name);
+	for (p = at + 1; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("-_.:", *p))
+			return cryo_error_setx(err, EINVAL, "hold name `%s` has an invalid character in its tag", name);
+	return 0;
+}
 
 struct cryo_hold {
 	char *root;
@@ -58,6 +85,7 @@ void cryo_hold_rec_free(struct cryo_hold_rec *rec)
 	free(rec->backend);
 	free(rec->boot_id);
 	free(rec->nonce);
+	free(rec->root);
 	free(rec);
 }
 
@@ -84,7 +112,33 @@ static char *read_boot_id(void)
 	return buf;
 }
 
-/* Open (creating) <root>/holds. */
+/*
+ * Before the journal took a name no container id can have, it was
+ * <root>/holds, which `create holds` / `delete holds` could take over or
+ * remove. Move an old journal (a `holds` dir that is no container: no
+ * state.json) to its new place. Watchdogs of old holds keep working: they
+ * hold the directory by fd.
+ */
+static void migrate_legacy(const char *root)
+{
+	_cleanup_close_ int rfd = -1, lfd = -1;
+	struct stat st;
+
+	rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return;
+	lfd = openat(rfd, LEGACY_HOLDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (lfd < 0)
+		return;
+	if (fstatat(lfd, "state.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return; /* a container called `holds` */
+	if (renameat2(rfd, LEGACY_HOLDS_DIR, rfd, HOLDS_DIR, RENAME_NOREPLACE) == 0)
+		cryo_debug("moved the hold journal `%s/%s` to `%s/%s`", root, LEGACY_HOLDS_DIR, root, HOLDS_DIR);
+	else if (errno != ENOENT)
+		cryo_debug("could not move the old hold journal `%s/%s`: %s", root, LEGACY_HOLDS_DIR, strerror(errno));
+}
+
+/* Open (creating) <root>/.holds. */
 static int open_holds_dir(const char *root, bool create, int *ret, struct cryo_error *err)
 {
 	char path[PATH_MAX];
@@ -92,23 +146,32 @@ static int open_holds_dir(const char *root, bool create, int *ret, struct cryo_e
 
 	if (snprintf(path, sizeof(path), "%s/%s", root, HOLDS_DIR) >= (int)sizeof(path))
 		return cryo_error_setx(err, ENAMETOOLONG, "state dir `%s` is too long", root);
-	if (create) {
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		migrate_legacy(root);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if (fd < 0 && errno == ENOENT && create) {
 		int r = cryo_mkdir_p(path, 0700);
 
 		if (r < 0)
 			return cryo_error_set(err, r, "create `%s`", path);
+		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "open `%s`", path);
 	*ret = fd;
 	return 0;
 }
 
-/* Serialises journal changes between holders, watchdogs and `cryo recover`. */
+/*
+ * Serialises journal changes between holders, watchdogs and `cryo
+ * recover`: a flock on a new open file of the journal dir (no lock file
+ * is left behind; a watchdog keeps the dir open, but never this file).
+ */
 static int lock_dir(int dfd)
 {
-	int fd = openat(dfd, LOCK_FILE, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
@@ -247,7 +310,7 @@ static int open_holds_dir_for(const char *root, const char *name, int *ret_fd, s
 {
 	int r;
 
-	r = cryo_validate_id(name, err);
+	r = cryo_hold_validate_name(name, err);
 	if (r < 0)
 		return r;
 	r = open_holds_dir(root, false, ret_fd, err);
@@ -266,7 +329,13 @@ int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **re
 	r = open_holds_dir_for(root, name, &dfd, err);
 	if (r < 0)
 		return r;
-	return load_at(dfd, name, ret, err);
+	r = load_at(dfd, name, ret, err);
+	if (r == 0 && !((*ret)->root = strdup(root))) {
+		cryo_hold_rec_free(*ret);
+		*ret = NULL;
+		return cryo_error_set(err, ENOMEM, "hold `%s`", name);
+	}
+	return r;
 }
 
 static int save_at(int dfd, const struct cryo_hold_rec *rec)
@@ -340,7 +409,8 @@ bool cryo_hold_is_live(const struct cryo_hold_rec *rec)
 	/* an unload of the module thawed all it held */
 	if ((rec->flags & CRYO_HOLD_KMOD) && !cryo_kmod_available())
 		return false;
-	if (!(rec->flags & CRYO_HOLD_KMOD) && !pid_matches(rec->watchdog_pid, rec->watchdog_start))
+	if (!(rec->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_NO_WATCHDOG)) &&
+	    !pid_matches(rec->watchdog_pid, rec->watchdog_start))
 		return false;
 	if ((rec->flags & CRYO_HOLD_UNDO_ON_EXIT) && !pid_matches(rec->holder_pid, rec->holder_start))
 		return false;
@@ -482,7 +552,7 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 	struct cryo_hold *h;
 	int r;
 
-	r = cryo_validate_id(name, err);
+	r = cryo_hold_validate_name(name, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "hold name");
 	if ((unsigned)kind >= _CRYO_HOLD_KIND_MAX || !target || !backend || !undo)
@@ -506,14 +576,16 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 			cryo_hold_rec_free(old);
 			return r;
 		}
-		if (!(old->flags & CRYO_HOLD_KMOD)) {
+		if (!(old->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_NO_WATCHDOG))) {
 			cryo_hold_rec_free(old);
 			return cryo_error_setx(err, EEXIST,
 					       "a stale hold `%s` exists (its holder died); run `cryo recover` first",
 					       name);
 		}
-		/* the kernel already undid a stale kmod hold: only its entry is left */
-		cryo_debug("hold `%s`: dropping the entry of a kmod hold that ended", name);
+		/* the kernel already undid a stale kmod hold; a journal-only one names a dead pid's leftover */
+		if ((old->flags & CRYO_HOLD_NO_WATCHDOG) && undo(old, NULL) < 0)
+			cryo_debug("hold `%s`: could not undo the stale entry", name);
+		cryo_debug("hold `%s`: dropping the entry of a hold that ended", name);
 		cryo_hold_rec_free(old);
 		old = NULL;
 	}
@@ -534,8 +606,10 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 	h->rec->holder_pid = getpid();
 	h->rec->boot_id = read_boot_id();
 	h->rec->nonce = new_nonce();
+	h->rec->root = strdup(root);
 	h->rec->deadline_ms = timeout_ms ? cryo_now_ms() + (int64_t)timeout_ms : 0;
-	if (!h->rec->name || !h->rec->target || !h->rec->backend || !h->rec->boot_id || !h->rec->nonce)
+	if (!h->rec->name || !h->rec->target || !h->rec->backend || !h->rec->boot_id || !h->rec->nonce ||
+	    !h->rec->root)
 		goto nomem;
 	r = cryo_pid_start_time(h->rec->holder_pid, &h->rec->holder_start);
 	if (r < 0) {
@@ -543,7 +617,7 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 		goto fail;
 	}
 
-	if (!(flags & CRYO_HOLD_KMOD)) {
+	if (!(flags & (CRYO_HOLD_KMOD | CRYO_HOLD_NO_WATCHDOG))) {
 		a = (struct watchdog_args){ .rec = h->rec, .undo = undo, .dfd = dfd };
 		r = spawn_watchdog(&a, &h->rec->watchdog_pid, &h->rec->watchdog_start, err);
 		if (r < 0) {
@@ -564,7 +638,8 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 		goto fail;
 	}
 	cryo_debug("hold `%s` on `%s` (%s), %s pid %d, deadline in %llu ms", name, target,
-		   cryo_hold_kind_names[kind], (flags & CRYO_HOLD_KMOD) ? "kmod, no watchdog" : "watchdog",
+		   cryo_hold_kind_names[kind],
+		   (flags & CRYO_HOLD_KMOD) ? "kmod, no watchdog" : (flags & CRYO_HOLD_NO_WATCHDOG) ? "journal only" : "watchdog",
 		   h->rec->watchdog_pid, (unsigned long long)timeout_ms);
 	*ret = h;
 	return 0;
@@ -613,6 +688,77 @@ int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err)
 	return r;
 }
 
+int cryo_hold_open_dir(const char *root, int *ret_dfd, struct cryo_error *err)
+{
+	return open_holds_dir(root, true, ret_dfd, err);
+}
+
+int cryo_hold_put_self(int dfd, const char *name, enum cryo_hold_kind kind, const char *target, const char *backend,
+		       bool replace, struct cryo_error *err)
+{
+	char file[PATH_MAX];
+	struct cryo_hold_rec rec = {
+		.name = (char *)name,
+		.kind = kind,
+		.target = (char *)target,
+		.backend = (char *)backend,
+		.holder_pid = getpid(),
+		.watchdog_pid = getpid(),
+	};
+	_cleanup_free_ char *boot = read_boot_id(), *nonce = new_nonce();
+	int r;
+
+	r = cryo_hold_validate_name(name, err);
+	if (r < 0)
+		return r;
+	if (!boot || !nonce)
+		return cryo_error_set(err, ENOMEM, "hold `%s`", name);
+	rec.boot_id = boot;
+	rec.nonce = nonce;
+	r = cryo_pid_start_time(rec.holder_pid, &rec.holder_start);
+	if (r < 0)
+		return cryo_error_set(err, r, "hold `%s`: read own start time", name);
+	rec.watchdog_start = rec.holder_start;
+	snprintf(file, sizeof(file), "%s.json", name);
+	if (!replace && faccessat(dfd, file, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+		return cryo_error_setx(err, EEXIST, "hold `%s` exists", name);
+	r = save_at(dfd, &rec);
+	if (r < 0)
+		return cryo_error_set(err, r, "hold `%s`: write journal entry", name);
+	return 0;
+}
+
+void cryo_hold_drop_self(int dfd, const char *name)
+{
+	struct cryo_hold_rec *rec = NULL;
+	char file[PATH_MAX];
+
+	if (load_at(dfd, name, &rec, NULL) < 0 || !rec)
+		return;
+	if (rec->watchdog_pid == getpid()) {
+		snprintf(file, sizeof(file), "%s.json", name);
+		unlinkat(dfd, file, 0);
+	}
+	cryo_hold_rec_free(rec);
+}
+
+int cryo_hold_check(const struct cryo_hold *h, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1;
+	int r;
+
+	if (!h)
+		return 0;
+	if (h->rec->deadline_ms > 0 && cryo_now_ms() >= h->rec->deadline_ms)
+		return cryo_error_setx(err, ETIME, "hold `%s` passed its deadline", h->rec->name);
+	r = open_holds_dir(h->root, false, &dfd, err);
+	if (r < 0)
+		return r;
+	if (!entry_is(dfd, h->rec->name, h->rec->nonce))
+		return cryo_error_setx(err, ETIME, "hold `%s` was already undone by its watchdog", h->rec->name);
+	return 0;
+}
+
 int cryo_hold_release_name(const char *root, const char *name, struct cryo_error *err)
 {
 	_cleanup_close_ int dfd = -1;
@@ -658,12 +804,28 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		size_t len = strlen(de->d_name);
 		int lfd;
 
+		if (strcmp(de->d_name, LEGACY_LOCK_FILE) == 0) {
+			/* older versions locked a file; nobody does now */
+			unlinkat(dfd, de->d_name, 0);
+			continue;
+		}
+		if (de->d_name[0] == '.' && len > 9 && strcmp(de->d_name + len - 9, ".json.tmp") == 0) {
+			/* written under the lock: one that is there while we hold it was left by a killed writer */
+			lfd = lock_dir(dfd);
+			if (unlinkat(dfd, de->d_name, 0) == 0)
+				cryo_debug("removed the half-written hold entry `%s`", de->d_name);
+			if (lfd >= 0)
+				close(lfd);
+			continue;
+		}
 		if (de->d_name[0] == '.' || len <= 5 || len - 5 >= sizeof(name) ||
 		    strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
 		lfd = lock_dir(dfd);
 		r = load_at(dfd, name, &rec, &e);
+		if (r == 0 && rec && !(rec->root = strdup(root)))
+			r = cryo_error_set(&e, ENOMEM, "hold `%s`", name);
 		if (r < 0 || !rec) {
 			if (report)
 				report(NULL, e.msg, r, userdata);
@@ -701,4 +863,36 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 	if (ret < 0)
 		cryo_error_move(err, &first);
 	return ret;
+}
+
+int cryo_hold_staging_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	_cleanup_free_ char *parent = NULL;
+	_cleanup_close_ int pfd = -1;
+	const char *base, *tag;
+	uint64_t pid;
+	int r;
+
+	base = strrchr(rec->target, '/');
+	if (!base || base == rec->target || !base[1])
+		return cryo_error_setx(err, EINVAL, "staging dir `%s` is not an absolute path", rec->target);
+	base++;
+	/* only ever a dir named like the ones cryo_image_stage() makes, for this very holder */
+	tag = strstr(base, STAGING_TAG);
+	if (base[0] != '.' || !tag || cryo_parse_u64(tag + strlen(STAGING_TAG), INT_MAX, &pid) < 0 ||
+	    (pid_t)pid != rec->holder_pid)
+		return cryo_error_setx(err, EINVAL, "`%s` is not a staging dir of pid %d", rec->target,
+				       (int)rec->holder_pid);
+	parent = strndup(rec->target, (size_t)(base - 1 - rec->target));
+	if (!parent)
+		return cryo_error_set(err, ENOMEM, "staging dir");
+	pfd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0 && errno == ENOENT)
+		return 0;
+	if (pfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", parent);
+	r = cryo_rm_rf_at(pfd, base);
+	if (r < 0 && r != -ENOENT)
+		return cryo_error_set(err, -r, "remove staging dir `%s`", rec->target);
+	return 0;
 }

@@ -6,7 +6,7 @@
  * Nothing in the kernel thaws a frozen cgroup (or filesystem) whose owner
  * died, so every hold is backed twice:
  *
- *  - a journal entry <root>/holds/<name>.json (kind, target, backend,
+ *  - a journal entry <root>/.holds/<name>.json (kind, target, backend,
  *    holder pid + start time, watchdog pid + start time, deadline, nonce)
  *    from which `cryo recover` undoes whatever a dead cryo left behind;
  *  - a watchdog process (double-forked, setsid'd, cwd `/`, stdio on
@@ -34,6 +34,12 @@
 enum cryo_hold_kind {
 	CRYO_HOLD_CGROUP_THAW, /* target: cgroup dir; backend: freezer backend name */
 	CRYO_HOLD_FS_THAW,     /* target: mount point; backend: "ioctl" or "kmod" */
+	/*
+	 * target: a checkpoint's staging dir `<parent>/.<name>.staging-<pid>`
+	 * (backend "dir"), journal only (CRYO_HOLD_NO_WATCHDOG): `cryo
+	 * recover` removes it once its holder died without committing it.
+	 */
+	CRYO_HOLD_STAGING,
 	_CRYO_HOLD_KIND_MAX,
 };
 
@@ -50,7 +56,25 @@ enum cryo_hold_flag {
 	 * the kernel has undone it, so nothing is left to undo.
 	 */
 	CRYO_HOLD_KMOD = 1U << 1,
+	/*
+	 * Journal only: no watchdog, no deadline; the entry is live while its
+	 * holder lives and `cryo recover` undoes it after (with UNDO_ON_EXIT).
+	 */
+	CRYO_HOLD_NO_WATCHDOG = 1U << 2,
 };
+
+/*
+ * The journal dir under the state root. Its leading dot keeps it out of
+ * the container-id namespace (an id starts with a letter or digit).
+ */
+#define CRYO_HOLD_DIR ".holds"
+
+/*
+ * A hold's name: a container id, optionally followed by `@` and a tag of
+ * letters, digits, `-`, `_`, `.` or `:` (cryo's own holds: `web@staging`,
+ * `fs@7:1`). -EINVAL otherwise.
+ */
+int cryo_hold_validate_name(const char *name, struct cryo_error *err);
 
 /* One journal entry, as read back from <root>/holds/<name>.json. */
 struct cryo_hold_rec {
@@ -66,6 +90,7 @@ struct cryo_hold_rec {
 	int64_t deadline_ms;     /* CLOCK_MONOTONIC; 0 = none */
 	char *boot_id;           /* the journal of another boot is stale */
 	char *nonce;             /* identifies this hold across release/undo races */
+	char *root;              /* the state dir whose journal has it (not stored) */
 };
 
 /* Undo the state change recorded in rec (thaw the cgroup, FITHAW the fs). */
@@ -75,8 +100,7 @@ typedef int (*cryo_hold_undo_fn)(const struct cryo_hold_rec *rec, struct cryo_er
 struct cryo_hold;
 
 /*
- * Journal and arm a hold called name (a container id or any
- * cryo_validate_id()-valid word) before making the state change: the
+ * Journal and arm a hold called name (see cryo_hold_validate_name()) before making the state change: the
  * watchdog is started first, the journal entry written second, so a
  * crash at any point leaves either nothing or a recoverable entry.
  * timeout_ms is relative to now (0 = no deadline, only with
@@ -96,6 +120,12 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err);
 
 /*
+ * Is h still holding? -ETIME once its deadline passed or its watchdog
+ * undid it (the owner's window was lost), 0 otherwise.
+ */
+int cryo_hold_check(const struct cryo_hold *h, struct cryo_error *err);
+
+/*
  * Release a hold by name from another process (`cryo thaw` of a cgroup
  * that `cryo freeze --deadline` left held). -ENOENT if there is none.
  */
@@ -103,6 +133,23 @@ int cryo_hold_release_name(const char *root, const char *name, struct cryo_error
 
 /* Forget h without releasing (the process is handing the hold over). */
 void cryo_hold_free(struct cryo_hold *h);
+
+/*
+ * For a watchdog that guards a state change for several owners itself
+ * (the fsfreeze watchdog): journal entry name of the given kind, whose
+ * holder and watchdog are the calling process, without a deadline of its
+ * own (the process keeps its owners' deadlines); it is live while the
+ * process lives, and `cryo recover` undoes it after. dfd: the journal
+ * dir, from cryo_hold_open_dir() (kept open across the watchdog's
+ * detach). One process guards a target at a time (the caller serialises
+ * that): an existing entry (a dead guard's, for `cryo recover`) is
+ * replaced only with replace, else -EEXIST.
+ */
+int cryo_hold_open_dir(const char *root, int *ret_dfd, struct cryo_error *err);
+int cryo_hold_put_self(int dfd, const char *name, enum cryo_hold_kind kind, const char *target, const char *backend,
+		       bool replace, struct cryo_error *err);
+/* Remove the entry name if this process wrote it with cryo_hold_put_self(). */
+void cryo_hold_drop_self(int dfd, const char *name);
 
 /* Read one entry. -ENOENT if there is none. */
 int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err);
@@ -122,9 +169,13 @@ typedef void (*cryo_hold_report_fn)(const struct cryo_hold_rec *rec, const char 
  * Undo every hold whose owner is gone (see cryo_hold_is_live()) with
  * undo[rec->kind] and remove its entry; live holds are reported and kept.
  * A failing undo is reported and keeps its entry; the first failure is
- * returned after all entries were tried.
+ * returned after all entries were tried. Entries half-written by a
+ * killed writer (`.<name>.json.tmp`) are removed.
  */
 int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX], cryo_hold_report_fn report,
 		      void *userdata, struct cryo_error *err);
+
+/* The undo of a CRYO_HOLD_STAGING hold: remove the staging dir of the dead holder. */
+int cryo_hold_staging_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);
 
 #endif

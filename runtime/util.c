@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
@@ -234,19 +235,29 @@ int cryo_mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
-bool cryo_fault(const char *step)
+static bool env_list_has(const char *env, const char *name)
 {
-	const char *env = getenv("CRYO_FAULT");
-	size_t n = strlen(step);
+	size_t n = strlen(name);
 
 	while (env && *env) {
 		const char *end = strchrnul(env, ',');
 
-		if ((size_t)(end - env) == n && strncmp(env, step, n) == 0)
+		if ((size_t)(end - env) == n && strncmp(env, name, n) == 0)
 			return true;
 		env = *end ? end + 1 : end;
 	}
 	return false;
+}
+
+/*
+ * CRYO_PAUSE_AT=<point>[,...] stops cryo (SIGSTOP) at that fault point,
+ * so that a test can kill it there, deterministically.
+ */
+bool cryo_fault(const char *step)
+{
+	if (env_list_has(getenv("CRYO_PAUSE_AT"), step))
+		raise(SIGSTOP);
+	return env_list_has(getenv("CRYO_FAULT"), step);
 }
 
 int cryo_validate_id(const char *id, struct cryo_error *err)

@@ -154,6 +154,8 @@ int cryo_mkdir_p(const char *path, mode_t mode);
 /*
  * Fault injection for unwind tests. Returns true when the environment
  * variable CRYO_FAULT names step (a comma-separated list is allowed).
+ * When CRYO_PAUSE_AT names it, cryo first stops itself (SIGSTOP) there,
+ * for kill tests.
  */
 bool cryo_fault(const char *step);
 

@@ -23,7 +23,10 @@ static void usage(FILE *out)
 		"  --pre-dump                memory pre-dump only (container keeps running)\n"
 		"  --parent-path DIR         previous (pre-)dump, relative to the image path\n"
 		"  --timeout MS              cgroup freeze timeout (default 5000)\n"
-		"  --fs-freeze MODE          auto (default), required or off\n");
+		"  --freeze-deadline MS      longest frozen window: past it the container and its rootfs\n"
+		"                            thaw and the checkpoint fails, also if cryo dies (default %d)\n"
+		"  --fs-freeze MODE          auto (default), required or off\n",
+		CRYO_CHECKPOINT_FREEZE_DEADLINE_MS);
 }
 
 int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
@@ -36,6 +39,7 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 		{ "pre-dump", no_argument, NULL, 'P' },
 		{ "parent-path", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 'T' },
+		{ "freeze-deadline", required_argument, NULL, 'D' },
 		{ "fs-freeze", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -73,6 +77,12 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 			if (cryo_parse_u64(optarg, 3600000, &v) < 0 || v == 0)
 				return cli_usage_error("checkpoint", "--timeout takes milliseconds (1..3600000), not `%s`", optarg);
 			o.freeze_timeout_ms = (int64_t)v;
+			break;
+		case 'D':
+			if (cryo_parse_u64(optarg, 24ULL * 3600000, &v) < 0 || v == 0)
+				return cli_usage_error("checkpoint", "--freeze-deadline takes milliseconds > 0, not `%s`",
+						       optarg);
+			o.freeze_deadline_ms = (int64_t)v;
 			break;
 		case 'F':
 			if (cryo_fs_freeze_mode_from_string(optarg, &o.fs_freeze, &err) < 0) {

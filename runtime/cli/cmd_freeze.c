@@ -24,7 +24,6 @@
 #include "cgtarget.h"
 #include "cli.h"
 #include "hold.h"
-#include "kmod.h"
 #include "log.h"
 #include "util.h"
 
@@ -90,9 +89,7 @@ static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc
 	unsigned flags = CRYO_FREEZER_STRICT;
 	bool thaw_retry = false;
 	struct cryo_hold *hold = NULL;
-	_cleanup_close_ int kfd = -1;
 	struct cgtarget t;
-	bool kmod;
 	int c, r;
 
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -138,25 +135,21 @@ static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc
 	if (thaw_retry || cryo_freezer_backend_of(t.f) == CRYO_FREEZER_V1)
 		flags |= CRYO_FREEZER_THAW_RETRY;
 
-	/* the hold (watchdog or kmod + journal) exists before the freeze it guards */
-	kmod = (deadline || hold_ms) && cryo_kmod_available();
 	if (deadline || hold_ms) {
-		r = cryo_hold_acquire(cli->root, t.hold_name, CRYO_HOLD_CGROUP_THAW, cryo_freezer_path(t.f),
-				      cryo_freezer_backend_names[cryo_freezer_backend_of(t.f)],
-				      deadline ? deadline : hold_ms + HOLD_GRACE_MS,
-				      (hold_ms ? CRYO_HOLD_UNDO_ON_EXIT : 0) | (kmod ? CRYO_HOLD_KMOD : 0),
-				      cryo_freezer_hold_undo, &hold, &err);
-		if (r < 0)
-			goto fail;
-	}
-	if (kmod)
-		r = cryo_freezer_kmod_freeze(t.f, (int64_t)timeout, flags, deadline ? deadline : hold_ms + HOLD_GRACE_MS,
-					     deadline != 0, &kfd, &err);
-	else
+		struct cryo_freezer_hold_opts ho = {
+			.root = cli->root,
+			.name = t.hold_name,
+			.deadline_ms = deadline ? deadline : hold_ms + HOLD_GRACE_MS,
+			.detached = deadline != 0,
+		};
+
+		r = cryo_freezer_freeze_held(t.f, (int64_t)timeout, flags, &ho, &hold, &err);
+	} else {
 		r = cryo_freezer_freeze(t.f, (int64_t)timeout, flags, &err);
+	}
 	if (r < 0) {
 		cryo_error_prefix(&err, "freeze %s", t.what);
-		goto fail_release;
+		goto fail;
 	}
 	r = cgtarget_set_status(&t, cli->root, CRYO_STATUS_PAUSED, &err);
 	if (r < 0)
@@ -164,21 +157,16 @@ static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc
 
 	if (hold_ms) {
 		hold_for(hold_ms);
-		/* -EINVAL: the kernel's deadline thawed it, like a watchdog's -ETIME */
-		if (kmod && cryo_freezer_kmod_thaw(t.f, kfd, NULL) < 0)
-			cryo_debug("the kernel hold of %s ended at its deadline", t.what);
-		r = cryo_hold_release(TAKE_PTR(hold), &err);
+		/* -ETIME: the deadline thawed it first */
+		r = cryo_freezer_thaw_held(t.f, TAKE_PTR(hold), DEFAULT_TIMEOUT_MS, 0, &err);
 		if (r < 0 && r != -ETIME)
-			goto fail_thaw;
-		cryo_error_clear(&err);
-		r = cryo_freezer_thaw(t.f, DEFAULT_TIMEOUT_MS, 0, &err);
-		if (r < 0)
 			goto fail;
+		cryo_error_clear(&err);
 		r = cgtarget_set_status(&t, cli->root, CRYO_STATUS_RUNNING, &err);
 		if (r < 0)
 			goto fail;
 	} else if (hold) {
-		/* the watchdog and the journal carry the hold from here */
+		/* the watchdog (or the module) and the journal carry the hold from here */
 		cryo_hold_free(TAKE_PTR(hold));
 	}
 	cgtarget_close(&t);
@@ -188,24 +176,10 @@ fail_thaw:
 	{
 		struct cryo_error terr = CRYO_ERROR_INIT;
 
-		if (kmod && cryo_freezer_kmod_thaw(t.f, kfd, NULL) < 0)
-			cryo_debug("no kernel hold of %s left to drop", t.what);
-
-		if (cryo_freezer_thaw(t.f, DEFAULT_TIMEOUT_MS, 0, &terr) < 0) {
+		if (cryo_freezer_thaw_held(t.f, TAKE_PTR(hold), DEFAULT_TIMEOUT_MS, 0, &terr) < 0) {
 			cryo_warn("thaw back %s: %s", t.what, terr.msg);
 			cryo_error_clear(&terr);
 		}
-	}
-fail_release:
-	if (hold) {
-		struct cryo_error herr = CRYO_ERROR_INIT;
-
-		/* KEEP_FREEZING leaves it FREEZING; the deadline still guards it */
-		if (flags & CRYO_FREEZER_KEEP_FREEZING)
-			cryo_hold_free(TAKE_PTR(hold));
-		else if (cryo_hold_release(TAKE_PTR(hold), &herr) < 0)
-			cryo_warn("release hold of %s: %s", t.what, herr.msg);
-		cryo_error_clear(&herr);
 	}
 fail:
 	cgtarget_close(&t);

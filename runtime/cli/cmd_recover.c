@@ -2,7 +2,8 @@
 /*
  * cryo recover: undo every hold (cgroup freeze, ...) whose owner died or
  * whose deadline passed without its watchdog acting (the watchdog was
- * killed too, or the undo failed), from the journal in <root>/holds.
+ * killed too, or the undo failed), from the journal in <root>/.holds,
+ * and removes the staging dir of a checkpoint whose cryo died.
  */
 #include <stdio.h>
 #include <string.h>
@@ -54,6 +55,8 @@ int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX] = {
 		[CRYO_HOLD_CGROUP_THAW] = cryo_freezer_hold_undo,
+		[CRYO_HOLD_FS_THAW] = cryo_fsfreeze_hold_undo,
+		[CRYO_HOLD_STAGING] = cryo_hold_staging_undo,
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	unsigned n = 0;
@@ -62,7 +65,8 @@ int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 	if (argc > 1 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
 		printf("Usage: cryo recover\n\n"
 		       "Thaw whatever a dead cryo left frozen: every journalled hold in\n"
-		       "<root>/holds whose holder died or whose deadline passed is undone.\n"
+		       "<root>/.holds whose holder died or whose deadline passed is undone\n"
+		       "(a frozen cgroup or filesystem thawed, a checkpoint's staging dir removed).\n"
 		       "Exit status: 0 done, 1 some undo failed (the entry is kept).\n");
 		return 0;
 	}

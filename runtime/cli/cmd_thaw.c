@@ -12,8 +12,7 @@
 
 #include "cgtarget.h"
 #include "cli.h"
-#include "hold.h"
-#include "kmod.h"
+#include "freezer.h"
 #include "util.h"
 
 #define DEFAULT_TIMEOUT_MS 5000
@@ -69,18 +68,8 @@ static int run_thaw(const char *name, bool oci, struct cryo_cli *cli, int argc, 
 	r = cgtarget_open_live(&t, cli->root, id, cgroup, "paused", &err);
 	if (r < 0)
 		return cli_fail(&err);
-	r = cryo_hold_release_name(cli->root, t.hold_name, &err);
-	if (r < 0 && r != -ENOENT && r != -ETIME)
-		goto out;
-	cryo_error_clear(&err);
-	/*
-	 * A kmod hold (`cryo freeze --deadline` with the module loaded) is
-	 * the kernel's: drop it, which requests the thaw; then wait as always.
-	 * -EINVAL: the module holds nothing here.
-	 */
-	if (cryo_kmod_available() && cryo_freezer_kmod_thaw(t.f, -1, NULL) == 0)
-		strict = 0;
-	r = cryo_freezer_thaw(t.f, (int64_t)timeout, strict, &err);
+	/* a hold `cryo freeze --deadline` left (journal, watchdog, kernel hold) ends first */
+	r = cryo_freezer_thaw_named(t.f, cli->root, t.hold_name, (int64_t)timeout, strict, &err);
 	if (r < 0) {
 		cryo_error_prefix(&err, "thaw %s", t.what);
 		goto out;

@@ -32,7 +32,7 @@ for h in v1 v2; do
 	"$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --hold $((30000 * S)) &  # $! must be cryo itself
 	holder=$!
 	fz_wait_state "$cg" FROZEN 5000 || fail "$h: --hold did not freeze"
-	[ -n "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: no hold journalled"
+	[ -n "$(ls "$R/.holds/"*.json 2>/dev/null)" ] || fail "$h: no hold journalled"
 	if [ -n "$KMOD" ]; then
 		kmod_hold_of "$cg" | grep -q 'owner=file' || fail "$h: --hold is not a kmod fd hold: $(cat "$KSTATUS")"
 		[ -z "$(fz_watchdogs "$R" | grep -v '^0$')" ] || fail "$h: a watchdog was started with the module loaded"
@@ -49,8 +49,8 @@ for h in v1 v2; do
 		out=$(cryo --root "$R" recover) || fail "$h: recover failed: $out"
 		echo "$out" | grep -q "already thawed by cryo_freezer" || fail "$h: recover: $out"
 	fi
-	for _ in $(seq 50); do [ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] && break; sleep 0.02; done
-	[ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: journal entry left after the watchdog thawed"
+	for _ in $(seq 50); do [ -z "$(ls "$R/.holds/"*.json 2>/dev/null)" ] && break; sleep 0.02; done
+	[ -z "$(ls "$R/.holds/"*.json 2>/dev/null)" ] || fail "$h: journal entry left after the watchdog thawed"
 
 	# a --hold that runs its course thaws itself
 	check cryo --root "$R" freeze --cgroup "$cg" --hold 200
@@ -59,7 +59,8 @@ for h in v1 v2; do
 	# --deadline: frozen until the deadline, thawed by it
 	t0=$(now_ms)
 	check cryo --root "$R" freeze --cgroup "$cg" --deadline $((1000 * S))
-	fz_expect_state "$cg" FROZEN
+	# (a machine so loaded that cryo took the whole deadline to return proves nothing here)
+	[ $(($(now_ms) - t0)) -ge $((900 * S)) ] || fz_expect_state "$cg" FROZEN
 	if [ -n "$KMOD" ]; then
 		kmod_hold_of "$cg" | grep -q 'owner=detached' || fail "$h: --deadline is not a detached kmod hold: $(cat "$KSTATUS")"
 	fi
@@ -100,7 +101,7 @@ for h in v1 v2; do
 	out=$(cryo --root "$R" recover) || fail "$h: recover failed: $out"
 	echo "$out" | grep -q "cgroup-thaw \`$cg\`" || fail "$h: recover did not report the thaw: $out"
 	fz_expect_state "$cg" RUNNING
-	[ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: recover left the journal entry"
+	[ -z "$(ls "$R/.holds/"*.json 2>/dev/null)" ] || fail "$h: recover left the journal entry"
 	fi
 
 	# recover keeps a live hold
@@ -109,7 +110,7 @@ for h in v1 v2; do
 	echo "$out" | grep -q "^kept" || fail "$h: recover did not keep the live hold: $out"
 	fz_expect_state "$cg" FROZEN
 	# the journal dir sits in the state root under a valid id, but is no container
-	[ -d "$R/holds" ] || fail "$h: no hold journal dir $R/holds"
+	[ -d "$R/.holds" ] || fail "$h: no hold journal dir $R/.holds"
 	out=$(cryo --root "$R" list -q) || fail "$h: list failed: $out"
 	! grep -qx holds <<<"$out" || fail "$h: \`cryo list\` shows the hold journal as a container: $out"
 	check cryo --root "$R" thaw --cgroup "$cg"
@@ -119,11 +120,11 @@ for h in v1 v2; do
 	# unwinding: a failing freeze releases its hold; a failing journal write freezes nothing
 	expect_fail 1 env CRYO_FAULT=freeze "$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --deadline 60000
 	echo "$LAST_OUTPUT" | grep -q "injected fault" || fail "$h: fault freeze: $LAST_OUTPUT"
-	[ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: failed freeze left its hold"
+	[ -z "$(ls "$R/.holds/"*.json 2>/dev/null)" ] || fail "$h: failed freeze left its hold"
 	fz_expect_state "$cg" RUNNING
 	expect_fail 1 env CRYO_FAULT=hold-journal "$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --deadline 60000
 	echo "$LAST_OUTPUT" | grep -q "write journal entry" || fail "$h: fault hold-journal: $LAST_OUTPUT"
-	[ -z "$(ls "$R/holds/"*.json 2>/dev/null)" ] || fail "$h: failed hold left a journal entry"
+	[ -z "$(ls "$R/.holds/"*.json 2>/dev/null)" ] || fail "$h: failed hold left a journal entry"
 	fz_expect_state "$cg" RUNNING
 	check cryo --root "$R" freeze --cgroup "$cg" --deadline 60000
 	check cryo --root "$R" thaw --cgroup "$cg"

@@ -118,4 +118,12 @@ check cryo --root "$R" fsthaw fsfz-c1
 wait_gone $WRITER 50 || fail "thaw by id did not thaw"
 expect_fail 1 cryo --root "$R" fsfreeze fsfz-nope
 echo "$LAST_OUTPUT" | grep -q "does not exist" || fail "unknown id: $LAST_OUTPUT"
+
+log "nothing is left in the state dir once the freeze is over (issue 17: no lock files)"
+R2=$T/root2
+mkdir -p "$R2"
+check cryo --root "$R2" fsfreeze --path "$T/ext4" --timeout 30
+[ -n "$(ls "$R2/.fsfreeze/"*.json 2>/dev/null)" ] || fail "no journal while frozen: $(ls -a "$R2")"
+check cryo --root "$R2" fsthaw --path "$T/ext4"
+[ ! -e "$R2/.fsfreeze" ] || fail "left in the state dir after the thaw: $(ls -a "$R2/.fsfreeze")"
 echo ok

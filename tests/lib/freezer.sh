@@ -113,7 +113,7 @@ fz_fsfreeze() {
 # Watchdog pids of the holds journalled under root $1.
 fz_watchdogs() {
 	local f
-	for f in "$1"/holds/*.json; do
+	for f in "$1"/.holds/*.json; do
 		[ -f "$f" ] && python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["watchdogPid"])' "$f"
 	done
 }
