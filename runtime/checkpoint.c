@@ -24,6 +24,7 @@
 #include "snapshot.h"
 #include "spec.h"
 #include "state.h"
+#include "step.h"
 #include "util.h"
 #include "version.h"
 
@@ -71,19 +72,15 @@ struct ctx {
 	Cryo__Manifest *m;
 	char **ext_mounts;       /* key, value pairs for CRIU, NULL-terminated */
 	bool criu_stopped;       /* CRIU ended the tasks itself (see step_criu_dump) */
-	int64_t t0, frozen_at, fs_frozen_at;
+	struct cryo_step_timings timings;  /* t0: when the checkpoint started */
+	int64_t frozen_at, fs_frozen_at;
 	int64_t thawed_at;       /* --leave-running: thawed right after the dump; 0 = still frozen */
 	uint64_t fs_frozen_us;
 };
 
-struct step {
-	const char *name;
-	int (*run)(struct ctx *c, struct cryo_error *err);
-	void (*undo)(struct ctx *c);
-};
-
-static int step_lock(struct ctx *c, struct cryo_error *err)
+static int step_lock(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	const struct cryo_checkpoint_opts *o = c->o;
 	_cleanup_close_ int bfd = -1;
 	size_t len = 0;
@@ -113,15 +110,17 @@ static int step_lock(struct ctx *c, struct cryo_error *err)
 	return cryo_manifest_new(o->id, c->config_json, &c->m, err);
 }
 
-static void undo_lock(struct ctx *c)
+static void undo_lock(void *ctx)
 {
+	struct ctx *c = ctx;
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
 	c->lock_fd = -1;
 }
 
-static int step_stage(struct ctx *c, struct cryo_error *err)
+static int step_stage(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	const struct cryo_checkpoint_opts *o = c->o;
 	int r;
 
@@ -137,14 +136,16 @@ static int step_stage(struct ctx *c, struct cryo_error *err)
 	return cryo_image_stage(o->image_path ? o->image_path : "checkpoint", &c->img, err);
 }
 
-static void undo_stage(struct ctx *c)
+static void undo_stage(void *ctx)
 {
+	struct ctx *c = ctx;
 	cryo_image_abort(c->img);
 	c->img = NULL;
 }
 
-static int step_freeze_cgroup(struct ctx *c, struct cryo_error *err)
+static int step_freeze_cgroup(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	enum cryo_freezer_state s;
 	int64_t timeout = c->o->freeze_timeout_ms > 0 ? c->o->freeze_timeout_ms : DEFAULT_FREEZE_TIMEOUT_MS;
 	int r;
@@ -172,8 +173,9 @@ static void drop_kmod_hold(struct ctx *c)
 	c->kfd = -1;
 }
 
-static void undo_freeze_cgroup(struct ctx *c)
+static void undo_freeze_cgroup(void *ctx)
 {
+	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
 	drop_kmod_hold(c);
@@ -183,8 +185,9 @@ static void undo_freeze_cgroup(struct ctx *c)
 	}
 }
 
-static int step_freeze_fs(struct ctx *c, struct cryo_error *err)
+static int step_freeze_fs(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	enum cryo_fs_freeze_mode mode = c->o->fs_freeze;
 	int r;
 
@@ -192,7 +195,7 @@ static int step_freeze_fs(struct ctx *c, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->own_fs = strcmp(c->mnt.mountpoint, c->st->rootfs) == 0 && strcmp(c->mnt.root, "/") == 0;
-	if (mode == CRYO_FS_FREEZE_OFF || c->o->pre_dump)
+	if (mode == CRYO_FS_FREEZE_OFF)
 		return 0;
 	if (!c->own_fs) {
 		if (mode == CRYO_FS_FREEZE_REQUIRED)
@@ -222,8 +225,9 @@ static int step_freeze_fs(struct ctx *c, struct cryo_error *err)
 	return 0;
 }
 
-static void undo_freeze_fs(struct ctx *c)
+static void undo_freeze_fs(void *ctx)
 {
+	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
 	if (c->fs_frozen && cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, NULL, &e) < 0) {
@@ -233,13 +237,12 @@ static void undo_freeze_fs(struct ctx *c)
 	c->fs_frozen = false;
 }
 
-static int step_snapshot(struct ctx *c, struct cryo_error *err)
+static int step_snapshot(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	Cryo__RootfsSnapshot *s;
 	int r;
 
-	if (c->o->pre_dump)
-		return 0;
 	s = malloc(sizeof(*s));
 	if (!s)
 		return cryo_error_set(err, ENOMEM, "snapshot");
@@ -253,8 +256,9 @@ static int step_snapshot(struct ctx *c, struct cryo_error *err)
 	return 0;
 }
 
-static int step_thaw_fs(struct ctx *c, struct cryo_error *err)
+static int step_thaw_fs(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	struct cryo_fsfreeze_thawed t = { 0 };
 	int r;
 
@@ -328,7 +332,7 @@ static int copy_log_into_image(struct ctx *c, const char *name)
 	return cryo_write_new_file_at(c->img->dirfd, name, buf, len, 0600);
 }
 
-static int step_criu_dump(struct ctx *c, struct cryo_error *err)
+static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 {
 	const struct cryo_checkpoint_opts *o = c->o;
 	struct cryo_criu_opts co = {
@@ -343,9 +347,9 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 		 * sockets are in repair mode, or the kernel would close them and
 		 * the peers would see the connections end.
 		 */
-		.leave_running = o->leave_running || o->pre_dump || !o->criu.tcp_established,
+		.leave_running = o->leave_running || pre_dump || !o->criu.tcp_established,
 		.flags = o->criu,
-		.pre_dump = o->pre_dump,
+		.pre_dump = pre_dump,
 	};
 	int r;
 
@@ -363,17 +367,28 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 	 * container goes on now rather than through hashing and commit;
 	 * if those fail, running is how it was before.
 	 */
-	if ((o->leave_running || o->pre_dump) && !c->was_frozen) {
+	if ((o->leave_running || pre_dump) && !c->was_frozen) {
 		drop_kmod_hold(c);
 		r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
 		if (r < 0)
 			return r;
 		c->thawed_at = cryo_now_us();
 	}
-	r = copy_log_into_image(c, o->pre_dump ? "pre-dump.log" : "dump.log");
+	r = copy_log_into_image(c, pre_dump ? "pre-dump.log" : "dump.log");
 	if (r < 0)
 		cryo_warn("checkpoint `%s`: could not copy CRIU's log into the image: %s", o->id, strerror(-r));
 	return 0;
+}
+
+static int step_criu_dump(void *ctx, struct cryo_error *err)
+{
+	return criu_dump(ctx, false, err);
+}
+
+/* Pre-dump: CRIU copies the memory and keeps tracking it; the tasks go on at once. */
+static int step_criu_pre_dump(void *ctx, struct cryo_error *err)
+{
+	return criu_dump(ctx, true, err);
 }
 
 /*
@@ -383,8 +398,9 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
  * still leaves it as it was. The cgroup is empty now and thawed first:
  * CRIU can't finish restoring tasks that freeze as it moves them in.
  */
-static void undo_criu_dump(struct ctx *c)
+static void undo_criu_dump(void *ctx)
 {
+	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 	struct cryo_criu_opts co = { 0 };
 	char **ext = NULL;
@@ -485,23 +501,31 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 	return 0;
 }
 
-static int step_manifest(struct ctx *c, struct cryo_error *err)
+static int step_manifest(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
+	size_t i;
 	int r;
 
 	r = fill_manifest(c, err);
 	if (r < 0)
 		return r;
+	/* the steps so far: this one and those after it end after the manifest is written */
+	for (i = 0; i < c->timings.n; i++)
+		if (cryo_manifest_add_timing(c->m, c->timings.t[i].step, (uint64_t)c->timings.t[i].start_usec,
+					     (uint64_t)c->timings.t[i].usec) < 0)
+			return cryo_error_set(err, ENOMEM, "timings");
 	r = cryo_manifest_hash_dir(c->m, c->img->dirfd, err);
 	if (r < 0)
 		return r;
 	c->m->has_total_usec = 1;
-	c->m->total_usec = (uint64_t)(cryo_now_us() - c->t0);
+	c->m->total_usec = (uint64_t)(cryo_now_us() - c->timings.t0);
 	return cryo_manifest_write_at(c->img->dirfd, c->m, err);
 }
 
-static int step_commit(struct ctx *c, struct cryo_error *err)
+static int step_commit(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	return cryo_image_commit(c->img, err);
 }
 
@@ -510,16 +534,23 @@ static int step_commit(struct ctx *c, struct cryo_error *err)
  * paused before) or stop it. A failure here leaves a valid image and is
  * still reported.
  */
-static int step_finish(struct ctx *c, struct cryo_error *err)
+static int step_resume(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
+
+	drop_kmod_hold(c);
+	if (c->was_frozen)
+		return 0;
+	return cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
+}
+
+static int step_finish(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
 	int r;
 
-	if (c->o->leave_running || c->o->pre_dump) {
-		drop_kmod_hold(c);
-		if (c->was_frozen)
-			return 0;
-		return cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
-	}
+	if (c->o->leave_running)
+		return step_resume(c, err);
 	/* killed while still held: nothing runs after the dump */
 	r = cryo_freezer_kill_all(c->fz, SIGKILL, THAW_TIMEOUT_MS, err);
 	drop_kmod_hold(c);
@@ -540,7 +571,7 @@ static int step_finish(struct ctx *c, struct cryo_error *err)
  * CRIU ended the tasks, `criu-dump`'s undo first restores them, frozen,
  * from the staging dir).
  */
-static const struct step steps[] = {
+static const struct cryo_step checkpoint_steps[] = {
 	{ "lock", step_lock, undo_lock },
 	{ "stage", step_stage, undo_stage },
 	{ "freeze-cgroup", step_freeze_cgroup, undo_freeze_cgroup },
@@ -553,9 +584,27 @@ static const struct step steps[] = {
 	{ "finish", step_finish, NULL },
 };
 
-const char *const cryo_checkpoint_steps[] = {
-	"lock", "stage", "freeze-cgroup", "freeze-fs", "snapshot-rootfs", "thaw-fs",
-	"criu-dump", "manifest", "commit", "finish", NULL,
+const struct cryo_step_table cryo_checkpoint_step_table = {
+	"checkpoint", checkpoint_steps, ARRAY_SIZE(checkpoint_steps),
+};
+
+/*
+ * --pre-dump: no rootfs freeze or snapshot (the final dump takes those),
+ * CRIU leaves the tasks running, and the container is given back as it
+ * was as soon as the image is committed.
+ */
+static const struct cryo_step pre_dump_steps[] = {
+	{ "lock", step_lock, undo_lock },
+	{ "stage", step_stage, undo_stage },
+	{ "freeze-cgroup", step_freeze_cgroup, undo_freeze_cgroup },
+	{ "criu-pre-dump", step_criu_pre_dump, NULL },
+	{ "manifest", step_manifest, NULL },
+	{ "commit", step_commit, NULL },
+	{ "resume", step_resume, NULL },
+};
+
+const struct cryo_step_table cryo_pre_dump_step_table = {
+	"pre-dump", pre_dump_steps, ARRAY_SIZE(pre_dump_steps),
 };
 
 static void ctx_done(struct ctx *c)
@@ -578,40 +627,14 @@ static void ctx_done(struct ctx *c)
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err)
 {
 	struct ctx c = { .o = o, .lock_fd = -1, .kfd = -1 };
-	size_t i;
-	int r = 0;
+	int r;
 
 	r = cryo_validate_id(o->id, err);
 	if (r < 0)
 		return r;
-	c.t0 = cryo_now_us();
-	for (i = 0; i < ARRAY_SIZE(steps); i++) {
-		int64_t start = cryo_now_us();
-
-		if (cryo_fault(steps[i].name))
-			r = cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", steps[i].name);
-		else
-			r = steps[i].run(&c, err);
-		if (r < 0) {
-			cryo_error_prefix(err, "%s", steps[i].name);
-			break;
-		}
-		if (c.m && cryo_manifest_add_timing(c.m, steps[i].name, (uint64_t)(start - c.t0),
-						    (uint64_t)(cryo_now_us() - start)) < 0) {
-			r = cryo_error_set(err, ENOMEM, "timings");
-			break;
-		}
-		cryo_debug("checkpoint `%s`: %s done in %lld us", o->id, steps[i].name,
-			   (long long)(cryo_now_us() - start));
-	}
-	if (r < 0 && i < ARRAY_SIZE(steps)) {
-		/* unwind in reverse; a step that failed undoes its own partial work too */
-		size_t j = i + 1;
-
-		while (j-- > 0)
-			if (steps[j].undo)
-				steps[j].undo(&c);
-	}
+	c.timings.t0 = cryo_now_us();
+	r = cryo_step_run(o->pre_dump ? &cryo_pre_dump_step_table : &cryo_checkpoint_step_table, &c, &c.timings,
+			  err);
 	ctx_done(&c);
 	if (r < 0)
 		return cryo_error_prefix(err, "checkpoint `%s`", o->id);

@@ -35,7 +35,7 @@ refused() {  # name, damage, expected text
 	eval "$2"
 	expect_fail 1 cryo --root "$R" restore -d --image-path "$T/img" "$id"
 	echo "$LAST_OUTPUT" | grep -q -- "$3" || fail "$1: unexpected error: $LAST_OUTPUT"
-	echo "$LAST_OUTPUT" | grep -q "restore \`$id\`: image \`$T/img\`" || fail "$1: error does not name the image: $LAST_OUTPUT"
+	echo "$LAST_OUTPUT" | grep -q "restore \`$id\`: verify: image \`$T/img\`" || fail "$1: error does not name the image: $LAST_OUTPUT"
 	[ ! -e "$R/$id" ] || fail "$1: container state was created"
 	log "$1: $LAST_OUTPUT"
 }
@@ -45,7 +45,7 @@ refused "missing" "rm \$T/img/core-1.img" "core-1.img\` listed in the manifest i
 refused "extra" "echo x > \$T/img/pages-2.img" "unexpected file \`pages-2.img\`"
 refused "future manifest" "\"\$TOOL\" set-version \$T/img 99" "version 99 is newer than this cryo understands"
 refused "damaged manifest" "printf 'Z' | dd of=\$T/img/manifest.pb bs=1 seek=50 conv=notrunc status=none" "is corrupted"
-refused "no manifest" "rm \$T/img/manifest.pb" "read \`manifest.pb\`"
+refused "no manifest" "rm \$T/img/manifest.pb" "open \`manifest.pb\`"
 
 mkimg
 printf 'Z' | dd of="$T/img/pages-1.img" bs=1 seek=5 conv=notrunc status=none
