@@ -243,7 +243,7 @@ static bool clean_relative(const char *p)
 static int openat2_beneath(int dirfd, const char *path, int flags, struct cryo_error *err)
 {
 	struct open_how how = {
-		.flags = (uint64_t)(flags | O_CLOEXEC | O_NOFOLLOW),
+		.flags = (uint64_t)(flags | O_CLOEXEC),
 		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
 	};
 	int fd;
@@ -445,7 +445,7 @@ static int extract_tar_child(int tar_fd, char *msg, size_t msglen)
 	archive_read_support_format_tar(a);
 	archive_read_support_filter_none(a);
 	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
-						  ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_ACL | ARCHIVE_EXTRACT_UNLINK |
+						  ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_ACL |
 						  ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
 						  ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
 	if (archive_read_open_fd(a, tar_fd, 1 << 16) != ARCHIVE_OK) {
