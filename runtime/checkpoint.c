@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "extmounts.h"
 #include "freezer.h"
 #include "fsfreeze.h"
 #include "image.h"
@@ -32,8 +33,6 @@
 #define THAW_TIMEOUT_MS 5000
 #define FS_FREEZE_DEADLINE_MS 60000
 #define DEFAULT_FREEZE_TIMEOUT_MS 5000
-
-const char *const cryo_ext_devices[6] = { "/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty" };
 
 const char *const cryo_fs_freeze_mode_names[_CRYO_FS_FREEZE_MAX] = {
 	[CRYO_FS_FREEZE_AUTO] = "auto",
@@ -272,50 +271,6 @@ static int step_thaw_fs(void *ctx, struct cryo_error *err)
 	return 0;
 }
 
-/*
- * Mounts whose source lies outside the container's mount namespace are
- * external to CRIU, dumped by name: the bundle's bind mounts (named by
- * their destination), the host devices cryo binds into /dev, and the
- * masked files (binds of /dev/null). Restore maps the names back.
- */
-static int collect_ext_mounts(struct ctx *c, struct cryo_error *err)
-{
-	size_t i, n = 0, max = 2 * (c->spec->n_mounts + c->spec->n_masked_paths + ARRAY_SIZE(cryo_ext_devices)) + 1;
-
-	c->ext_mounts = calloc(max, sizeof(char *));
-	if (!c->ext_mounts)
-		return cryo_error_set(err, ENOMEM, "external mounts");
-#define ADD(k, v)                                                               \
-	do {                                                                    \
-		c->ext_mounts[n] = strdup(k);                                   \
-		c->ext_mounts[n + 1] = strdup(v);                               \
-		if (!c->ext_mounts[n] || !c->ext_mounts[n + 1])                 \
-			return cryo_error_set(err, ENOMEM, "external mounts");  \
-		n += 2;                                                         \
-	} while (0)
-	for (i = 0; i < c->spec->n_mounts; i++)
-		if (c->spec->mounts[i].bind)
-			ADD(c->spec->mounts[i].destination, c->spec->mounts[i].destination);
-	for (i = 0; i < ARRAY_SIZE(cryo_ext_devices); i++)
-		ADD(cryo_ext_devices[i], cryo_ext_devices[i]);
-	/*
-	 * Masked files are /dev/null bound over them; masked directories are
-	 * empty tmpfs mounts CRIU dumps like any tmpfs. Which is which is seen
-	 * through the container's own root (a missing path is not mounted).
-	 */
-	for (i = 0; i < c->spec->n_masked_paths; i++) {
-		_cleanup_free_ char *p = NULL;
-		struct stat st;
-
-		if (asprintf(&p, "/proc/%d/root%s", (int)c->st->pid, c->spec->masked_paths[i]) < 0)
-			return cryo_error_set(err, ENOMEM, "external mounts");
-		if (stat(p, &st) == 0 && !S_ISDIR(st.st_mode))
-			ADD(c->spec->masked_paths[i], "/dev/null");
-	}
-#undef ADD
-	return 0;
-}
-
 static int copy_log_into_image(struct ctx *c, const char *name)
 {
 	_cleanup_close_ int wfd = -1;
@@ -354,7 +309,7 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	int r;
 
 	co.freeze_cgroup = cryo_freezer_path(c->fz);
-	r = collect_ext_mounts(c, err);
+	r = cryo_extmounts_dump(c->spec, c->st->pid, &c->ext_mounts, err);
 	if (r < 0)
 		return r;
 	co.ext_mounts = (const char *const *)c->ext_mounts;
@@ -411,7 +366,7 @@ static void undo_criu_dump(void *ctx)
 		return;
 	r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, &e);
 	if (r >= 0)
-		r = cryo_restore_ext_mounts(c->spec, c->st->bundle, &ext, &e);
+		r = cryo_extmounts_restore(c->spec, c->st->bundle, &ext, &e);
 	if (r >= 0) {
 		co.image_dir = c->img->staging_path;
 		co.work_dir = c->work_dir;

@@ -25,6 +25,7 @@
 
 #include "criu.h"
 #include "error.h"
+#include "extmounts.h"  /* cryo_ext_devices */
 
 enum cryo_fs_freeze_mode {
 	CRYO_FS_FREEZE_AUTO,      /* when the rootfs is a filesystem of its own */
@@ -48,9 +49,6 @@ struct cryo_checkpoint_opts {
 	int64_t freeze_timeout_ms; /* cgroup freeze; 0 = 5000 */
 	enum cryo_fs_freeze_mode fs_freeze;
 };
-
-/* The host devices cryo binds into a container's /dev: external mounts for CRIU. */
-extern const char *const cryo_ext_devices[6];
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err);
 

@@ -304,7 +304,7 @@ int cryo_image_open(const char *path, struct cryo_error *err)
 	return TAKE_FD(fd);
 }
 
-int cryo_image_open_file(int dirfd, const char *name, struct cryo_error *err)
+static int open_regular(int dirfd, const char *name, const char *verb, struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
@@ -314,7 +314,7 @@ int cryo_image_open_file(int dirfd, const char *name, struct cryo_error *err)
 	if (fd < 0) {
 		if (errno == ELOOP)
 			return cryo_error_setx(err, ELOOP, "`%s` in the image is a symlink, not a file", name);
-		return cryo_error_set(err, errno, "open `%s`", name);
+		return cryo_error_set(err, errno, "%s `%s`", verb, name);
 	}
 	if (fstat(fd, &st) < 0)
 		return cryo_error_set(err, errno, "stat `%s`", name);
@@ -326,6 +326,11 @@ int cryo_image_open_file(int dirfd, const char *name, struct cryo_error *err)
 	return TAKE_FD(fd);
 }
 
+int cryo_image_open_file(int dirfd, const char *name, struct cryo_error *err)
+{
+	return open_regular(dirfd, name, "open", err);
+}
+
 int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len,
 			 struct cryo_error *err)
 {
@@ -334,7 +339,7 @@ int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, si
 	size_t len = 0;
 	struct stat st;
 
-	fd = cryo_image_open_file(dirfd, name, err);
+	fd = open_regular(dirfd, name, "read", err);
 	if (fd < 0)
 		return fd;
 	if (fstat(fd, &st) < 0)

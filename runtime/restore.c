@@ -12,6 +12,7 @@
 #include "cgroup.h"
 #include "checkpoint.h"
 #include "container.h"
+#include "extmounts.h"
 #include "freezer.h"
 #include "hooks.h"
 #include "image.h"
@@ -48,52 +49,6 @@ static int claim_id(const struct cryo_restore_opts *o, struct cryo_error *err)
 	}
 	cryo_state_free(st);
 	return cryo_state_remove_dir(o->root, o->id, err);
-}
-
-static char *abs_from(const char *base, const char *p)
-{
-	char *out = NULL;
-
-	if (p[0] == '/')
-		return strdup(p);
-	if (asprintf(&out, "%s/%s", base, p) < 0)
-		return NULL;
-	return out;
-}
-
-int cryo_restore_ext_mounts(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err)
-{
-	char **v;
-	size_t i, n = 0;
-
-	v = calloc(2 * (spec->n_mounts + ARRAY_SIZE(cryo_ext_devices)) + 1, sizeof(*v));
-	if (!v)
-		return cryo_error_set(err, ENOMEM, "external mounts");
-	/* host devices, and /dev/null also for the masked paths */
-	for (i = 0; i < ARRAY_SIZE(cryo_ext_devices); i++) {
-		v[n] = strdup(cryo_ext_devices[i]);
-		v[n + 1] = strdup(cryo_ext_devices[i]);
-		if (!v[n] || !v[n + 1]) {
-			cryo_strv_free(v);
-			return cryo_error_set(err, ENOMEM, "external mounts");
-		}
-		n += 2;
-	}
-	for (i = 0; i < spec->n_mounts; i++) {
-		const struct cryo_spec_mount *m = &spec->mounts[i];
-
-		if (!m->bind)
-			continue;
-		v[n] = strdup(m->destination);
-		v[n + 1] = abs_from(bundle, m->source);
-		if (!v[n] || !v[n + 1]) {
-			cryo_strv_free(v);
-			return cryo_error_set(err, ENOMEM, "external mounts");
-		}
-		n += 2;
-	}
-	*ret = v;
-	return 0;
 }
 
 static int write_pid_file(const char *path, pid_t pid, struct cryo_error *err)
@@ -394,7 +349,7 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	r = cryo_mkdir_p(c->work, 0700);
 	if (r < 0)
 		return cryo_error_set(err, -r, "create work dir `%s`", c->work);
-	r = cryo_restore_ext_mounts(c->spec, c->bundle, &c->ext, err);
+	r = cryo_extmounts_restore(c->spec, c->bundle, &c->ext, err);
 	if (r < 0)
 		return r;
 	/* CRIU reads the image by path: the dir we verified, pinned by our fd */

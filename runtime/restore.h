@@ -47,14 +47,6 @@ struct cryo_restore_opts {
 };
 
 /*
- * CRIU's external mounts on restore, NULL-terminated key, value pairs:
- * the name checkpoint gave each (host devices, masked files, bind mounts)
- * → where it is on this host (bind sources relative to bundle).
- */
-struct cryo_spec;
-int cryo_restore_ext_mounts(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err);
-
-/*
  * Restore; *ret_pid is the container's init. Without detach, wait for
  * it to exit and set *ret_status (128+n for signal n).
  */

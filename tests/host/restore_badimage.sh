@@ -45,7 +45,7 @@ refused "missing" "rm \$T/img/core-1.img" "core-1.img\` listed in the manifest i
 refused "extra" "echo x > \$T/img/pages-2.img" "unexpected file \`pages-2.img\`"
 refused "future manifest" "\"\$TOOL\" set-version \$T/img 99" "version 99 is newer than this cryo understands"
 refused "damaged manifest" "printf 'Z' | dd of=\$T/img/manifest.pb bs=1 seek=50 conv=notrunc status=none" "is corrupted"
-refused "no manifest" "rm \$T/img/manifest.pb" "open \`manifest.pb\`"
+refused "no manifest" "rm \$T/img/manifest.pb" "read \`manifest.pb\`"
 
 mkimg
 printf 'Z' | dd of="$T/img/pages-1.img" bs=1 seek=5 conv=notrunc status=none
