@@ -100,24 +100,24 @@ static int reuse_cgroup(const char *rel, const struct cryo_cgroup_paths *cg, str
 struct ctx {
 	const struct cryo_restore_opts *o;
 	const char *image;          /* as given, for messages */
-	int image_fd;
 	Cryo__Manifest *m;
 	struct cryo_spec *spec;     /* the bundle's config.json: the one restore uses */
 	char *bundle, *rootfs, *work, *cgrel;
 	const char *freezer_backend;
+	struct cryo_snapshot_undo *snap;
+	char **ext;
+	struct cryo_freezer *fz;
+	struct cryo_state *st;
+	struct cryo_cgroup_paths cg;
+	struct cryo_step_timings timings;
+	int image_fd;
 	int bundle_fd;
 	int lock_fd;
-	bool state_created;
-	struct cryo_snapshot_undo *snap;
-	struct cryo_cgroup_paths cg;
-	bool cgroup_created;
-	char **ext;
 	pid_t pid;
-	struct cryo_freezer *fz;
+	bool state_created;
+	bool cgroup_created;
 	bool froze;
-	struct cryo_state *st;
 	bool pid_file_written;
-	struct cryo_step_timings timings;
 };
 
 static int step_verify(void *ctx, struct cryo_error *err)
@@ -366,12 +366,18 @@ static void undo_criu_restore(void *ctx)
 {
 	struct ctx *c = ctx;
 
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0, i;
+
 	if (c->pid <= 0)
 		return;
-	/* init of its pid namespace: the rest goes with it (and the cgroup's undo kills stragglers) */
+	/* init (of its pid namespace, when it has one: the rest goes with it), then any other task CRIU put in the cgroup */
 	kill(c->pid, SIGKILL);
 	(void)waitpid(c->pid, NULL, 0);
 	c->pid = 0;
+	if (cryo_cgroup_pids(c->cgrel, &pids, &n, NULL) == 0)
+		for (i = 0; i < n; i++)
+			kill(pids[i], SIGKILL);
 }
 
 /*

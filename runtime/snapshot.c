@@ -332,8 +332,9 @@ static int restore_image(int image_dirfd, const Cryo__RootfsSnapshot *s, const c
 	const char *base;
 	struct stat st, rst;
 	bool exists, mounted_from_it = false;
+	char old_dev[64] = "";
 	size_t n;
-	int r;
+	int r, lfd;
 
 	if (!fstype_allowed(s->fstype))
 		return cryo_error_setx(err, EBADMSG, "the snapshot's filesystem type `%.32s` is not one cryo mounts",
@@ -379,6 +380,7 @@ static int restore_image(int image_dirfd, const Cryo__RootfsSnapshot *s, const c
 			return r;
 		}
 		u->old_fstype = mnt.fstype ? strdup(mnt.fstype) : NULL;
+		snprintf(old_dev, sizeof(old_dev), "%s", mnt.source);
 	}
 	cryo_mount_done(&mnt);
 
@@ -404,6 +406,12 @@ static int restore_image(int image_dirfd, const Cryo__RootfsSnapshot *s, const c
 			return r;
 		}
 		u->old_was_mounted = true;
+		/* a loop device not set to autoclear (losetup's default) stays bound: release it */
+		lfd = open(old_dev, O_RDONLY | O_CLOEXEC);
+		if (lfd >= 0) {
+			(void)ioctl(lfd, LOOP_CLR_FD, 0);
+			close(lfd);
+		}
 	}
 	if (renameat2(u->parent_fd, tmp, u->parent_fd, base, exists ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0) {
 		r = cryo_error_set(err, errno, "rename `%s` to `%s` in the bundle", tmp, rel);
@@ -595,14 +603,13 @@ static int restore_tar(int image_dirfd, const Cryo__RootfsSnapshot *s, const cha
 			return cryo_error_set(err, errno, "open `%s`", rootfs);
 		return extract_tar(src, dest, err);
 	}
-	copy = strdup(rootfs);
+	base = strrchr(rootfs, '/');
+	if (!base || !base[1])
+		return cryo_error_setx(err, EINVAL, "rootfs `%s` has no parent directory", rootfs);
+	copy = strndup(rootfs, (size_t)(base - rootfs));
 	u->rootfs = strdup(rootfs);
 	if (!copy || !u->rootfs)
 		return cryo_error_set(err, ENOMEM, "restore rootfs");
-	base = strrchr(copy, '/');
-	if (!base || !base[1])
-		return cryo_error_setx(err, EINVAL, "rootfs `%s` has no parent directory", rootfs);
-	copy[base - copy] = '\0';
 	base++;
 	u->name = strdup(base);
 	if (!u->name || asprintf(&newname, ".%s.cryo-restore", base) < 0)

@@ -24,14 +24,14 @@ const struct cryo_step_table *cryo_step_table_find(const char *name)
 	return NULL;
 }
 
-int cryo_step_fault(const struct cryo_step_table *t, const char *step)
+bool cryo_step_fault(const struct cryo_step_table *t, const char *step)
 {
 	char qualified[128];
 
 	if (cryo_fault(step))
-		return 1;
+		return true;
 	if (snprintf(qualified, sizeof(qualified), "%s:%s", t->name, step) >= (int)sizeof(qualified))
-		return 0;
+		return false;
 	return cryo_fault(qualified);
 }
 

@@ -27,6 +27,7 @@
 #ifndef CRYO_STEP_H
 #define CRYO_STEP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,7 +68,7 @@ int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_t
 		  struct cryo_error *err);
 
 /* true if CRYO_FAULT names table:step or step. */
-int cryo_step_fault(const struct cryo_step_table *t, const char *step);
+bool cryo_step_fault(const struct cryo_step_table *t, const char *step);
 
 /* The tables, each defined by its module. */
 extern const struct cryo_step_table cryo_checkpoint_step_table;  /* checkpoint.c */
