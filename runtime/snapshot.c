@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
@@ -434,6 +435,29 @@ static int restore_image(int image_dirfd, const Cryo__RootfsSnapshot *s, const c
 }
 
 /*
+ * A name in a tar snapshot: `tar -C rootfs .` writes `./`, `./etc/`,
+ * `./etc/passwd`; without the `./` and a directory's trailing `/` it must
+ * be a clean relative name (or empty: the root itself).
+ */
+static bool entry_name_ok(const char *name)
+{
+	char buf[PATH_MAX];
+	size_t n;
+
+	while (name[0] == '.' && name[1] == '/')
+		name += 2;
+	n = strlen(name);
+	if (n == 0 || strcmp(name, ".") == 0)
+		return true;
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, name, n + 1);
+	if (buf[n - 1] == '/')
+		buf[--n] = '\0';
+	return clean_relative(buf);
+}
+
+/*
  * Runs in a child that has chroot()ed into the directory to fill, so no
  * name in the archive can reach outside it whatever libarchive does; the
  * checks and libarchive's SECURE flags refuse (rather than clamp) what a
@@ -476,12 +500,8 @@ static int extract_tar_child(int tar_fd, char *msg, size_t msglen)
 			snprintf(msg, msglen, "an entry has no name");
 			return -1;
 		}
-		/* tar -C rootfs . writes `./x`: strip that, then nothing but a clean relative name */
-		while (name[0] == '.' && name[1] == '/')
-			name += 2;
-		if (*name && strcmp(name, ".") != 0 && !clean_relative(name) &&
-		    !(name[strlen(name) - 1] == '/' && name[0] != '/' && !strstr(name, "..") && !strstr(name, "//"))) {
-			snprintf(msg, msglen, "`%.200s`: absolute or `..` names are refused", archive_entry_pathname(e));
+		if (!entry_name_ok(name)) {
+			snprintf(msg, msglen, "`%.200s`: absolute or `..` names are refused", name);
 			return -1;
 		}
 		type = archive_entry_filetype(e);
@@ -491,9 +511,7 @@ static int extract_tar_child(int tar_fd, char *msg, size_t msglen)
 		}
 		link = archive_entry_hardlink(e);
 		if (link) {
-			while (link[0] == '.' && link[1] == '/')
-				link += 2;
-			if (!clean_relative(link)) {
+			if (!entry_name_ok(link) || !*link || strcmp(link, ".") == 0 || strcmp(link, "./") == 0) {
 				snprintf(msg, msglen, "`%.200s`: hard link to `%.200s` is refused", name, link);
 				return -1;
 			}
