@@ -72,18 +72,28 @@ check rt resume "$id"
 wait_above "$B" $((c + 5))
 log "paused checkpoint: running by default, paused with --keep-paused"
 
-# a failed restore (fault after the rootfs is mounted) leaves B as it was
+# a fault at any restore step leaves B as it was: no state, the previous
+# rootfs file mounted again, no process in the cgroup, no temp file
 check rt kill "$id" KILL
 for _ in $(seq 50); do rt state "$id" | grep -q stopped && break; sleep 0.1; done
+check rt delete "$id"
 b_ino=$(stat -c %i "$B/rootfs.img")  # (its content changes with each mount: compare the file)
-CRYO_FAULT=restore:state expect_fail 1 timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$B" --image-path "$T/img" "$id"
-echo "$LAST_OUTPUT" | grep -q "state: injected fault" || fail "fault at state: $LAST_OUTPUT"
-[ ! -e "$RTROOT/$id" ] || fail "fault at state: the container's state was left"
-mountpoint -q "$B/rootfs" || fail "fault at state: B's previous rootfs is not mounted again"
-[ "$(stat -c %i "$B/rootfs.img")" = "$b_ino" ] || fail "fault at state: B/rootfs.img is not the previous file"
-[ "$(losetup -n -O BACK-FILE -j "$B/rootfs.img" | head -1)" = "$B/rootfs.img" ] || fail "fault at state: B/rootfs is not B/rootfs.img"
-ls -a "$B" | grep -q cryo-restore && fail "fault at state: left $(ls -a "$B")"
-log "fault at state: undone"
+cg=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["linux"]["cgroupsPath"])' "$B/config.json")
+steps=$("$CRYO_BIN" features | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["org.cryo"]["steps"]["restore"]))')
+[ -n "$steps" ] || fail "cryo features lists no restore steps"
+for s in $steps; do
+	CRYO_FAULT=restore:$s expect_fail 1 timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$B" --image-path "$T/img" "$id"
+	echo "$LAST_OUTPUT" | grep -q "$s: injected fault" || fail "fault at $s: $LAST_OUTPUT"
+	[ ! -e "$RTROOT/$id" ] || fail "fault at $s: the container's state was left"
+	mountpoint -q "$B/rootfs" || fail "fault at $s: B's previous rootfs is not mounted again"
+	[ "$(stat -c %i "$B/rootfs.img")" = "$b_ino" ] || fail "fault at $s: B/rootfs.img is not the previous file"
+	[ "$(losetup -n -O BACK-FILE -j "$B/rootfs.img" | head -1)" = "$B/rootfs.img" ] || fail "fault at $s: B/rootfs is not B/rootfs.img"
+	for d in /sys/fs/cgroup/unified"$cg" /sys/fs/cgroup/freezer"$cg"; do
+		[ -z "$(cat "$d/cgroup.procs" 2>/dev/null)" ] || fail "fault at $s: processes left in $d"
+	done
+	if ls -a "$B" | grep -q cryo-restore; then fail "fault at $s: left $(ls -a "$B")"; fi
+	log "fault at restore:$s: undone"
+done
 
 # back into bundle A, whose rootfs is still mounted from A/rootfs.img by
 # losetup (no autoclear): that mount is replaced and its loop device released
