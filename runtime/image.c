@@ -286,10 +286,15 @@ int cryo_image_commit(struct cryo_image *img, struct cryo_error *err)
 
 int cryo_image_open(const char *path, struct cryo_error *err)
 {
+	return cryo_image_open_at(AT_FDCWD, path, err);
+}
+
+int cryo_image_open_at(int dirfd, const char *path, struct cryo_error *err)
+{
 	_cleanup_close_ int fd = -1;
 	struct stat st;
 
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "image `%s`", path);
 	if (fstat(fd, &st) < 0)

@@ -53,6 +53,8 @@ void cryo_image_abort(struct cryo_image *img);
  * Returns the O_DIRECTORY fd.
  */
 int cryo_image_open(const char *path, struct cryo_error *err);
+/* The same, path relative to dirfd (symlinks followed: `parent` of a dump on a pre-dump). */
+int cryo_image_open_at(int dirfd, const char *path, struct cryo_error *err);
 
 /*
  * Open a file of the image: O_NOFOLLOW|O_NONBLOCK (a FIFO planted in the

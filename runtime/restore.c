@@ -120,6 +120,48 @@ struct ctx {
 	bool pid_file_written;
 };
 
+#define PARENT_LINK "parent"
+#define MAX_PARENTS 16
+
+/*
+ * CRIU reads what the image's files point to. The manifest lists symlinks
+ * by their target, so a page file that is a symlink to a host file would
+ * verify and be loaded into the container's memory: the only symlink an
+ * image may hold is CRIU's `parent` (a dump on top of a pre-dump), and the
+ * image it leads to is verified like this one, down the chain.
+ */
+static int verify_links(int image_fd, const Cryo__Manifest *m, int depth, struct cryo_error *err)
+{
+	_cleanup_close_ int pfd = -1;
+	Cryo__Manifest *pm = NULL;
+	bool has_parent = false;
+	size_t i;
+	int r;
+
+	for (i = 0; i < m->n_files; i++) {
+		if (!m->files[i]->symlink)
+			continue;
+		if (strcmp(m->files[i]->name, PARENT_LINK) != 0)
+			return cryo_error_setx(err, EBADMSG, "`%.200s` is a symlink (to `%.200s`): an image holds files, and only CRIU's `parent` link",
+					       m->files[i]->name, m->files[i]->symlink);
+		has_parent = true;
+	}
+	if (!has_parent)
+		return 0;
+	if (depth >= MAX_PARENTS)
+		return cryo_error_setx(err, ELOOP, "more than %d parent images", MAX_PARENTS);
+	pfd = cryo_image_open_at(image_fd, PARENT_LINK, err);
+	if (pfd < 0)
+		return cryo_error_prefix(err, "parent image");
+	r = cryo_manifest_read_at(pfd, &pm, err);
+	if (r >= 0)
+		r = cryo_manifest_verify_at(pfd, pm, err);
+	if (r >= 0)
+		r = verify_links(pfd, pm, depth + 1, err);
+	cryo_manifest_free(pm);
+	return r < 0 ? cryo_error_prefix(err, "parent image") : 0;
+}
+
 static int step_verify(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
@@ -132,6 +174,8 @@ static int step_verify(void *ctx, struct cryo_error *err)
 	r = cryo_manifest_read_at(c->image_fd, &c->m, err);
 	if (r >= 0)
 		r = cryo_manifest_verify_at(c->image_fd, c->m, err);
+	if (r >= 0)
+		r = verify_links(c->image_fd, c->m, 0, err);
 	/* authenticated images (sign.h): cryo_image_verify(c->image, c->o->verify_key, err) goes here */
 	if (r < 0)
 		return cryo_error_prefix(err, "image `%s`", c->image);

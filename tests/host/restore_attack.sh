@@ -152,7 +152,13 @@ host_state >"$T/before"
 # --- the image's own files: regular files only
 new_image; ln -s "$H/victim.img" "$I/rootfs.img"
 seal / copy rootfs.img "$H/victim.img" ext4
-refused "snapshot file is a symlink" "\`rootfs.img\` in the image is a symlink"
+refused "snapshot file is a symlink" "\`rootfs.img\` is a symlink (to"
+new_image; ln -s "$H/victim.img" "$I/pages-1.img"
+seal /
+refused "a CRIU image file is a symlink to a host file" "\`pages-1.img\` is a symlink (to \`$H/victim.img\`)"
+new_image; ln -s "$H" "$I/parent"
+seal /
+refused "the parent image is a host dir" "parent image: .*manifest.pb"
 new_image; cp "$T/snap.img" "$I/rootfs.img"; chmod 600 "$I/rootfs.img"
 seal / copy rootfs.img "$H/victim.img" proc
 refused "snapshot fs type not allowed" "filesystem type \`proc\` is not one cryo mounts"
