@@ -42,8 +42,8 @@ ls -l "$IMG" | head -8
 step "cryo inspect $IMG"
 "$CRYO" inspect "$IMG"
 
-step "cryo restore $ID --image-path $IMG -d"
-if ! "$CRYO" --root "$ROOT" restore -d --image-path "$IMG" "$ID" </dev/null >"$WORK/restore.log" 2>&1; then
+step "cryo restore $ID --bundle $B --image-path $IMG -d"
+if ! "$CRYO" --root "$ROOT" restore -d --bundle "$B" --image-path "$IMG" "$ID" </dev/null >"$WORK/restore.log" 2>&1; then
 	echo "restore FAILED:"
 	sed 's/^/  /' "$WORK/restore.log"
 	exit 1

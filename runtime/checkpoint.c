@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "extmounts.h"
 #include "freezer.h"
 #include "fsfreeze.h"
 #include "hold.h"
@@ -25,13 +26,13 @@
 #include "snapshot.h"
 #include "spec.h"
 #include "state.h"
+#include "step.h"
 #include "util.h"
 #include "version.h"
 
 #define LOCK_TIMEOUT_MS 5000
 #define THAW_TIMEOUT_MS 5000
 #define DEFAULT_FREEZE_TIMEOUT_MS 5000
-
 
 const char *const cryo_fs_freeze_mode_names[_CRYO_FS_FREEZE_MAX] = {
 	[CRYO_FS_FREEZE_AUTO] = "auto",
@@ -71,20 +72,16 @@ struct ctx {
 	Cryo__Manifest *m;
 	char **ext_mounts;       /* key, value pairs for CRIU, NULL-terminated */
 	bool criu_stopped;       /* CRIU ended the tasks itself (see step_criu_dump) */
-	int64_t t0, frozen_at, fs_frozen_at;
+	struct cryo_step_timings timings;  /* t0: when the checkpoint started */
+	int64_t frozen_at, fs_frozen_at;
 	int64_t thawed_at;       /* --leave-running: thawed right after the dump; 0 = still frozen */
 	uint64_t fs_frozen_us;
 	struct cryo_imghash *hash; /* hashes CRIU's files as it closes them */
 };
 
-struct step {
-	const char *name;
-	int (*run)(struct ctx *c, struct cryo_error *err);
-	void (*undo)(struct ctx *c);
-};
-
-static int step_lock(struct ctx *c, struct cryo_error *err)
+static int step_lock(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	const struct cryo_checkpoint_opts *o = c->o;
 	_cleanup_close_ int bfd = -1;
 	size_t len = 0;
@@ -114,8 +111,9 @@ static int step_lock(struct ctx *c, struct cryo_error *err)
 	return cryo_manifest_new(o->id, c->config_json, &c->m, err);
 }
 
-static void undo_lock(struct ctx *c)
+static void undo_lock(void *ctx)
 {
+	struct ctx *c = ctx;
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
 	c->lock_fd = -1;
@@ -137,8 +135,9 @@ static int hold_staging(struct ctx *c, struct cryo_error *err)
 				 &c->staging_hold, err);
 }
 
-static int step_stage(struct ctx *c, struct cryo_error *err)
+static int step_stage(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	const struct cryo_checkpoint_opts *o = c->o;
 	int r;
 
@@ -157,8 +156,9 @@ static int step_stage(struct ctx *c, struct cryo_error *err)
 	return hold_staging(c, err);
 }
 
-static void undo_stage(struct ctx *c)
+static void undo_stage(void *ctx)
 {
+	struct ctx *c = ctx;
 	cryo_image_abort(c->img);
 	c->img = NULL;
 }
@@ -169,8 +169,9 @@ static void undo_stage(struct ctx *c)
  * at once or at the deadline. A container paused before is left alone:
  * its freeze is its user's.
  */
-static int step_freeze_cgroup(struct ctx *c, struct cryo_error *err)
+static int step_freeze_cgroup(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	struct cryo_freezer_hold_opts ho = {
 		.root = c->o->root,
 		.name = c->o->id,
@@ -201,8 +202,9 @@ static int thaw_cgroup(struct ctx *c, struct cryo_error *err)
 	return cryo_freezer_thaw_held(c->fz, TAKE_PTR(c->hold), THAW_TIMEOUT_MS, 0, err);
 }
 
-static void undo_freeze_cgroup(struct ctx *c)
+static void undo_freeze_cgroup(void *ctx)
 {
+	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
 	if (thaw_cgroup(c, &e) < 0) {
@@ -211,8 +213,9 @@ static void undo_freeze_cgroup(struct ctx *c)
 	}
 }
 
-static int step_freeze_fs(struct ctx *c, struct cryo_error *err)
+static int step_freeze_fs(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	enum cryo_fs_freeze_mode mode = c->o->fs_freeze;
 	int r;
 
@@ -220,7 +223,7 @@ static int step_freeze_fs(struct ctx *c, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->own_fs = strcmp(c->mnt.mountpoint, c->st->rootfs) == 0 && strcmp(c->mnt.root, "/") == 0;
-	if (mode == CRYO_FS_FREEZE_OFF || c->o->pre_dump)
+	if (mode == CRYO_FS_FREEZE_OFF)
 		return 0;
 	if (!c->own_fs) {
 		if (mode == CRYO_FS_FREEZE_REQUIRED)
@@ -252,8 +255,9 @@ static int step_freeze_fs(struct ctx *c, struct cryo_error *err)
 	return 0;
 }
 
-static void undo_freeze_fs(struct ctx *c)
+static void undo_freeze_fs(void *ctx)
 {
+	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
 	if (c->fs_frozen && cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, NULL, &e) < 0) {
@@ -263,13 +267,12 @@ static void undo_freeze_fs(struct ctx *c)
 	c->fs_frozen = false;
 }
 
-static int step_snapshot(struct ctx *c, struct cryo_error *err)
+static int step_snapshot(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	Cryo__RootfsSnapshot *s;
 	int r;
 
-	if (c->o->pre_dump)
-		return 0;
 	s = malloc(sizeof(*s));
 	if (!s)
 		return cryo_error_set(err, ENOMEM, "snapshot");
@@ -283,8 +286,9 @@ static int step_snapshot(struct ctx *c, struct cryo_error *err)
 	return 0;
 }
 
-static int step_thaw_fs(struct ctx *c, struct cryo_error *err)
+static int step_thaw_fs(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	struct cryo_fsfreeze_thawed t = { 0 };
 	int r;
 
@@ -297,50 +301,6 @@ static int step_thaw_fs(struct ctx *c, struct cryo_error *err)
 		return r;
 	c->fs_frozen = false;
 	c->fs_frozen_us = (uint64_t)(cryo_now_us() - c->fs_frozen_at);
-	return 0;
-}
-
-/*
- * Mounts whose source lies outside the container's mount namespace are
- * external to CRIU, dumped by name: the bundle's bind mounts (named by
- * their destination), the host devices cryo binds into /dev, and the
- * masked files (binds of /dev/null). Restore maps the names back.
- */
-static int collect_ext_mounts(struct ctx *c, struct cryo_error *err)
-{
-	size_t i, n = 0, max = 2 * (c->spec->n_mounts + c->spec->n_masked_paths + ARRAY_SIZE(cryo_ext_devices)) + 1;
-
-	c->ext_mounts = calloc(max, sizeof(char *));
-	if (!c->ext_mounts)
-		return cryo_error_set(err, ENOMEM, "external mounts");
-#define ADD(k, v)                                                               \
-	do {                                                                    \
-		c->ext_mounts[n] = strdup(k);                                   \
-		c->ext_mounts[n + 1] = strdup(v);                               \
-		if (!c->ext_mounts[n] || !c->ext_mounts[n + 1])                 \
-			return cryo_error_set(err, ENOMEM, "external mounts");  \
-		n += 2;                                                         \
-	} while (0)
-	for (i = 0; i < c->spec->n_mounts; i++)
-		if (c->spec->mounts[i].bind)
-			ADD(c->spec->mounts[i].destination, c->spec->mounts[i].destination);
-	for (i = 0; i < ARRAY_SIZE(cryo_ext_devices); i++)
-		ADD(cryo_ext_devices[i], cryo_ext_devices[i]);
-	/*
-	 * Masked files are /dev/null bound over them; masked directories are
-	 * empty tmpfs mounts CRIU dumps like any tmpfs. Which is which is seen
-	 * through the container's own root (a missing path is not mounted).
-	 */
-	for (i = 0; i < c->spec->n_masked_paths; i++) {
-		_cleanup_free_ char *p = NULL;
-		struct stat st;
-
-		if (asprintf(&p, "/proc/%d/root%s", (int)c->st->pid, c->spec->masked_paths[i]) < 0)
-			return cryo_error_set(err, ENOMEM, "external mounts");
-		if (stat(p, &st) == 0 && !S_ISDIR(st.st_mode))
-			ADD(c->spec->masked_paths[i], "/dev/null");
-	}
-#undef ADD
 	return 0;
 }
 
@@ -360,7 +320,7 @@ static int copy_log_into_image(struct ctx *c, const char *name)
 	return cryo_write_new_file_at(c->img->dirfd, name, buf, len, 0600);
 }
 
-static int step_criu_dump(struct ctx *c, struct cryo_error *err)
+static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 {
 	const struct cryo_checkpoint_opts *o = c->o;
 	struct cryo_criu_opts co = {
@@ -375,14 +335,14 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 		 * sockets are in repair mode, or the kernel would close them and
 		 * the peers would see the connections end.
 		 */
-		.leave_running = o->leave_running || o->pre_dump || !o->criu.tcp_established,
+		.leave_running = o->leave_running || pre_dump || !o->criu.tcp_established,
 		.flags = o->criu,
-		.pre_dump = o->pre_dump,
+		.pre_dump = pre_dump,
 	};
 	int r;
 
 	co.freeze_cgroup = cryo_freezer_path(c->fz);
-	r = collect_ext_mounts(c, err);
+	r = cryo_extmounts_dump(c->spec, c->st->pid, &c->ext_mounts, err);
 	if (r < 0)
 		return r;
 	co.ext_mounts = (const char *const *)c->ext_mounts;
@@ -398,7 +358,7 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 	 * container goes on now rather than through hashing and commit;
 	 * if those fail, running is how it was before.
 	 */
-	if ((o->leave_running || o->pre_dump) && !c->was_frozen) {
+	if ((o->leave_running || pre_dump) && !c->was_frozen) {
 		r = thaw_cgroup(c, err);
 		if (r < 0)
 			return r;
@@ -409,10 +369,21 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
 		if (r < 0)
 			return r;
 	}
-	r = copy_log_into_image(c, o->pre_dump ? "pre-dump.log" : "dump.log");
+	r = copy_log_into_image(c, pre_dump ? "pre-dump.log" : "dump.log");
 	if (r < 0)
 		cryo_warn("checkpoint `%s`: could not copy CRIU's log into the image: %s", o->id, strerror(-r));
 	return 0;
+}
+
+static int step_criu_dump(void *ctx, struct cryo_error *err)
+{
+	return criu_dump(ctx, false, err);
+}
+
+/* Pre-dump: CRIU copies the memory and keeps tracking it; the tasks go on at once. */
+static int step_criu_pre_dump(void *ctx, struct cryo_error *err)
+{
+	return criu_dump(ctx, true, err);
 }
 
 /*
@@ -422,8 +393,9 @@ static int step_criu_dump(struct ctx *c, struct cryo_error *err)
  * still leaves it as it was. The cgroup is empty now and thawed first:
  * CRIU can't finish restoring tasks that freeze as it moves them in.
  */
-static void undo_criu_dump(struct ctx *c)
+static void undo_criu_dump(void *ctx)
 {
+	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 	struct cryo_criu_opts co = { 0 };
 	char **ext = NULL;
@@ -434,7 +406,7 @@ static void undo_criu_dump(struct ctx *c)
 		return;
 	r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, &e);
 	if (r >= 0)
-		r = cryo_restore_ext_mounts(c->spec, c->st->bundle, &ext, &e);
+		r = cryo_extmounts_restore(c->spec, c->st->bundle, &ext, &e);
 	if (r >= 0) {
 		co.image_dir = c->img->staging_path;
 		co.work_dir = c->work_dir;
@@ -524,14 +496,21 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 	return 0;
 }
 
-static int step_manifest(struct ctx *c, struct cryo_error *err)
+static int step_manifest(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	int64_t start;
+	size_t i;
 	int r;
 
 	r = fill_manifest(c, err);
 	if (r < 0)
 		return r;
+	/* the steps so far: this one and those after it end after the manifest is written */
+	for (i = 0; i < c->timings.n; i++)
+		if (cryo_manifest_add_timing(c->m, c->timings.t[i].step, (uint64_t)c->timings.t[i].start_usec,
+					     (uint64_t)c->timings.t[i].usec) < 0)
+			return cryo_error_set(err, ENOMEM, "timings");
 	/*
 	 * hash: what the imghash thread did not do while CRIU wrote; sync:
 	 * the files are durable before the manifest that names them is.
@@ -543,21 +522,22 @@ static int step_manifest(struct ctx *c, struct cryo_error *err)
 	r = cryo_manifest_hash_dir_with(c->m, c->img->dirfd, c->hash, err);
 	if (r < 0)
 		return r;
-	if (cryo_manifest_add_timing(c->m, "hash", (uint64_t)(start - c->t0), (uint64_t)(cryo_now_us() - start)) < 0)
+	if (cryo_manifest_add_timing(c->m, "hash", (uint64_t)(start - c->timings.t0), (uint64_t)(cryo_now_us() - start)) < 0)
 		return cryo_error_set(err, ENOMEM, "timings");
 	start = cryo_now_us();
 	r = cryo_image_sync(c->img, err);
 	if (r < 0)
 		return r;
-	if (cryo_manifest_add_timing(c->m, "sync", (uint64_t)(start - c->t0), (uint64_t)(cryo_now_us() - start)) < 0)
+	if (cryo_manifest_add_timing(c->m, "sync", (uint64_t)(start - c->timings.t0), (uint64_t)(cryo_now_us() - start)) < 0)
 		return cryo_error_set(err, ENOMEM, "timings");
 	c->m->has_total_usec = 1;
-	c->m->total_usec = (uint64_t)(cryo_now_us() - c->t0);
+	c->m->total_usec = (uint64_t)(cryo_now_us() - c->timings.t0);
 	return cryo_manifest_write_at(c->img->dirfd, c->m, err);
 }
 
-static int step_commit(struct ctx *c, struct cryo_error *err)
+static int step_commit(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
 	return cryo_image_commit(c->img, err);
 }
 
@@ -566,12 +546,20 @@ static int step_commit(struct ctx *c, struct cryo_error *err)
  * paused before) or stop it. A failure here leaves a valid image and is
  * still reported.
  */
-static int step_finish(struct ctx *c, struct cryo_error *err)
+static int step_resume(void *ctx, struct cryo_error *err)
 {
+	struct ctx *c = ctx;
+
+	return thaw_cgroup(c, err);
+}
+
+static int step_finish(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
 	int r;
 
-	if (c->o->leave_running || c->o->pre_dump)
-		return thaw_cgroup(c, err);
+	if (c->o->leave_running)
+		return step_resume(c, err);
 	/* killed while still held: nothing runs after the dump */
 	r = cryo_freezer_kill_all(c->fz, SIGKILL, THAW_TIMEOUT_MS, err);
 	if (r < 0)
@@ -592,7 +580,7 @@ static int step_finish(struct ctx *c, struct cryo_error *err)
  * CRIU ended the tasks, `criu-dump`'s undo first restores them, frozen,
  * from the staging dir).
  */
-static const struct step steps[] = {
+static const struct cryo_step checkpoint_steps[] = {
 	{ "lock", step_lock, undo_lock },
 	{ "stage", step_stage, undo_stage },
 	{ "freeze-cgroup", step_freeze_cgroup, undo_freeze_cgroup },
@@ -605,9 +593,27 @@ static const struct step steps[] = {
 	{ "finish", step_finish, NULL },
 };
 
-const char *const cryo_checkpoint_steps[] = {
-	"lock", "stage", "freeze-cgroup", "freeze-fs", "snapshot-rootfs", "thaw-fs",
-	"criu-dump", "manifest", "commit", "finish", NULL,
+const struct cryo_step_table cryo_checkpoint_step_table = {
+	"checkpoint", checkpoint_steps, ARRAY_SIZE(checkpoint_steps),
+};
+
+/*
+ * --pre-dump: no rootfs freeze or snapshot (the final dump takes those),
+ * CRIU leaves the tasks running, and the container is given back as it
+ * was as soon as the image is committed.
+ */
+static const struct cryo_step pre_dump_steps[] = {
+	{ "lock", step_lock, undo_lock },
+	{ "stage", step_stage, undo_stage },
+	{ "freeze-cgroup", step_freeze_cgroup, undo_freeze_cgroup },
+	{ "criu-pre-dump", step_criu_pre_dump, NULL },
+	{ "manifest", step_manifest, NULL },
+	{ "commit", step_commit, NULL },
+	{ "resume", step_resume, NULL },
+};
+
+const struct cryo_step_table cryo_pre_dump_step_table = {
+	"pre-dump", pre_dump_steps, ARRAY_SIZE(pre_dump_steps),
 };
 
 static void ctx_done(struct ctx *c)
@@ -634,40 +640,14 @@ static void ctx_done(struct ctx *c)
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err)
 {
 	struct ctx c = { .o = o, .lock_fd = -1 };
-	size_t i;
-	int r = 0;
+	int r;
 
 	r = cryo_validate_id(o->id, err);
 	if (r < 0)
 		return r;
-	c.t0 = cryo_now_us();
-	for (i = 0; i < ARRAY_SIZE(steps); i++) {
-		int64_t start = cryo_now_us();
-
-		if (cryo_fault(steps[i].name))
-			r = cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", steps[i].name);
-		else
-			r = steps[i].run(&c, err);
-		if (r < 0) {
-			cryo_error_prefix(err, "%s", steps[i].name);
-			break;
-		}
-		if (c.m && cryo_manifest_add_timing(c.m, steps[i].name, (uint64_t)(start - c.t0),
-						    (uint64_t)(cryo_now_us() - start)) < 0) {
-			r = cryo_error_set(err, ENOMEM, "timings");
-			break;
-		}
-		cryo_debug("checkpoint `%s`: %s done in %lld us", o->id, steps[i].name,
-			   (long long)(cryo_now_us() - start));
-	}
-	if (r < 0 && i < ARRAY_SIZE(steps)) {
-		/* unwind in reverse; a step that failed undoes its own partial work too */
-		size_t j = i + 1;
-
-		while (j-- > 0)
-			if (steps[j].undo)
-				steps[j].undo(&c);
-	}
+	c.timings.t0 = cryo_now_us();
+	r = cryo_step_run(o->pre_dump ? &cryo_pre_dump_step_table : &cryo_checkpoint_step_table, &c, &c.timings,
+			  err);
 	ctx_done(&c);
 	if (r < 0)
 		return cryo_error_prefix(err, "checkpoint `%s`", o->id);

@@ -1,18 +1,21 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * `cryo checkpoint`: the pipeline of DESIGN.md as data. An ordered table
- * of steps, each with an undo (bubblewrap's plan, then execute):
+ * `cryo checkpoint`: the pipeline of DESIGN.md as data, two step tables
+ * run by the step runner (step.h):
  *
- *   lock → stage → freeze-cgroup → freeze-fs → snapshot-rootfs → thaw-fs
- *        → criu-dump → manifest → commit → finish (thaw or stop)
+ *   checkpoint: lock → stage → freeze-cgroup → freeze-fs → snapshot-rootfs
+ *               → thaw-fs → criu-dump → manifest → commit → finish (thaw or stop)
+ *   pre-dump:   lock → stage → freeze-cgroup → criu-pre-dump → manifest
+ *               → commit → resume
  *
- * When step i fails, the undos of steps i-1..0 run in reverse: the
- * container is back to how it was (running, or paused if it was), its
- * filesystem thawed, no image committed, the staging dir gone. CRIU
- * always dumps with leave-running while the cgroup stays frozen, so a
- * failure after the dump (manifest, commit) still has a container to give
- * back; only `finish` stops it, after the image is safe on disk.
- * CRYO_FAULT=<step> makes a step fail before it acts.
+ * When a step fails, its own undo and then the undos of the steps before
+ * it run, newest first: the container is back to how it was (running, or
+ * paused if it was), its filesystem thawed, no image committed, the
+ * staging dir gone. CRIU always dumps with leave-running while the cgroup
+ * stays frozen, so a failure after the dump (manifest, commit) still has
+ * a container to give back; only `finish` stops it, after the image is
+ * safe on disk. CRYO_FAULT=<step> or CRYO_FAULT=checkpoint:<step> (or
+ * pre-dump:<step>) makes a step fail before it acts.
  */
 #ifndef CRYO_CHECKPOINT_H
 #define CRYO_CHECKPOINT_H
@@ -54,12 +57,6 @@ struct cryo_checkpoint_opts {
 	int64_t freeze_deadline_ms;
 	enum cryo_fs_freeze_mode fs_freeze;
 };
-
-/* The host devices cryo binds into a container's /dev (mount.h's one list): external mounts for CRIU. */
-#define cryo_ext_devices cryo_mount_devices
-
-/* The step names, in order (tests iterate them for CRYO_FAULT). */
-extern const char *const cryo_checkpoint_steps[];
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err);
 

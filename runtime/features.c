@@ -6,6 +6,7 @@
 
 #include "features.h"
 #include "kmod.h"
+#include "step.h"
 #include "version.h"
 
 static struct json_object *string_array(const char *const *v, size_t n)
@@ -67,6 +68,20 @@ int cryo_features_json(struct json_object **ret, struct cryo_error *err)
 	json_object_object_add(freezer, "cgroupHoldBackend",
 			       json_object_new_string(cryo_kmod_available() ? "kmod" : "watchdog"));
 	json_object_object_add(cryo, "freezer", freezer);
+	/* the step tables (step.h): names for CRYO_FAULT=<table>:<step>, in order */
+	{
+		struct json_object *steps = json_object_new_object();
+		size_t i, j;
+
+		for (i = 0; cryo_step_tables[i]; i++) {
+			struct json_object *a = json_object_new_array();
+
+			for (j = 0; j < cryo_step_tables[i]->n_steps; j++)
+				json_object_array_add(a, json_object_new_string(cryo_step_tables[i]->steps[j].name));
+			json_object_object_add(steps, cryo_step_tables[i]->name, a);
+		}
+		json_object_object_add(cryo, "steps", steps);
+	}
 	json_object_object_add(o, "org.cryo", cryo);
 
 	*ret = o;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "image.h"
 #include "log.h"
@@ -304,5 +305,92 @@ int cryo_image_commit(struct cryo_image *img, struct cryo_error *err)
 				  strerror(-r));
 		(void)fsync(img->parent_fd);
 	}
+	return 0;
+}
+
+int cryo_image_open(const char *path, struct cryo_error *err)
+{
+	return cryo_image_open_at(AT_FDCWD, path, err);
+}
+
+int cryo_image_open_at(int dirfd, const char *path, struct cryo_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	fd = openat(dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "image `%s`", path);
+	if (fstat(fd, &st) < 0)
+		return cryo_error_set(err, errno, "image `%s`", path);
+	if (st.st_uid != geteuid() && st.st_uid != 0)
+		return cryo_error_setx(err, EPERM, "image `%s` is owned by uid %u, not by %u: refusing an image another user can change",
+				       path, (unsigned)st.st_uid, (unsigned)geteuid());
+	if (st.st_mode & (S_IWGRP | S_IWOTH))
+		return cryo_error_setx(err, EPERM, "image `%s` is writable by %s (mode %04o): refusing an image another user can change",
+				       path, (st.st_mode & S_IWOTH) ? "everyone" : "its group",
+				       (unsigned)(st.st_mode & 07777));
+	return TAKE_FD(fd);
+}
+
+static int open_regular(int dirfd, const char *name, const char *verb, struct cryo_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	int fl;
+
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ELOOP)
+			return cryo_error_setx(err, ELOOP, "`%s` in the image is a symlink, not a file", name);
+		return cryo_error_set(err, errno, "%s `%s`", verb, name);
+	}
+	if (fstat(fd, &st) < 0)
+		return cryo_error_set(err, errno, "stat `%s`", name);
+	if (!S_ISREG(st.st_mode))
+		return cryo_error_setx(err, EBADMSG, "`%s` in the image is not a regular file", name);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK) < 0)
+		return cryo_error_set(err, errno, "fcntl `%s`", name);
+	return TAKE_FD(fd);
+}
+
+int cryo_image_open_file(int dirfd, const char *name, struct cryo_error *err)
+{
+	return open_regular(dirfd, name, "open", err);
+}
+
+int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len,
+			 struct cryo_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	struct stat st;
+
+	fd = open_regular(dirfd, name, "read", err);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		return cryo_error_set(err, errno, "stat `%s`", name);
+	if ((uint64_t)st.st_size > max)
+		return cryo_error_setx(err, EFBIG, "`%s` is larger than %zu bytes", name, max);
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf)
+		return cryo_error_set(err, ENOMEM, "read `%s`", name);
+	while (len < (size_t)st.st_size) {
+		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return cryo_error_set(err, errno, "read `%s`", name);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	*ret_len = len;
 	return 0;
 }

@@ -46,5 +46,29 @@ int cryo_image_sync(struct cryo_image *img, struct cryo_error *err);
  */
 void cryo_image_abort(struct cryo_image *img);
 
+/*
+ * Reading an image: it is untrusted data (whoever could write it may be
+ * hostile), so nothing in it is followed, waited on or trusted by name.
+ *
+ * cryo_image_open() opens the image directory and refuses one another user
+ * could change under us: it must be a directory owned by the caller's
+ * effective uid (or root) and writable by neither group nor others.
+ * Returns the O_DIRECTORY fd.
+ */
+int cryo_image_open(const char *path, struct cryo_error *err);
+/* The same, path relative to dirfd (symlinks followed: `parent` of a dump on a pre-dump). */
+int cryo_image_open_at(int dirfd, const char *path, struct cryo_error *err);
+
+/*
+ * Open a file of the image: O_NOFOLLOW|O_NONBLOCK (a FIFO planted in the
+ * image returns at once instead of blocking), and it must be a regular
+ * file. Returns the fd (blocking again), or -errno with the file named.
+ */
+int cryo_image_open_file(int dirfd, const char *name, struct cryo_error *err);
+
+/* Read a regular file of the image whole, at most max bytes (-EFBIG beyond). */
+int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len,
+			 struct cryo_error *err);
+
 
 #endif

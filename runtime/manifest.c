@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "digest.h"
+#include "image.h"
 #include "imghash.h"
 #include "manifest.h"
 #include "util.h"
@@ -418,12 +419,10 @@ int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *er
 	size_t len = 0;
 	int r;
 
-	r = cryo_read_file_at(dirfd, CRYO_MANIFEST_NAME, CRYO_MANIFEST_MAX_SIZE, &buf, &len);
-	if (r == -EFBIG)
-		return cryo_error_setx(err, EFBIG, "`%s` is larger than %u bytes", CRYO_MANIFEST_NAME,
-				       CRYO_MANIFEST_MAX_SIZE);
+	/* untrusted: no symlink followed, no FIFO waited on (image.h) */
+	r = cryo_image_read_file(dirfd, CRYO_MANIFEST_NAME, CRYO_MANIFEST_MAX_SIZE, &buf, &len, err);
 	if (r < 0)
-		return cryo_error_set(err, -r, "read `%s`", CRYO_MANIFEST_NAME);
+		return r;
 	if (len < MANIFEST_HEADER_LEN || memcmp(buf, MANIFEST_MAGIC, MANIFEST_MAGIC_LEN) != 0)
 		return cryo_error_setx(err, EBADMSG, "`%s` is not a cryo manifest (bad magic or too short: %zu bytes)",
 				       CRYO_MANIFEST_NAME, len);

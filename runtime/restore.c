@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -11,14 +12,17 @@
 #include "cgroup.h"
 #include "checkpoint.h"
 #include "container.h"
+#include "extmounts.h"
 #include "freezer.h"
 #include "hooks.h"
+#include "image.h"
 #include "log.h"
 #include "manifest.h"
 #include "restore.h"
 #include "snapshot.h"
 #include "spec.h"
 #include "state.h"
+#include "step.h"
 #include "util.h"
 
 #define LOCK_TIMEOUT_MS 5000
@@ -45,52 +49,6 @@ static int claim_id(const struct cryo_restore_opts *o, struct cryo_error *err)
 	}
 	cryo_state_free(st);
 	return cryo_state_remove_dir(o->root, o->id, err);
-}
-
-static char *abs_from(const char *base, const char *p)
-{
-	char *out = NULL;
-
-	if (p[0] == '/')
-		return strdup(p);
-	if (asprintf(&out, "%s/%s", base, p) < 0)
-		return NULL;
-	return out;
-}
-
-int cryo_restore_ext_mounts(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err)
-{
-	char **v;
-	size_t i, n = 0;
-
-	v = calloc(2 * (spec->n_mounts + ARRAY_SIZE(cryo_ext_devices)) + 1, sizeof(*v));
-	if (!v)
-		return cryo_error_set(err, ENOMEM, "external mounts");
-	/* host devices, and /dev/null also for the masked paths */
-	for (i = 0; i < ARRAY_SIZE(cryo_ext_devices); i++) {
-		v[n] = strdup(cryo_ext_devices[i]);
-		v[n + 1] = strdup(cryo_ext_devices[i]);
-		if (!v[n] || !v[n + 1]) {
-			cryo_strv_free(v);
-			return cryo_error_set(err, ENOMEM, "external mounts");
-		}
-		n += 2;
-	}
-	for (i = 0; i < spec->n_mounts; i++) {
-		const struct cryo_spec_mount *m = &spec->mounts[i];
-
-		if (!m->bind)
-			continue;
-		v[n] = strdup(m->destination);
-		v[n + 1] = abs_from(bundle, m->source);
-		if (!v[n] || !v[n + 1]) {
-			cryo_strv_free(v);
-			return cryo_error_set(err, ENOMEM, "external mounts");
-		}
-		n += 2;
-	}
-	*ret = v;
-	return 0;
 }
 
 static int write_pid_file(const char *path, pid_t pid, struct cryo_error *err)
@@ -139,83 +97,258 @@ static int reuse_cgroup(const char *rel, const struct cryo_cgroup_paths *cg, str
 	return 0;
 }
 
-struct rctx {
+struct ctx {
+	const struct cryo_restore_opts *o;
+	const char *image;          /* as given, for messages */
 	Cryo__Manifest *m;
-	struct cryo_spec *spec;
+	struct cryo_spec *spec;     /* the bundle's config.json: the one restore uses */
+	char *bundle, *rootfs, *work, *cgrel;
+	const char *freezer_backend;
+	struct cryo_snapshot_undo *snap;
+	char **ext;
+	struct cryo_freezer *fz;
 	struct cryo_state *st;
 	struct cryo_cgroup_paths cg;
-	char *bundle, *rootfs, *image, *work, *cgrel;
-	char **ext;
+	struct cryo_step_timings timings;
+	int image_fd;
+	int bundle_fd;
 	int lock_fd;
-	bool state_created, cgroup_created;
+	pid_t pid;
+	bool state_created;
+	bool cgroup_created;
+	bool froze;
+	bool pid_file_written;
 };
 
-static void rctx_done(struct rctx *c)
-{
-	cryo_manifest_free(c->m);
-	cryo_spec_free(c->spec);
-	cryo_state_free(c->st);
-	cryo_cgroup_paths_free(&c->cg);
-	free(c->bundle);
-	free(c->rootfs);
-	free(c->image);
-	free(c->work);
-	free(c->cgrel);
-	cryo_strv_free(c->ext);
-	if (c->lock_fd >= 0)
-		close(c->lock_fd);
-}
+#define PARENT_LINK "parent"
+#define MAX_PARENTS 16
 
-static int do_restore(const struct cryo_restore_opts *o, struct rctx *c, pid_t *ret_pid, struct cryo_error *err)
+/*
+ * CRIU reads what the image's files point to. The manifest lists symlinks
+ * by their target, so a page file that is a symlink to a host file would
+ * verify and be loaded into the container's memory: the only symlink an
+ * image may hold is CRIU's `parent` (a dump on top of a pre-dump), and the
+ * image it leads to is verified like this one, down the chain.
+ */
+static int verify_links(int image_fd, const Cryo__Manifest *m, int depth, struct cryo_error *err)
 {
-	struct cryo_criu_opts co = { 0 };
-	char real[PATH_MAX];
-	pid_t pid = 0;
+	_cleanup_close_ int pfd = -1;
+	Cryo__Manifest *pm = NULL;
+	bool has_parent = false;
+	size_t i;
 	int r;
 
-	c->image = realpath(o->image_path ? o->image_path : "checkpoint", NULL);
-	if (!c->image)
-		return cryo_error_set(err, errno, "image `%s`", o->image_path ? o->image_path : "checkpoint");
-	/* before anything else: a damaged image changes nothing */
-	r = cryo_manifest_load_verified(c->image, &c->m, err);
+	for (i = 0; i < m->n_files; i++) {
+		if (!m->files[i]->symlink)
+			continue;
+		if (strcmp(m->files[i]->name, PARENT_LINK) != 0)
+			return cryo_error_setx(err, EBADMSG, "`%.200s` is a symlink (to `%.200s`): an image holds files, and only CRIU's `parent` link",
+					       m->files[i]->name, m->files[i]->symlink);
+		has_parent = true;
+	}
+	if (!has_parent)
+		return 0;
+	if (depth >= MAX_PARENTS)
+		return cryo_error_setx(err, ELOOP, "more than %d parent images", MAX_PARENTS);
+	pfd = cryo_image_open_at(image_fd, PARENT_LINK, err);
+	if (pfd < 0)
+		return cryo_error_prefix(err, "parent image");
+	r = cryo_manifest_read_at(pfd, &pm, err);
+	if (r >= 0)
+		r = cryo_manifest_verify_at(pfd, pm, err);
+	if (r >= 0)
+		r = verify_links(pfd, pm, depth + 1, err);
+	cryo_manifest_free(pm);
+	return r < 0 ? cryo_error_prefix(err, "parent image") : 0;
+}
+
+static int step_verify(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	int r;
+
+	/* a dir another user can write is refused: it could change after the check */
+	c->image_fd = cryo_image_open(c->image, err);
+	if (c->image_fd < 0)
+		return c->image_fd;
+	r = cryo_manifest_read_at(c->image_fd, &c->m, err);
+	if (r >= 0)
+		r = cryo_manifest_verify_at(c->image_fd, c->m, err);
+	if (r >= 0)
+		r = verify_links(c->image_fd, c->m, 0, err);
+	/* authenticated images (sign.h): cryo_image_verify(c->image, c->o->verify_key, err) goes here */
 	if (r < 0)
-		return r;
-	if (cryo_fault("restore-verify"))
-		return cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=restore-verify)");
+		return cryo_error_prefix(err, "image `%s`", c->image);
 	if (c->m->criu && c->m->criu->has_pre_dump && c->m->criu->pre_dump)
 		return cryo_error_setx(err, EINVAL, "`%s` is a pre-dump: restore the dump made with --parent-path", c->image);
+	return 0;
+}
 
-	r = claim_id(o, err);
+static bool str_eq(const char *a, const char *b)
+{
+	return (!a && !b) || (a && b && strcmp(a, b) == 0);
+}
+
+/*
+ * The image's config.json is only compared with the bundle's: a container
+ * restored with different namespaces, mounts or a rootfs of another kind
+ * would not be the one that was dumped (CRIU fails late or, worse,
+ * restores it half-right), so those are refused; other differences (the
+ * root path, args, env, hostname) are the new bundle's business and only
+ * warned about.
+ */
+static int compare_config(const struct ctx *c, const struct cryo_spec *img, struct cryo_error *err)
+{
+	const struct cryo_spec *cur = c->spec;
+	size_t i;
+
+	for (i = 0; i < _CRYO_NS_MAX; i++) {
+		if (img->namespaces[i].enabled != cur->namespaces[i].enabled)
+			return cryo_error_setx(err, EINVAL,
+					       "the bundle's config.json %s a %s namespace, the image's %s: refusing a different container",
+					       cur->namespaces[i].enabled ? "has" : "has no", cryo_ns_type_names[i],
+					       img->namespaces[i].enabled ? "has one" : "does not");
+		if (!str_eq(img->namespaces[i].path, cur->namespaces[i].path))
+			cryo_warn("restore `%s`: the %s namespace to join differs from the image's config.json", c->o->id,
+				  cryo_ns_type_names[i]);
+	}
+	if (img->n_mounts != cur->n_mounts)
+		return cryo_error_setx(err, EINVAL,
+				       "the bundle's config.json has %zu mounts, the image's %zu: refusing a different container",
+				       cur->n_mounts, img->n_mounts);
+	for (i = 0; i < cur->n_mounts; i++)
+		if (!str_eq(img->mounts[i].destination, cur->mounts[i].destination) ||
+		    img->mounts[i].bind != cur->mounts[i].bind)
+			return cryo_error_setx(err, EINVAL,
+					       "mount %zu of the bundle's config.json is `%s`%s, the image's `%.200s`%s: refusing a different container",
+					       i, cur->mounts[i].destination, cur->mounts[i].bind ? " (bind)" : "",
+					       img->mounts[i].destination, img->mounts[i].bind ? " (bind)" : "");
+	if (img->root_readonly != cur->root_readonly)
+		return cryo_error_setx(err, EINVAL, "root.readonly is %s in the bundle's config.json, %s in the image's",
+				       cur->root_readonly ? "true" : "false", img->root_readonly ? "true" : "false");
+	if (!str_eq(img->root_path, cur->root_path))
+		cryo_warn("restore `%s`: root.path is `%s` in the bundle, `%.200s` in the image: the bundle's is used",
+			  c->o->id, cur->root_path, img->root_path);
+	if (img->n_args != cur->n_args || !str_eq(img->hostname, cur->hostname) || !str_eq(img->cwd, cur->cwd))
+		cryo_warn("restore `%s`: the bundle's process or hostname differs from the image's config.json", c->o->id);
+	return 0;
+}
+
+/*
+ * Everything restore puts on the host comes from --bundle and its
+ * config.json, as for runc: the rootfs, the cgroup, the bind sources.
+ * Nothing the image says is a host path that is used.
+ */
+static int step_check_bundle(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	const struct cryo_restore_opts *o = c->o;
+	struct cryo_spec *img = NULL;
+	char real[PATH_MAX];
+	struct stat st;
+	int r;
+
+	if (!o->bundle || !*o->bundle)
+		return cryo_error_setx(err, EINVAL, "no bundle given (--bundle)");
+	if (!realpath(o->bundle, real))
+		return cryo_error_set(err, errno, "bundle `%s`", o->bundle);
+	c->bundle = strdup(real);
+	if (!c->bundle)
+		return cryo_error_set(err, ENOMEM, "restore");
+	c->bundle_fd = open(c->bundle, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (c->bundle_fd < 0)
+		return cryo_error_set(err, errno, "bundle `%s`", c->bundle);
+	r = cryo_spec_load(c->bundle, &c->spec, err);
 	if (r < 0)
 		return r;
-	r = cryo_spec_parse(c->m->config_json, strlen(c->m->config_json), &c->spec, err);
+	r = cryo_spec_parse(c->m->config_json, strlen(c->m->config_json), &img, err);
 	if (r < 0)
-		return cryo_error_prefix(err, "the manifest's config.json");
-	if (!o->bundle && !c->m->bundle)
-		return cryo_error_setx(err, EINVAL, "the image names no bundle: pass --bundle");
-	if (!realpath(o->bundle ? o->bundle : c->m->bundle, real))
-		return cryo_error_set(err, errno, "bundle `%s`", o->bundle ? o->bundle : c->m->bundle);
-	c->bundle = strdup(real);
-	c->rootfs = c->bundle ? abs_from(c->bundle, c->spec->root_path) : NULL;
+		return cryo_error_prefix(err, "the image's config.json");
+	r = compare_config(c, img, err);
+	cryo_spec_free(img);
+	if (r < 0)
+		return r;
+	c->freezer_backend = cryo_spec_annotation(c->spec, "org.cryo.freezer");
+	if (!c->freezer_backend)
+		c->freezer_backend = "v2";
+	if (strcmp(c->freezer_backend, "v1") != 0 && strcmp(c->freezer_backend, "v2") != 0)
+		return cryo_error_setx(err, EINVAL, "config.json: annotations.org.cryo.freezer: must be `v1` or `v2`");
+	if (c->spec->root_path[0] == '/')
+		c->rootfs = strdup(c->spec->root_path);
+	else if (asprintf(&c->rootfs, "%s/%s", c->bundle, c->spec->root_path) < 0)
+		c->rootfs = NULL;
+	if (!c->rootfs)
+		return cryo_error_set(err, ENOMEM, "restore");
+	/* resolved once, as create does; an image snapshot may create a missing one */
+	if (realpath(c->rootfs, real)) {
+		free(c->rootfs);
+		c->rootfs = strdup(real);
+		if (!c->rootfs)
+			return cryo_error_set(err, ENOMEM, "restore");
+		if (stat(c->rootfs, &st) < 0 || !S_ISDIR(st.st_mode))
+			return cryo_error_setx(err, ENOTDIR, "config.json: root.path: `%s` is not a directory", c->rootfs);
+	} else if (errno != ENOENT || !c->m->rootfs) {
+		return cryo_error_set(err, errno, "config.json: root.path: `%s`", c->rootfs);
+	}
 	c->cgrel = c->spec->cgroups_path ? strdup(c->spec->cgroups_path) : NULL;
 	if (!c->cgrel && asprintf(&c->cgrel, "%s/%s", CRYO_CGROUP_DEFAULT_PARENT, o->id) < 0)
 		c->cgrel = NULL;
-	if (!c->bundle || !c->rootfs || !c->cgrel)
+	if (!c->cgrel)
 		return cryo_error_set(err, ENOMEM, "restore");
+	return 0;
+}
 
-	r = cryo_state_create_dir(o->root, o->id, err);
+static int step_claim_id(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	int r;
+
+	r = claim_id(c->o, err);
+	if (r < 0)
+		return r;
+	r = cryo_state_create_dir(c->o->root, c->o->id, err);
 	if (r < 0)
 		return r;
 	c->state_created = true;
-	r = cryo_state_lock(o->root, o->id, LOCK_TIMEOUT_MS, &c->lock_fd, err);
-	if (r < 0)
-		return r;
+	return cryo_state_lock(c->o->root, c->o->id, LOCK_TIMEOUT_MS, &c->lock_fd, err);
+}
 
-	if (c->m->rootfs) {
-		r = cryo_snapshot_restore(c->image, c->m->rootfs, c->rootfs, err);
-		if (r < 0)
-			return cryo_error_prefix(err, "rootfs");
+static void undo_claim_id(void *ctx)
+{
+	struct ctx *c = ctx;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (c->state_created && cryo_state_remove_dir(c->o->root, c->o->id, &e) < 0) {
+		cryo_warn("restore `%s`: undo: %s", c->o->id, e.msg);
+		cryo_error_clear(&e);
 	}
+	c->state_created = false;
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+	c->lock_fd = -1;
+}
+
+static int step_stage_rootfs(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+
+	if (!c->m->rootfs)
+		return 0;
+	return cryo_snapshot_restore(c->image_fd, c->m->rootfs, c->m->bundle, c->bundle_fd, c->rootfs, &c->snap, err);
+}
+
+static void undo_stage_rootfs(void *ctx)
+{
+	struct ctx *c = ctx;
+
+	cryo_snapshot_undo(c->snap);
+}
+
+static int step_cgroup(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	int r;
+
 	r = cryo_cgroup_create(c->cgrel, &c->spec->resources, &c->cg, err);
 	if (r == -EEXIST) {
 		cryo_error_clear(err);
@@ -225,8 +358,27 @@ static int do_restore(const struct cryo_restore_opts *o, struct rctx *c, pid_t *
 	} else if (r >= 0) {
 		c->cgroup_created = true;
 	}
-	if (r < 0)
-		return cryo_error_prefix(err, "cgroup");
+	return r;
+}
+
+static void undo_cgroup(void *ctx)
+{
+	struct ctx *c = ctx;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (c->cgroup_created && cryo_cgroup_destroy(c->cgrel, 5000, &e) < 0) {
+		cryo_warn("restore `%s`: undo: %s", c->o->id, e.msg);
+		cryo_error_clear(&e);
+	}
+	c->cgroup_created = false;
+}
+
+static int step_criu_restore(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	const struct cryo_restore_opts *o = c->o;
+	struct cryo_criu_opts co = { 0 };
+	int r;
 
 	/*
 	 * Not in the state dir by default: a failed restore removes that, and
@@ -241,62 +393,123 @@ static int do_restore(const struct cryo_restore_opts *o, struct rctx *c, pid_t *
 	r = cryo_mkdir_p(c->work, 0700);
 	if (r < 0)
 		return cryo_error_set(err, -r, "create work dir `%s`", c->work);
-	r = cryo_restore_ext_mounts(c->spec, c->bundle, &c->ext, err);
+	r = cryo_extmounts_restore(c->spec, c->bundle, &c->ext, err);
 	if (r < 0)
 		return r;
+	/* CRIU reads the image by path: the dir we verified, pinned by our fd */
 	co.image_dir = c->image;
 	co.work_dir = c->work;
 	co.root = c->rootfs;
 	co.tcp_close = o->tcp_close;
 	co.flags = o->criu;
 	co.ext_mounts = (const char *const *)c->ext;
-	r = cryo_criu_restore(&co, &pid, err);
+	return cryo_criu_restore(&co, &c->pid, err);
+}
+
+static void undo_criu_restore(void *ctx)
+{
+	struct ctx *c = ctx;
+
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0, i;
+
+	if (c->pid <= 0)
+		return;
+	/* init (of its pid namespace, when it has one: the rest goes with it), then any other task CRIU put in the cgroup */
+	kill(c->pid, SIGKILL);
+	(void)waitpid(c->pid, NULL, 0);
+	c->pid = 0;
+	if (cryo_cgroup_pids(c->cgrel, &pids, &n, NULL) == 0)
+		for (i = 0; i < n; i++)
+			kill(pids[i], SIGKILL);
+}
+
+/*
+ * A container paused at checkpoint comes back running (what runc does and
+ * containerd expects: it resumes only what it paused itself), or paused
+ * with --keep-paused. Either way the cgroup is made to say so, whatever
+ * CRIU left in it, and the state written next agrees.
+ */
+static int step_pause_or_run(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	bool was_paused = c->m->freezer_state && strcmp(c->m->freezer_state, "FROZEN") == 0;
+	enum cryo_freezer_state s;
+	int r;
+
+	r = cryo_freezer_open_for(c->freezer_backend, c->cg.v2, c->cg.v1_freezer, &c->fz, err);
 	if (r < 0)
 		return r;
+	if (was_paused && c->o->keep_paused) {
+		r = cryo_freezer_freeze(c->fz, 5000, 0, err);
+		if (r < 0)
+			return r;
+		c->froze = true;
+		return 0;
+	}
+	r = cryo_freezer_get_state(c->fz, &s, err);
+	if (r < 0)
+		return r;
+	if (s != CRYO_FREEZER_RUNNING)
+		return cryo_freezer_thaw(c->fz, 5000, 0, err);
+	return 0;
+}
+
+static void undo_pause_or_run(void *ctx)
+{
+	struct ctx *c = ctx;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	/* a frozen task can't die: thaw before criu-restore's undo kills */
+	if (c->froze && cryo_freezer_thaw(c->fz, 5000, 0, &e) < 0) {
+		cryo_warn("restore `%s`: undo: thaw: %s", c->o->id, e.msg);
+		cryo_error_clear(&e);
+	}
+	c->froze = false;
+}
+
+static int step_state(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	const struct cryo_restore_opts *o = c->o;
+	int r;
 
 	r = cryo_state_new(o->id, &c->st, err);
 	if (r < 0)
-		goto kill;
+		return r;
 	c->st->bundle = strdup(c->bundle);
 	c->st->rootfs = strdup(c->rootfs);
 	c->st->cgroup_path = strdup(c->cgrel);
 	c->st->cgroup_v2 = c->cg.v2 ? strdup(c->cg.v2) : NULL;
 	c->st->cgroup_v1_freezer = c->cg.v1_freezer ? strdup(c->cg.v1_freezer) : NULL;
-	c->st->freezer_backend = strdup(c->m->freezer_backend ? c->m->freezer_backend : (c->cg.v2 ? "v2" : "v1"));
-	c->st->pid = pid;
-	(void)cryo_pid_start_time(pid, &c->st->pid_start_time);
+	c->st->freezer_backend = strdup(c->freezer_backend);
+	c->st->annotations = json_object_get(c->spec->annotations);
+	c->st->pid = c->pid;
+	(void)cryo_pid_start_time(c->pid, &c->st->pid_start_time);
 	c->st->created = (int64_t)time(NULL);
-	c->st->status = CRYO_STATUS_RUNNING;
-	if (!c->st->bundle || !c->st->rootfs || !c->st->cgroup_path || !c->st->freezer_backend) {
-		r = cryo_error_set(err, ENOMEM, "restore");
-		goto kill;
-	}
-	/* a container checkpointed while paused comes back paused */
-	if (c->m->freezer_state && strcmp(c->m->freezer_state, "FROZEN") == 0) {
-		struct cryo_freezer *f = NULL;
-
-		r = cryo_freezer_open_for(c->st->freezer_backend, c->st->cgroup_v2, c->st->cgroup_v1_freezer, &f, err);
-		if (r >= 0)
-			r = cryo_freezer_freeze(f, 5000, 0, err);
-		cryo_freezer_close(f);
-		if (r < 0)
-			goto kill;
-		c->st->status = CRYO_STATUS_PAUSED;
-	}
+	c->st->status = c->froze ? CRYO_STATUS_PAUSED : CRYO_STATUS_RUNNING;
+	if (!c->st->bundle || !c->st->rootfs || !c->st->cgroup_path || !c->st->freezer_backend)
+		return cryo_error_set(err, ENOMEM, "restore");
 	r = cryo_state_save(o->root, c->st, err);
 	if (r < 0)
-		goto kill;
+		return r;
 	if (o->pid_file) {
-		r = write_pid_file(o->pid_file, pid, err);
+		r = write_pid_file(o->pid_file, c->pid, err);
 		if (r < 0)
-			goto kill;
+			return r;
+		c->pid_file_written = true;
 	}
-	*ret_pid = pid;
 	return 0;
-kill:
-	kill(pid, SIGKILL);
-	(void)waitpid(pid, NULL, 0);
-	return r;
+}
+
+static void undo_state(void *ctx)
+{
+	struct ctx *c = ctx;
+
+	/* state.json goes with the state dir (claim-id's undo) */
+	if (c->pid_file_written)
+		(void)unlink(c->o->pid_file);
+	c->pid_file_written = false;
 }
 
 /* After a restore that worked: CRIU's log moves into the state dir, next to the dump's. */
@@ -338,38 +551,81 @@ static int run_poststart(const struct cryo_restore_opts *o, const struct cryo_sp
 	return r;
 }
 
+
+/* poststart: a failure is reported but the container stays (as for start) */
+static int step_hooks(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (run_poststart(c->o, c->spec, &e) < 0) {
+		cryo_warn("restore `%s`: %s", c->o->id, e.msg);
+		cryo_error_clear(&e);
+	}
+	return 0;
+}
+
+/*
+ * The plan. verify and check-bundle only read; from claim-id on each step
+ * changes the host and its undo takes the change back: no state dir, no
+ * cgroup cryo made, the bundle's rootfs as it was, no process.
+ */
+static const struct cryo_step restore_steps[] = {
+	{ "verify", step_verify, NULL },
+	{ "check-bundle", step_check_bundle, NULL },
+	{ "claim-id", step_claim_id, undo_claim_id },
+	{ "stage-rootfs", step_stage_rootfs, undo_stage_rootfs },
+	{ "cgroup", step_cgroup, undo_cgroup },
+	{ "criu-restore", step_criu_restore, undo_criu_restore },
+	{ "pause-or-run", step_pause_or_run, undo_pause_or_run },
+	{ "state", step_state, undo_state },
+	{ "hooks", step_hooks, NULL },
+};
+
+const struct cryo_step_table cryo_restore_step_table = {
+	"restore", restore_steps, ARRAY_SIZE(restore_steps),
+};
+
+static void ctx_done(struct ctx *c)
+{
+	if (c->image_fd >= 0)
+		close(c->image_fd);
+	if (c->bundle_fd >= 0)
+		close(c->bundle_fd);
+	if (c->lock_fd >= 0)
+		close(c->lock_fd);
+	cryo_manifest_free(c->m);
+	cryo_spec_free(c->spec);
+	cryo_state_free(c->st);
+	cryo_cgroup_paths_free(&c->cg);
+	cryo_snapshot_undo_free(c->snap);
+	cryo_freezer_close(c->fz);
+	free(c->bundle);
+	free(c->rootfs);
+	free(c->work);
+	free(c->cgrel);
+	cryo_strv_free(c->ext);
+}
+
 int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_status, struct cryo_error *err)
 {
-	struct rctx c = { .lock_fd = -1 };
-	pid_t pid = 0;
+	struct ctx c = { .o = o, .image_fd = -1, .bundle_fd = -1, .lock_fd = -1 };
+	pid_t pid;
 	int r, status;
 
 	r = cryo_validate_id(o->id, err);
 	if (r < 0)
 		return r;
-	r = do_restore(o, &c, &pid, err);
+	c.image = o->image_path ? o->image_path : "checkpoint";
+	r = cryo_step_run(&cryo_restore_step_table, &c, &c.timings, err);
 	if (r < 0) {
-		struct cryo_error e = CRYO_ERROR_INIT;
-
-		if (c.cgroup_created && cryo_cgroup_destroy(c.cgrel, 5000, &e) < 0)
-			cryo_warn("restore `%s`: undo: %s", o->id, e.msg);
-		cryo_error_clear(&e);
-		if (c.state_created && cryo_state_remove_dir(o->root, o->id, &e) < 0)
-			cryo_warn("restore `%s`: undo: %s", o->id, e.msg);
-		cryo_error_clear(&e);
-		rctx_done(&c);
+		ctx_done(&c);
 		return cryo_error_prefix(err, "restore `%s`", o->id);
 	}
-	/* poststart: a failure is reported but the container stays (as for start) */
-	if (run_poststart(o, c.spec, err) < 0) {
-		cryo_warn("restore `%s`: %s", o->id, err->msg);
-		cryo_error_clear(err);
-	}
+	cryo_snapshot_commit(c.snap);
 	keep_restore_log(o, c.work);
-	if (c.lock_fd >= 0)
-		close(c.lock_fd);
-	c.lock_fd = -1;
-	rctx_done(&c);
+	pid = c.pid;
+	ctx_done(&c);
 	*ret_pid = pid;
 	if (o->detach || !ret_status)
 		return 0;

@@ -1,11 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * `cryo restore`: checkpoint in reverse. The image's manifest and every
- * file's digest are verified before anything else happens, so a damaged
- * image is refused with no process started and nothing changed. Then the
- * rootfs is put back from the snapshot, the cgroup recreated, CRIU
- * restores the tree into the rootfs, a container that was paused is
- * frozen again, the poststart hooks run and the state says running.
+ * `cryo restore`: checkpoint in reverse, a step table (step.h):
+ *
+ *   verify → check-bundle → claim-id → stage-rootfs → cgroup
+ *          → criu-restore → pause-or-run → state → hooks
+ *
+ * An image is untrusted data. The image dir must not be writable by
+ * another user; its manifest and every file's digest are verified before
+ * anything else happens, so a damaged image is refused with no process
+ * started and nothing changed. The bundle, the rootfs, the cgroup and the
+ * bind sources come from --bundle and its config.json only (as runc);
+ * the image's config.json is only compared with it (different
+ * namespaces, mounts or root.readonly are refused). The rootfs snapshot
+ * is put back only into that bundle (snapshot.h). CRIU then restores the
+ * tree into the rootfs; a container paused at checkpoint comes back
+ * running unless keep_paused; the state is written, the poststart hooks
+ * run. When a step fails, the undos leave no state dir, no cgroup cryo
+ * made, no process and the bundle's rootfs as it was.
  *
  * One image can be restored any number of times: nothing of it is
  * consumed or modified (CRIU's restore log goes to the work dir, the
@@ -26,21 +37,14 @@ struct cryo_restore_opts {
 	const char *id;
 	const char *image_path;     /* NULL = ./checkpoint */
 	const char *work_path;      /* NULL = <root>/<id>/criu */
-	const char *bundle;         /* NULL = the bundle recorded in the manifest */
+	const char *bundle;         /* required (the CLI defaults to the cwd, as runc) */
 	const char *pid_file;
 	const char *console_socket; /* accepted; a restored tty is CRIU's (--shell-job) */
 	bool detach;
 	bool tcp_close;
+	bool keep_paused;           /* paused at checkpoint → paused again (default: running) */
 	struct cryo_criu_flags criu;
 };
-
-/*
- * CRIU's external mounts on restore, NULL-terminated key, value pairs:
- * the name checkpoint gave each (host devices, masked files, bind mounts)
- * → where it is on this host (bind sources relative to bundle).
- */
-struct cryo_spec;
-int cryo_restore_ext_mounts(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err);
 
 /*
  * Restore; *ret_pid is the container's init. Without detach, wait for

@@ -1,15 +1,23 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <archive.h>
+#include <archive_entry.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
 #include <linux/loop.h>
+#include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include "image.h"
 #include "log.h"
 #include "snapshot.h"
 #include "util.h"
@@ -149,19 +157,17 @@ int cryo_snapshot_take(const char *rootfs, const struct cryo_mount *mnt, bool ow
 }
 
 /*
- * Attach path to a free loop device (autoclear: it goes away with the last
- * unmount). Returns the open device: autoclear also fires on the last close,
- * so the caller keeps it open until the mount holds the device.
+ * Attach the open image file fd to a free loop device (autoclear: it goes
+ * away with the last unmount). Returns the open device: autoclear also
+ * fires on the last close, so the caller keeps it open until the mount
+ * holds the device.
  */
-static int loop_attach(const char *path, char *ret_dev, size_t devlen, struct cryo_error *err)
+static int loop_attach(int file, const char *label, char *ret_dev, size_t devlen, struct cryo_error *err)
 {
-	_cleanup_close_ int ctl = -1, file = -1, dev = -1;
+	_cleanup_close_ int ctl = -1, dev = -1;
 	struct loop_config cfg;
 	int n;
 
-	file = open(path, O_RDWR | O_CLOEXEC);
-	if (file < 0)
-		return cryo_error_set(err, errno, "open `%s`", path);
 	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
 	if (ctl < 0)
 		return cryo_error_set(err, errno, "open /dev/loop-control");
@@ -175,102 +181,555 @@ static int loop_attach(const char *path, char *ret_dev, size_t devlen, struct cr
 	memset(&cfg, 0, sizeof(cfg));
 	cfg.fd = (unsigned)file;
 	cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
-	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", path);
+	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", label);
 	if (ioctl(dev, LOOP_CONFIGURE, &cfg) < 0)
-		return cryo_error_set(err, errno, "attach `%s` to `%s`", path, ret_dev);
+		return cryo_error_set(err, errno, "attach `%s` to `%s`", label, ret_dev);
 	/* the device may just have been released by the old rootfs: drop its cached blocks */
 	(void)ioctl(dev, BLKFLSBUF, 0);
 	return TAKE_FD(dev);
 }
 
-static int restore_image(const char *image_dir, const Cryo__RootfsSnapshot *s, const char *rootfs,
-			 struct cryo_error *err)
+/* Mount the image file open at fd on rootfs. */
+static int mount_image(int fd, const char *label, const char *fstype, const char *rootfs, struct cryo_error *err)
 {
-	_cleanup_free_ char *tmp = NULL, *backing = NULL;
-	_cleanup_close_ int src = -1, dst = -1, idir = -1, loopfd = -1;
-	struct cryo_mount mnt = { 0 };
+	_cleanup_close_ int loopfd = -1;
 	char dev[32];
 	int r;
 
-	if (!s->source || !s->fstype)
-		return cryo_error_setx(err, EBADMSG, "the snapshot does not say which image file it came from");
-	/* the rootfs is still mounted from this image (same host): take it down first */
-	if (cryo_mountinfo_find(rootfs, &mnt, NULL) == 0 && strcmp(mnt.mountpoint, rootfs) == 0 && mnt.source &&
-	    cryo_loop_backing_file(mnt.source, &backing, NULL) == 0 && strcmp(backing, s->source) == 0) {
-		if (umount2(rootfs, 0) < 0) {
-			r = cryo_error_set(err, errno, "unmount the current rootfs `%s`", rootfs);
-			cryo_mount_done(&mnt);
-			return r;
-		}
-		/* a loop device not set to autoclear stays bound: release it */
-		int lfd = open(mnt.source, O_RDONLY | O_CLOEXEC);
-
-		if (lfd >= 0) {
-			(void)ioctl(lfd, LOOP_CLR_FD, 0);
-			close(lfd);
-		}
-	}
-	cryo_mount_done(&mnt);
-
-	idir = open(image_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (idir < 0)
-		return cryo_error_set(err, errno, "open `%s`", image_dir);
-	src = openat(idir, s->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (src < 0)
-		return cryo_error_set(err, errno, "open `%s`", s->name);
-	/* a new file renamed over the old: the image keeps its copy for the next restore */
-	if (asprintf(&tmp, "%s.cryo-restore", s->source) < 0)
-		return cryo_error_set(err, ENOMEM, "restore rootfs");
-	dst = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (dst < 0)
-		return cryo_error_set(err, errno, "create `%s`", tmp);
-	r = clone_or_copy(src, dst, err);
-	if (r >= 0 && fsync(dst) < 0)
-		r = cryo_error_set(err, errno, "fsync `%s`", tmp);
-	if (r >= 0 && rename(tmp, s->source) < 0)
-		r = cryo_error_set(err, errno, "rename `%s` to `%s`", tmp, s->source);
-	if (r < 0) {
-		(void)unlink(tmp);
-		return r;
-	}
-	r = cryo_mkdir_p(rootfs, 0755);
-	if (r < 0)
-		return cryo_error_set(err, -r, "create `%s`", rootfs);
 	/* held until the mount holds the device (see loop_attach) */
-	loopfd = loop_attach(s->source, dev, sizeof(dev), err);
+	loopfd = loop_attach(fd, label, dev, sizeof(dev), err);
 	if (loopfd < 0)
 		return loopfd;
-	if (mount(dev, rootfs, s->fstype, 0, NULL) < 0) {
-		r = cryo_error_set(err, errno, "mount `%s` (%s) at `%s`", dev, s->fstype, rootfs);
+	if (mount(dev, rootfs, fstype, 0, NULL) < 0) {
+		r = cryo_error_set(err, errno, "mount `%s` (%s) at `%s`", dev, fstype, rootfs);
 		(void)ioctl(loopfd, LOOP_CLR_FD, 0);
 		return r;
 	}
 	return 0;
 }
 
-int cryo_snapshot_restore(const char *image_dir, const Cryo__RootfsSnapshot *s, const char *rootfs,
-			  struct cryo_error *err)
+/* The file systems a rootfs image snapshot may be mounted as (the image names one). */
+static bool fstype_allowed(const char *t)
 {
-	_cleanup_free_ char *tarpath = NULL;
-	_cleanup_close_ int in = -1;
+	static const char *const ok[] = { "ext2", "ext3", "ext4", "xfs", "btrfs" };
+	size_t i;
 
+	for (i = 0; t && i < ARRAY_SIZE(ok); i++)
+		if (strcmp(t, ok[i]) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * A relative path that stays where it starts: not empty, not absolute, no
+ * `..` (nor `.`) component, no empty component.
+ */
+static bool clean_relative(const char *p)
+{
+	const char *c = p;
+
+	if (!p || !*p || *p == '/')
+		return false;
+	while (*c) {
+		const char *e = strchrnul(c, '/');
+		size_t n = (size_t)(e - c);
+
+		if (n == 0 || (n == 1 && c[0] == '.') || (n == 2 && c[0] == '.' && c[1] == '.'))
+			return false;
+		c = *e ? e + 1 : e;
+	}
+	return p[strlen(p) - 1] != '/';
+}
+
+static int openat2_beneath(int dirfd, const char *path, int flags, struct cryo_error *err)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	int fd;
+
+	fd = (int)syscall(SYS_openat2, dirfd, path, &how, sizeof(how));
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s` in the bundle%s", path,
+				      errno == ELOOP ? " (a symlink: refused)" : "");
+	return fd;
+}
+
+/* LOOP_GET_STATUS64 of the loop device mounted at dev names the backing file by inode. */
+static bool loop_backed_by(const char *dev, const struct stat *file)
+{
+	struct loop_info64 li;
+	_cleanup_close_ int fd = -1;
+
+	if (!dev || strncmp(dev, "/dev/loop", 9) != 0)
+		return false;
+	fd = open(dev, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || ioctl(fd, LOOP_GET_STATUS64, &li) < 0)
+		return false;
+	return li.lo_inode == file->st_ino && li.lo_device == file->st_dev;
+}
+
+void cryo_snapshot_undo_free(struct cryo_snapshot_undo *u)
+{
+	if (!u)
+		return;
+	if (u->parent_fd >= 0)
+		close(u->parent_fd);
+	free(u->rootfs);
+	free(u->name);
+	free(u->old_name);
+	free(u->old_fstype);
+	free(u);
+}
+
+/* Remove dirfd/name without crossing into another filesystem (a mount left below it). */
+static int rm_tree_same_fs(int dfd, const char *name, dev_t dev, int depth)
+{
+	struct stat st;
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (st.st_dev != dev)
+		return -EXDEV;
+	if (!S_ISDIR(st.st_mode))
+		return unlinkat(dfd, name, 0) < 0 ? -errno : 0;
+	if (depth > 256)
+		return -ELOOP;
+	d = cryo_opendir_at(dfd, name);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
+			int k = rm_tree_same_fs(dirfd(d), de->d_name, dev, depth + 1);
+
+			if (k < 0 && r == 0)
+				r = k;
+		}
+	closedir(d);
+	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
+		r = -errno;
+	return r;
+}
+
+/*
+ * Image snapshot: the file goes into the bundle (never to a path the
+ * image names) and is loop-mounted at the rootfs. Its name in the bundle:
+ * where it was relative to the checkpointed bundle when that is a clean
+ * relative path, else `rootfs.img`; resolved in the bundle without
+ * symlinks. A rootfs mounted from that same file (the container's own,
+ * left mounted after the checkpoint) is unmounted first and remounted by
+ * the undo; a rootfs mounted from anything else is refused.
+ */
+static int restore_image(int image_dirfd, const Cryo__RootfsSnapshot *s, const char *old_bundle, int bundle_fd,
+			 const char *rootfs, struct cryo_snapshot_undo *u, struct cryo_error *err)
+{
+	_cleanup_free_ char *rel = NULL, *dir = NULL, *tmp = NULL;
+	_cleanup_close_ int src = -1, dst = -1;
+	struct cryo_mount mnt = { 0 };
+	const char *base;
+	struct stat st, rst;
+	bool exists, mounted_from_it = false;
+	char old_dev[64] = "";
+	size_t n;
+	int r, lfd;
+
+	if (!fstype_allowed(s->fstype))
+		return cryo_error_setx(err, EBADMSG, "the snapshot's filesystem type `%.32s` is not one cryo mounts",
+				       s->fstype ? s->fstype : "");
+	n = old_bundle ? strlen(old_bundle) : 0;
+	if (s->source && n > 1 && strncmp(s->source, old_bundle, n) == 0 && s->source[n] == '/' &&
+	    clean_relative(s->source + n + 1))
+		rel = strdup(s->source + n + 1);
+	else
+		rel = strdup(CRYO_SNAPSHOT_IMAGE);
+	if (!rel)
+		return cryo_error_set(err, ENOMEM, "restore rootfs");
+	base = strrchr(rel, '/');
+	dir = base ? strndup(rel, (size_t)(base - rel)) : strdup(".");
+	base = base ? base + 1 : rel;
+	if (!dir || asprintf(&tmp, ".%s.cryo-restore", base) < 0)
+		return cryo_error_set(err, ENOMEM, "restore rootfs");
+	u->name = strdup(base);
+	u->rootfs = strdup(rootfs);
+	if (!u->name || !u->rootfs)
+		return cryo_error_set(err, ENOMEM, "restore rootfs");
+	u->parent_fd = openat2_beneath(bundle_fd, dir, O_RDONLY | O_DIRECTORY, err);
+	if (u->parent_fd < 0)
+		return u->parent_fd;
+
+	if (fstatat(u->parent_fd, base, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		if (!S_ISREG(st.st_mode))
+			return cryo_error_setx(err, EEXIST, "`%s` in the bundle exists and is not a regular file", rel);
+		exists = true;
+	} else if (errno == ENOENT) {
+		exists = false;
+	} else {
+		return cryo_error_set(err, errno, "stat `%s` in the bundle", rel);
+	}
+	if (stat(rootfs, &rst) == 0 && cryo_mountinfo_find(rootfs, &mnt, NULL) == 0 &&
+	    strcmp(mnt.mountpoint, rootfs) == 0) {
+		mounted_from_it = exists && loop_backed_by(mnt.source, &st);
+		if (!mounted_from_it) {
+			r = cryo_error_setx(err, EBUSY,
+					    "the rootfs `%s` is a mount of `%s`, not of the bundle's `%s`: unmount it first",
+					    rootfs, mnt.source ? mnt.source : "?", rel);
+			cryo_mount_done(&mnt);
+			return r;
+		}
+		u->old_fstype = mnt.fstype ? strdup(mnt.fstype) : NULL;
+		snprintf(old_dev, sizeof(old_dev), "%s", mnt.source);
+	}
+	cryo_mount_done(&mnt);
+
+	src = cryo_image_open_file(image_dirfd, s->name, err);
+	if (src < 0)
+		return src;
+	/* a new file, then renamed over the old one: the image keeps its copy for the next restore */
+	(void)unlinkat(u->parent_fd, tmp, 0);
+	dst = openat(u->parent_fd, tmp, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (dst < 0)
+		return cryo_error_set(err, errno, "create `%s` in the bundle", tmp);
+	r = clone_or_copy(src, dst, err);
+	if (r >= 0 && fsync(dst) < 0)
+		r = cryo_error_set(err, errno, "fsync `%s`", tmp);
+	if (r < 0) {
+		(void)unlinkat(u->parent_fd, tmp, 0);
+		return r;
+	}
+	if (mounted_from_it) {
+		if (umount2(rootfs, 0) < 0) {
+			r = cryo_error_set(err, errno, "unmount the current rootfs `%s`", rootfs);
+			(void)unlinkat(u->parent_fd, tmp, 0);
+			return r;
+		}
+		u->old_was_mounted = true;
+		/* a loop device not set to autoclear (losetup's default) stays bound: release it */
+		lfd = open(old_dev, O_RDONLY | O_CLOEXEC);
+		if (lfd >= 0) {
+			(void)ioctl(lfd, LOOP_CLR_FD, 0);
+			close(lfd);
+		}
+	}
+	if (renameat2(u->parent_fd, tmp, u->parent_fd, base, exists ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0) {
+		r = cryo_error_set(err, errno, "rename `%s` to `%s` in the bundle", tmp, rel);
+		(void)unlinkat(u->parent_fd, tmp, 0);
+		return r;
+	}
+	if (exists) {
+		u->old_name = TAKE_PTR(tmp);
+	}
+	u->placed = true;
+	if (mkdir(rootfs, 0755) == 0)
+		u->made_rootfs = true;
+	else if (errno != EEXIST)
+		return cryo_error_set(err, errno, "create `%s`", rootfs);
+	r = mount_image(dst, rel, s->fstype, rootfs, err);
+	if (r < 0)
+		return r;
+	u->mounted = true;
+	return 0;
+}
+
+/*
+ * A name in a tar snapshot: `tar -C rootfs .` writes `./`, `./etc/`,
+ * `./etc/passwd`; without the `./` and a directory's trailing `/` it must
+ * be a clean relative name (or empty: the root itself).
+ */
+static bool entry_name_ok(const char *name)
+{
+	char buf[PATH_MAX];
+	size_t n;
+
+	while (name[0] == '.' && name[1] == '/')
+		name += 2;
+	n = strlen(name);
+	if (n == 0 || strcmp(name, ".") == 0)
+		return true;
+	if (n >= sizeof(buf))
+		return false;
+	memcpy(buf, name, n + 1);
+	if (buf[n - 1] == '/')
+		buf[--n] = '\0';
+	return clean_relative(buf);
+}
+
+/*
+ * Runs in a child that has chroot()ed into the directory to fill, so no
+ * name in the archive can reach outside it whatever libarchive does; the
+ * checks and libarchive's SECURE flags refuse (rather than clamp) what a
+ * snapshot made by cryo never contains: absolute names, `..`, hard links
+ * out, symlinks written through, device nodes.
+ */
+static int extract_tar_child(int tar_fd, char *msg, size_t msglen)
+{
+	struct archive *a = archive_read_new(), *w = archive_write_disk_new();
+	struct archive_entry *e;
+	int r;
+
+	if (!a || !w) {
+		snprintf(msg, msglen, "libarchive: out of memory");
+		return -1;
+	}
+	archive_read_support_format_tar(a);
+	archive_read_support_filter_none(a);
+	archive_write_disk_set_options(w, ARCHIVE_EXTRACT_OWNER | ARCHIVE_EXTRACT_PERM | ARCHIVE_EXTRACT_TIME |
+						  ARCHIVE_EXTRACT_XATTR | ARCHIVE_EXTRACT_ACL |
+						  ARCHIVE_EXTRACT_SECURE_SYMLINKS | ARCHIVE_EXTRACT_SECURE_NODOTDOT |
+						  ARCHIVE_EXTRACT_SECURE_NOABSOLUTEPATHS);
+	if (archive_read_open_fd(a, tar_fd, 1 << 16) != ARCHIVE_OK) {
+		snprintf(msg, msglen, "%s", archive_error_string(a));
+		return -1;
+	}
+	for (;;) {
+		const char *name, *link;
+		mode_t type;
+
+		r = archive_read_next_header(a, &e);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r != ARCHIVE_OK) {
+			snprintf(msg, msglen, "%s", archive_error_string(a));
+			return -1;
+		}
+		name = archive_entry_pathname(e);
+		if (!name) {
+			snprintf(msg, msglen, "an entry has no name");
+			return -1;
+		}
+		if (!entry_name_ok(name)) {
+			snprintf(msg, msglen, "`%.200s`: absolute or `..` names are refused", name);
+			return -1;
+		}
+		type = archive_entry_filetype(e);
+		if (type == AE_IFCHR || type == AE_IFBLK) {
+			snprintf(msg, msglen, "`%.200s`: device nodes are refused", name);
+			return -1;
+		}
+		link = archive_entry_hardlink(e);
+		if (link) {
+			if (!entry_name_ok(link) || !*link || strcmp(link, ".") == 0 || strcmp(link, "./") == 0) {
+				snprintf(msg, msglen, "`%.200s`: hard link to `%.200s` is refused", name, link);
+				return -1;
+			}
+		}
+		r = archive_write_header(w, e);
+		if (r == ARCHIVE_OK && archive_entry_size(e) > 0) {
+			const void *buf;
+			size_t len;
+			la_int64_t off;
+
+			while ((r = archive_read_data_block(a, &buf, &len, &off)) == ARCHIVE_OK)
+				if (archive_write_data_block(w, buf, len, off) != ARCHIVE_OK) {
+					snprintf(msg, msglen, "`%.200s`: %s", name, archive_error_string(w));
+					return -1;
+				}
+			if (r != ARCHIVE_EOF) {
+				snprintf(msg, msglen, "`%.200s`: %s", name, archive_error_string(a));
+				return -1;
+			}
+			r = ARCHIVE_OK;
+		}
+		if (r != ARCHIVE_OK || archive_write_finish_entry(w) != ARCHIVE_OK) {
+			snprintf(msg, msglen, "`%.200s`: %s", name, archive_error_string(w));
+			return -1;
+		}
+	}
+	if (archive_write_close(w) != ARCHIVE_OK) {
+		snprintf(msg, msglen, "%s", archive_error_string(w));
+		return -1;
+	}
+	archive_write_free(w);
+	archive_read_free(a);
+	return 0;
+}
+
+/* Extract the tar open at tar_fd into the directory open at dest_fd (see extract_tar_child). */
+static int extract_tar(int tar_fd, int dest_fd, struct cryo_error *err)
+{
+	char msg[512] = "";
+	int pfd[2], status;
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pfd, O_CLOEXEC) < 0)
+		return cryo_error_set(err, errno, "pipe");
+	pid = fork();
+	if (pid < 0) {
+		close(pfd[0]);
+		close(pfd[1]);
+		return cryo_error_set(err, errno, "fork");
+	}
+	if (pid == 0) {
+		close(pfd[0]);
+		if (fchdir(dest_fd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+			snprintf(msg, sizeof(msg), "chroot into the rootfs: %s", strerror(errno));
+		} else {
+			umask(0);
+			if (extract_tar_child(tar_fd, msg, sizeof(msg)) == 0)
+				_exit(0);
+		}
+		(void)!write(pfd[1], msg, strlen(msg));
+		_exit(1);
+	}
+	close(pfd[1]);
+	do
+		n = read(pfd[0], msg, sizeof(msg) - 1);
+	while (n < 0 && errno == EINTR);
+	close(pfd[0]);
+	msg[n > 0 ? n : 0] = '\0';
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return cryo_error_set(err, errno, "wait for the extraction");
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	return cryo_error_setx(err, EBADMSG, "%s", msg[0] ? msg : "the extraction failed");
+}
+
+/*
+ * Tar snapshot: extracted into a new directory next to the rootfs, which
+ * then takes the rootfs's place in one rename (the old one is kept until
+ * commit, and put back by the undo). A rootfs that is a mount point of its
+ * own can't be exchanged: the snapshot is unpacked over it in place.
+ */
+static int restore_tar(int image_dirfd, const Cryo__RootfsSnapshot *s, const char *rootfs,
+		       struct cryo_snapshot_undo *u, struct cryo_error *err)
+{
+	_cleanup_free_ char *copy = NULL, *newname = NULL;
+	_cleanup_close_ int src = -1, dest = -1;
+	struct cryo_mount mnt = { 0 };
+	struct stat st;
+	const char *base;
+	bool in_place = false, exists;
+	int r;
+
+	src = cryo_image_open_file(image_dirfd, s->name, err);
+	if (src < 0)
+		return src;
+	exists = stat(rootfs, &st) == 0;
+	if (exists && !S_ISDIR(st.st_mode))
+		return cryo_error_setx(err, ENOTDIR, "the rootfs `%s` is not a directory", rootfs);
+	if (exists && cryo_mountinfo_find(rootfs, &mnt, NULL) == 0 && strcmp(mnt.mountpoint, rootfs) == 0)
+		in_place = true;
+	cryo_mount_done(&mnt);
+	if (in_place) {
+		dest = open(rootfs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dest < 0)
+			return cryo_error_set(err, errno, "open `%s`", rootfs);
+		return extract_tar(src, dest, err);
+	}
+	base = strrchr(rootfs, '/');
+	if (!base || !base[1])
+		return cryo_error_setx(err, EINVAL, "rootfs `%s` has no parent directory", rootfs);
+	copy = strndup(rootfs, (size_t)(base - rootfs));
+	u->rootfs = strdup(rootfs);
+	if (!copy || !u->rootfs)
+		return cryo_error_set(err, ENOMEM, "restore rootfs");
+	base++;
+	u->name = strdup(base);
+	if (!u->name || asprintf(&newname, ".%s.cryo-restore", base) < 0)
+		return cryo_error_set(err, ENOMEM, "restore rootfs");
+	u->parent_fd = open(copy[0] ? copy : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (u->parent_fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", copy);
+	if (fstat(u->parent_fd, &st) < 0)
+		return cryo_error_set(err, errno, "stat `%s`", copy);
+	(void)rm_tree_same_fs(u->parent_fd, newname, st.st_dev, 0);
+	if (mkdirat(u->parent_fd, newname, 0700) < 0)
+		return cryo_error_set(err, errno, "create `%s` next to the rootfs", newname);
+	dest = openat(u->parent_fd, newname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dest < 0)
+		r = cryo_error_set(err, errno, "open `%s`", newname);
+	else
+		r = extract_tar(src, dest, err);
+	if (r >= 0 && renameat2(u->parent_fd, newname, u->parent_fd, base, exists ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
+		r = cryo_error_set(err, errno, "put `%s` in place of `%s`", newname, rootfs);
+	if (r < 0) {
+		(void)rm_tree_same_fs(u->parent_fd, newname, st.st_dev, 0);
+		return r;
+	}
+	u->placed = true;
+	u->is_dir = true;
+	if (exists)
+		u->old_name = TAKE_PTR(newname);
+	return 0;
+}
+
+int cryo_snapshot_restore(int image_dirfd, const Cryo__RootfsSnapshot *s, const char *old_bundle, int bundle_fd,
+			  const char *rootfs, struct cryo_snapshot_undo **ret, struct cryo_error *err)
+{
+	struct cryo_snapshot_undo *u;
+	int r;
+
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return cryo_error_set(err, ENOMEM, "restore rootfs");
+	u->parent_fd = -1;
+	*ret = u;
+	if (s->kind != CRYO__ROOTFS_SNAPSHOT__KIND__NONE && !s->name)
+		return cryo_error_setx(err, EBADMSG, "the snapshot names no file");
 	switch (s->kind) {
 	case CRYO__ROOTFS_SNAPSHOT__KIND__NONE:
 		return 0;
 	case CRYO__ROOTFS_SNAPSHOT__KIND__REFLINK:
 	case CRYO__ROOTFS_SNAPSHOT__KIND__COPY:
-		return restore_image(image_dir, s, rootfs, err);
-	case CRYO__ROOTFS_SNAPSHOT__KIND__TAR: {
-		char *argv[] = { "tar", "--numeric-owner", "--xattrs", "-p", "-C", (char *)rootfs, "-xf", "-", NULL };
-
-		if (!s->name || asprintf(&tarpath, "%s/%s", image_dir, s->name) < 0)
-			return cryo_error_set(err, ENOMEM, "restore rootfs");
-		in = open(tarpath, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-		if (in < 0)
-			return cryo_error_set(err, errno, "open `%s`", tarpath);
-		return run_tar(argv, in, -1, err);
-	}
+		r = restore_image(image_dirfd, s, old_bundle, bundle_fd, rootfs, u, err);
+		break;
+	case CRYO__ROOTFS_SNAPSHOT__KIND__TAR:
+		r = restore_tar(image_dirfd, s, rootfs, u, err);
+		break;
 	default:
 		return cryo_error_setx(err, EBADMSG, "unknown rootfs snapshot kind %d", (int)s->kind);
 	}
+	return r;
+}
+
+void cryo_snapshot_undo(struct cryo_snapshot_undo *u)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	struct stat st;
+
+	if (!u || !u->rootfs)
+		return;
+	if (u->mounted && umount2(u->rootfs, 0) < 0 && umount2(u->rootfs, MNT_DETACH) < 0)
+		cryo_warn("undo: unmount `%s`: %s", u->rootfs, strerror(errno));
+	u->mounted = false;
+	if (u->placed) {
+		if (u->old_name) {
+			if (renameat2(u->parent_fd, u->old_name, u->parent_fd, u->name, RENAME_EXCHANGE) < 0)
+				cryo_warn("undo: put back `%s`: %s", u->name, strerror(errno));
+		}
+		/* the restored copy: under the temp name now, or the only one */
+		if (fstat(u->parent_fd, &st) == 0)
+			(void)rm_tree_same_fs(u->parent_fd, u->old_name ? u->old_name : u->name, st.st_dev, 0);
+		u->placed = false;
+	}
+	if (u->made_rootfs)
+		(void)rmdir(u->rootfs);
+	if (u->old_was_mounted && u->old_fstype) {
+		_cleanup_close_ int fd = openat(u->parent_fd, u->name, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd < 0 || mount_image(fd, u->name, u->old_fstype, u->rootfs, &e) < 0) {
+			cryo_warn("undo: remount the previous rootfs at `%s`: %s", u->rootfs,
+				  fd < 0 ? strerror(errno) : e.msg);
+			cryo_error_clear(&e);
+		}
+	}
+}
+
+void cryo_snapshot_commit(struct cryo_snapshot_undo *u)
+{
+	struct stat st;
+	int r;
+
+	if (!u || !u->placed || !u->old_name)
+		return;
+	if (fstat(u->parent_fd, &st) < 0)
+		return;
+	r = rm_tree_same_fs(u->parent_fd, u->old_name, st.st_dev, 0);
+	if (r < 0)
+		cryo_warn("could not remove the previous rootfs `%s`: %s", u->old_name, strerror(-r));
 }

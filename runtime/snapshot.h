@@ -9,9 +9,16 @@
  *   anything else       a tar of the rootfs directory (tar(1), one
  *                       filesystem, numeric owners, xattrs)
  *
- * and put back on restore: the image file replaces the backing file (the
- * rootfs is unmounted and remounted from it), the tar is unpacked over
- * the directory.
+ * and put back on restore, into the bundle given to restore and nowhere
+ * else (the image is untrusted data and names no host path that is used):
+ * the image file is written into the bundle dir (resolved in it, no
+ * symlinks) and loop-mounted at the rootfs; the tar is extracted by
+ * libarchive in a child chroot()ed into a new directory that then takes
+ * the rootfs's place, refusing absolute names, `..`, hard links out,
+ * writes through symlinks and device nodes.
+ *
+ * Restoring returns what it changed, so the restore's undo puts the old
+ * rootfs back (unmount, rename back, remount) and its success drops it.
  */
 #ifndef CRYO_SNAPSHOT_H
 #define CRYO_SNAPSHOT_H
@@ -29,9 +36,36 @@
 int cryo_snapshot_take(const char *rootfs, const struct cryo_mount *mnt, bool own_fs, int dirfd,
 		       Cryo__RootfsSnapshot *s, struct cryo_error *err);
 
-/* Put the snapshot from image_dir back at rootfs. */
-int cryo_snapshot_restore(const char *image_dir, const Cryo__RootfsSnapshot *s, const char *rootfs,
-			  struct cryo_error *err);
+struct cryo_snapshot_undo {
+	char *rootfs;          /* NULL: nothing was changed that can be undone */
+	int parent_fd;         /* the dir holding `name` */
+	char *name;            /* the image file, or the rootfs dir, in parent_fd */
+	char *old_name;        /* the previous one, kept under this name until commit; NULL = none */
+	char *old_fstype;      /* the previous image was mounted at rootfs as this */
+	bool placed;           /* the restored copy is at `name` */
+	bool is_dir;
+	bool mounted;          /* the restored image is mounted at rootfs */
+	bool old_was_mounted;
+	bool made_rootfs;
+};
+
+/*
+ * Put the snapshot s of the image open at image_dirfd back at rootfs, the
+ * rootfs of the bundle open at bundle_fd. old_bundle is the bundle path
+ * the image recorded: only used to name the image file inside the bundle
+ * as it was named in the old one. *ret (always set, free with
+ * cryo_snapshot_undo_free()) records what changed, also on failure.
+ */
+int cryo_snapshot_restore(int image_dirfd, const Cryo__RootfsSnapshot *s, const char *old_bundle, int bundle_fd,
+			  const char *rootfs, struct cryo_snapshot_undo **ret, struct cryo_error *err);
+
+/* Put the rootfs back as it was before cryo_snapshot_restore(). */
+void cryo_snapshot_undo(struct cryo_snapshot_undo *u);
+
+/* The restore worked: remove the previous rootfs (kept for the undo). */
+void cryo_snapshot_commit(struct cryo_snapshot_undo *u);
+
+void cryo_snapshot_undo_free(struct cryo_snapshot_undo *u);
 
 /* The file backing loop device dev ("/dev/loop3"), malloc'd. */
 int cryo_loop_backing_file(const char *dev, char **ret, struct cryo_error *err);

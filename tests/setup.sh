@@ -11,6 +11,8 @@ PKGS=(
 	libcap-dev libseccomp-dev libnl-3-dev libnl-route-3-dev
 	libprotobuf-c-dev protobuf-c-compiler criu libcgroup-dev
 	libjson-c-dev libcmocka-dev libssl-dev
+	# restore extracts rootfs tar snapshots with libarchive (static: also libacl)
+	libarchive-dev libacl1-dev
 	# quality
 	clang-tidy cppcheck valgrind
 	# packaging: man pages, .deb lint, completion tests (tests/host/package_*.sh)

@@ -17,12 +17,13 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 		{ "pid-file", required_argument, NULL, 'p' },
 		{ "console-socket", required_argument, NULL, 'c' },
 		{ "tcp-close", no_argument, NULL, 'C' },
+		{ "keep-paused", no_argument, NULL, 'K' },
 		CLI_CRIU_FLAG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
-	struct cryo_restore_opts o = { .root = cli->root };
+	struct cryo_restore_opts o = { .root = cli->root, .bundle = "." };
 	pid_t pid = 0;
 	int c, status = 0;
 
@@ -56,18 +57,24 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 		case 'C':
 			o.tcp_close = true;
 			break;
+		case 'K':
+			o.keep_paused = true;
+			break;
 		case 'h':
 			printf("Usage: cryo restore [OPTIONS] ID\n\n"
 			       "Verify a checkpoint image (manifest and every file's sha256), put the rootfs\n"
-			       "back from its snapshot and restore the container with CRIU.\n\n"
+			       "back from its snapshot into the bundle and restore the container with CRIU.\n"
+			       "The bundle and rootfs are --bundle's (the image's config.json is only compared).\n\n"
 			       "  --image-path DIR   the image (default ./checkpoint)\n"
 			       "  --work-path DIR    CRIU's work dir and log (default <root>/.restore/<ID>;\n"
 			       "                     once restored the log moves to <root>/<ID>/criu)\n"
-			       "  --bundle DIR       bundle (default: the one recorded in the image)\n"
+			       "  -b, --bundle DIR   bundle (default: the current directory, as runc)\n"
 			       "  -d, --detach       return once restored\n"
 			       "  --pid-file FILE    write the init's pid\n"
 			       "  --console-socket S accepted for compatibility\n"
-			       "  --tcp-close        drop established TCP connections\n" CLI_CRIU_FLAG_HELP);
+			       "  --tcp-close        drop established TCP connections\n"
+			       "  --keep-paused      a container paused at checkpoint comes back paused\n"
+			       "                     (default: running, as runc)\n" CLI_CRIU_FLAG_HELP);
 			return 0;
 		default:
 			return 2;

@@ -35,7 +35,7 @@ refused() {  # name, damage, expected text
 	eval "$2"
 	expect_fail 1 cryo --root "$R" restore -d --image-path "$T/img" "$id"
 	echo "$LAST_OUTPUT" | grep -q -- "$3" || fail "$1: unexpected error: $LAST_OUTPUT"
-	echo "$LAST_OUTPUT" | grep -q "restore \`$id\`: image \`$T/img\`" || fail "$1: error does not name the image: $LAST_OUTPUT"
+	echo "$LAST_OUTPUT" | grep -q "restore \`$id\`: verify: image \`$T/img\`" || fail "$1: error does not name the image: $LAST_OUTPUT"
 	[ ! -e "$R/$id" ] || fail "$1: container state was created"
 	log "$1: $LAST_OUTPUT"
 }

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "step.h"
+#include "util.h"
+
+const struct cryo_step_table *const cryo_step_tables[] = {
+	&cryo_checkpoint_step_table,
+	&cryo_pre_dump_step_table,
+	&cryo_restore_step_table,
+	NULL,
+};
+
+const struct cryo_step_table *cryo_step_table_find(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && cryo_step_tables[i]; i++)
+		if (strcmp(cryo_step_tables[i]->name, name) == 0)
+			return cryo_step_tables[i];
+	return NULL;
+}
+
+bool cryo_step_fault(const struct cryo_step_table *t, const char *step)
+{
+	char qualified[128];
+
+	if (cryo_fault(step))
+		return true;
+	if (snprintf(qualified, sizeof(qualified), "%s:%s", t->name, step) >= (int)sizeof(qualified))
+		return false;
+	return cryo_fault(qualified);
+}
+
+int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_timings *timings,
+		  struct cryo_error *err)
+{
+	struct cryo_step_timings local = { 0 };
+	size_t i, j;
+	int r = 0;
+
+	if (!timings)
+		timings = &local;
+	if (!timings->t0)
+		timings->t0 = cryo_now_us();
+	timings->n = 0;
+	for (i = 0; i < t->n_steps; i++) {
+		const struct cryo_step *s = &t->steps[i];
+		int64_t start = cryo_now_us();
+
+		if (cryo_step_fault(t, s->name))
+			r = cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", s->name);
+		else
+			r = s->run(ctx, err);
+		if (r < 0) {
+			cryo_error_prefix(err, "%s", s->name);
+			break;
+		}
+		if (timings->n < CRYO_STEP_MAX) {
+			struct cryo_step_timing *tm = &timings->t[timings->n++];
+
+			tm->step = s->name;
+			tm->start_usec = start - timings->t0;
+			tm->usec = cryo_now_us() - start;
+		}
+		cryo_debug("%s: %s done in %lld us", t->name, s->name, (long long)(cryo_now_us() - start));
+	}
+	if (r >= 0)
+		return 0;
+	/* the failed step's own undo first (its partial work), then the others newest first */
+	j = i + 1;
+	while (j-- > 0)
+		if (t->steps[j].undo) {
+			cryo_debug("%s: undo %s", t->name, t->steps[j].name);
+			t->steps[j].undo(ctx);
+		}
+	return r;
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * The step runner: every multi-step operation of cryo (checkpoint,
+ * pre-dump, restore; migrate and receive next) is a table of named
+ * steps, each with a `run` and an optional `undo`, run in order by
+ * cryo_step_run() (bubblewrap's "plan, then execute": the order is data
+ * that can be read, listed and tested).
+ *
+ * Undo order. When step i fails (or a fault is injected into it), the
+ * runner calls undo(i), undo(i-1), ..., undo(0): first the failed step's
+ * own undo, for whatever it did before it failed, then the undos of the
+ * steps that succeeded, newest first. So every undo must be safe on a
+ * step that did nothing (each keeps its own "made" flags in the context)
+ * and must not fail: it logs a warning and goes on, and the first error
+ * is the one reported.
+ *
+ * Fault points. CRYO_FAULT=<step> (as always) or CRYO_FAULT=<table>:<step>
+ * (only that table's step: "restore:claim-id") makes the step fail with
+ * EIO before it acts; a comma-separated list is allowed. Tests list the
+ * tables and their steps (`cryo features` → org.cryo.steps) instead of
+ * hard-coding names.
+ *
+ * Timing. The runner records when each step started and how long it ran
+ * (microseconds) into a struct cryo_step_timings the caller owns: the
+ * checkpoint copies it into the manifest (`cryo inspect` shows it).
+ */
+#ifndef CRYO_STEP_H
+#define CRYO_STEP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "error.h"
+
+struct cryo_step {
+	const char *name;
+	int (*run)(void *ctx, struct cryo_error *err);
+	void (*undo)(void *ctx);  /* NULL = nothing to undo */
+};
+
+struct cryo_step_table {
+	const char *name;         /* "checkpoint", "pre-dump", "restore" */
+	const struct cryo_step *steps;
+	size_t n_steps;
+};
+
+#define CRYO_STEP_MAX 32
+
+struct cryo_step_timing {
+	const char *step;         /* points into the table */
+	int64_t start_usec;       /* since the run started */
+	int64_t usec;
+};
+
+struct cryo_step_timings {
+	int64_t t0;               /* cryo_now_us() when the run started */
+	size_t n;                 /* steps that completed */
+	struct cryo_step_timing t[CRYO_STEP_MAX];
+};
+
+/*
+ * Run table t on ctx. On failure the error is prefixed with the failed
+ * step's name and the undos run as described above. timings may be NULL;
+ * its t0 is set at the start unless the caller set it already.
+ */
+int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_timings *timings,
+		  struct cryo_error *err);
+
+/* true if CRYO_FAULT names table:step or step. */
+bool cryo_step_fault(const struct cryo_step_table *t, const char *step);
+
+/* The tables, each defined by its module. */
+extern const struct cryo_step_table cryo_checkpoint_step_table;  /* checkpoint.c */
+extern const struct cryo_step_table cryo_pre_dump_step_table;    /* checkpoint.c */
+extern const struct cryo_step_table cryo_restore_step_table;     /* restore.c */
+
+/* Every table, NULL-terminated (for `cryo features` and the tests). */
+extern const struct cryo_step_table *const cryo_step_tables[];
+
+/* The table called name, or NULL. */
+const struct cryo_step_table *cryo_step_table_find(const char *name);
+
+#endif
