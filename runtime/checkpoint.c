@@ -19,6 +19,7 @@
 #include "kmod.h"
 #include "log.h"
 #include "manifest.h"
+#include "sign.h"
 #include "mountinfo.h"
 #include "restore.h"
 #include "snapshot.h"
@@ -497,7 +498,10 @@ static int step_manifest(struct ctx *c, struct cryo_error *err)
 		return r;
 	c->m->has_total_usec = 1;
 	c->m->total_usec = (uint64_t)(cryo_now_us() - c->t0);
-	return cryo_manifest_write_at(c->img->dirfd, c->m, err);
+	r = cryo_manifest_write_at(c->img->dirfd, c->m, err);
+	if (r >= 0 && c->o->sign_key)
+		r = cryo_image_sign_at(c->img->dirfd, c->o->sign_key, err);
+	return r;
 }
 
 static int step_commit(struct ctx *c, struct cryo_error *err)
@@ -582,6 +586,9 @@ int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err
 	int r = 0;
 
 	r = cryo_validate_id(o->id, err);
+	/* a key that can't sign fails now, not after the container was frozen and dumped */
+	if (r >= 0 && o->sign_key)
+		r = cryo_sign_key_check(o->sign_key, true, NULL, err);
 	if (r < 0)
 		return r;
 	c.t0 = cryo_now_us();

@@ -44,6 +44,7 @@ struct cryo_checkpoint_opts {
 	bool pre_dump;
 	int64_t freeze_timeout_ms; /* cgroup freeze; 0 = 5000 */
 	enum cryo_fs_freeze_mode fs_freeze;
+	const char *sign_key;      /* sign the manifest with this key file (sign.h); NULL = unsigned */
 };
 
 /* The host devices cryo binds into a container's /dev: external mounts for CRIU. */

@@ -57,7 +57,7 @@ int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256
 	struct stat st;
 	int r;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "open `%s`", path);
 	if (fstat(fd, &st) < 0)

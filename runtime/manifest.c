@@ -24,6 +24,14 @@
 #define MANIFEST_MAGIC_LEN 8
 #define MANIFEST_HEADER_LEN (MANIFEST_MAGIC_LEN + CRYO_SHA256_LEN)
 #define MANIFEST_TMP_NAME ".manifest.pb.tmp"
+#define MANIFEST_SIG_TMP_NAME ".manifest.sig.tmp"
+
+/* cryo's own files in an image dir, never listed in (or by) a manifest */
+static bool reserved_name(const char *name)
+{
+	return strcmp(name, CRYO_MANIFEST_NAME) == 0 || strcmp(name, MANIFEST_TMP_NAME) == 0 ||
+	       strcmp(name, CRYO_MANIFEST_SIG_NAME) == 0 || strcmp(name, MANIFEST_SIG_TMP_NAME) == 0;
+}
 
 void cryo_manifest_free(Cryo__Manifest *m)
 {
@@ -131,8 +139,7 @@ static int list_dir(int dirfd, char ***ret, size_t *ret_n, struct cryo_error *er
 	if (!d)
 		return cryo_error_set(err, errno, "open image dir");
 	while ((errno = 0, de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-		    strcmp(de->d_name, CRYO_MANIFEST_NAME) == 0 || strcmp(de->d_name, MANIFEST_TMP_NAME) == 0)
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || reserved_name(de->d_name))
 			continue;
 		if (n >= CRYO_MANIFEST_MAX_FILES) {
 			closedir(d);
@@ -328,7 +335,7 @@ static int check_manifest(const Cryo__Manifest *m, struct cryo_error *err)
 	for (i = 0; i < m->n_files; i++) {
 		const Cryo__FileDigest *f = m->files[i];
 
-		if (!valid_name(f->name) || strcmp(f->name, CRYO_MANIFEST_NAME) == 0)
+		if (!valid_name(f->name) || reserved_name(f->name))
 			return cryo_error_setx(err, EBADMSG, "manifest lists an invalid file name `%.64s`", f->name);
 		if (f->sha256.len != CRYO_SHA256_LEN)
 			return cryo_error_setx(err, EBADMSG, "manifest entry `%s` has a %zu-byte digest, not %d", f->name,
@@ -347,20 +354,74 @@ static int check_manifest(const Cryo__Manifest *m, struct cryo_error *err)
 	return 0;
 }
 
-int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *err)
+int cryo_manifest_read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len,
+			       struct stat *ret_st, struct cryo_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	size_t len = 0, cap;
+
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 && errno == ELOOP)
+		return cryo_error_setx(err, ELOOP, "read `%s`: it is a symlink, refusing to follow it", name);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "read `%s`", name);
+	if (fstat(fd, &st) < 0)
+		return cryo_error_set(err, errno, "stat `%s`", name);
+	if (!S_ISREG(st.st_mode))
+		return cryo_error_setx(err, EINVAL, "read `%s`: not a regular file", name);
+	if ((uint64_t)st.st_size > max)
+		return cryo_error_setx(err, EFBIG, "`%s` is larger than %zu bytes", name, max);
+	/* the size is a hint: read until EOF, but never more than max */
+	cap = (size_t)st.st_size + 1;
+	buf = malloc(cap + 1);
+	if (!buf)
+		return cryo_error_set(err, ENOMEM, "read `%s`", name);
+	for (;;) {
+		ssize_t n;
+
+		if (len == cap) {
+			char *nb;
+
+			if (cap > max)
+				return cryo_error_setx(err, EFBIG, "`%s` is larger than %zu bytes", name, max);
+			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb)
+				return cryo_error_set(err, ENOMEM, "read `%s`", name);
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return cryo_error_set(err, errno, "read `%s`", name);
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	if (len > max)
+		return cryo_error_setx(err, EFBIG, "`%s` is larger than %zu bytes", name, max);
+	buf[len] = '\0';
+	*ret = TAKE_PTR(buf);
+	if (ret_len)
+		*ret_len = len;
+	if (ret_st)
+		*ret_st = st;
+	return 0;
+}
+
+int cryo_manifest_parse(const void *data, size_t len, Cryo__Manifest **ret, struct cryo_error *err)
 {
 	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
-	_cleanup_free_ char *buf = NULL;
+	const uint8_t *buf = data;
 	uint8_t sha[CRYO_SHA256_LEN];
-	size_t len = 0;
 	int r;
 
-	r = cryo_read_file_at(dirfd, CRYO_MANIFEST_NAME, CRYO_MANIFEST_MAX_SIZE, &buf, &len);
-	if (r == -EFBIG)
+	if (len > CRYO_MANIFEST_MAX_SIZE)
 		return cryo_error_setx(err, EFBIG, "`%s` is larger than %u bytes", CRYO_MANIFEST_NAME,
 				       CRYO_MANIFEST_MAX_SIZE);
-	if (r < 0)
-		return cryo_error_set(err, -r, "read `%s`", CRYO_MANIFEST_NAME);
 	if (len < MANIFEST_HEADER_LEN || memcmp(buf, MANIFEST_MAGIC, MANIFEST_MAGIC_LEN) != 0)
 		return cryo_error_setx(err, EBADMSG, "`%s` is not a cryo manifest (bad magic or too short: %zu bytes)",
 				       CRYO_MANIFEST_NAME, len);
@@ -370,7 +431,7 @@ int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *er
 	if (memcmp(sha, buf + MANIFEST_MAGIC_LEN, CRYO_SHA256_LEN) != 0)
 		return cryo_error_setx(err, EBADMSG, "`%s` is corrupted: its content does not match its own sha256",
 				       CRYO_MANIFEST_NAME);
-	m = cryo__manifest__unpack(NULL, len - MANIFEST_HEADER_LEN, (const uint8_t *)buf + MANIFEST_HEADER_LEN);
+	m = cryo__manifest__unpack(NULL, len - MANIFEST_HEADER_LEN, buf + MANIFEST_HEADER_LEN);
 	if (!m)
 		return cryo_error_setx(err, EBADMSG, "`%s` is not a valid manifest message", CRYO_MANIFEST_NAME);
 	r = check_manifest(m, err);
@@ -378,6 +439,18 @@ int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *er
 		return r;
 	*ret = TAKE_PTR(m);
 	return 0;
+}
+
+int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	r = cryo_manifest_read_file_at(dirfd, CRYO_MANIFEST_NAME, CRYO_MANIFEST_MAX_SIZE, &buf, &len, NULL, err);
+	if (r < 0)
+		return r;
+	return cryo_manifest_parse(buf, len, ret, err);
 }
 
 static int verify_entry(int dirfd, const Cryo__FileDigest *f, struct cryo_error *err)

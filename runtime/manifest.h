@@ -20,6 +20,8 @@
 #include "error.h"
 
 #define CRYO_MANIFEST_NAME "manifest.pb"
+/* The signature over manifest.pb (runtime/sign.h): not listed in it. */
+#define CRYO_MANIFEST_SIG_NAME "manifest.sig"
 #define CRYO_MANIFEST_VERSION 1
 /* config.json plus a few thousand file entries fit easily. */
 #define CRYO_MANIFEST_MAX_SIZE (8U << 20)
@@ -50,6 +52,24 @@ int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error
  * its shape: known format_version, sane file names, digests 32 bytes.
  */
 int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *err);
+
+/*
+ * The same on the bytes of a manifest file already in memory (framing,
+ * self-digest, protobuf, shape): what cryo_manifest_read_at() does after
+ * reading, and what the fuzzer drives.
+ */
+int cryo_manifest_parse(const void *buf, size_t len, Cryo__Manifest **ret, struct cryo_error *err);
+
+/*
+ * Read a whole file of an image (or a key file) into a NUL-terminated
+ * malloc'd buffer, treating it as untrusted: never following a symlink
+ * in its last component (-ELOOP), never blocking on a FIFO, only a
+ * regular file (-EINVAL otherwise), at most max bytes (-EFBIG).
+ * ret_st (may be NULL) gets the file's fstat().
+ */
+struct stat;
+int cryo_manifest_read_file_at(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len,
+			       struct stat *ret_st, struct cryo_error *err);
 
 /*
  * Verify the directory against m: every listed file present with its

@@ -16,6 +16,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "restore.h"
+#include "sign.h"
 #include "snapshot.h"
 #include "spec.h"
 #include "state.h"
@@ -176,8 +177,10 @@ static int do_restore(const struct cryo_restore_opts *o, struct rctx *c, pid_t *
 	c->image = realpath(o->image_path ? o->image_path : "checkpoint", NULL);
 	if (!c->image)
 		return cryo_error_set(err, errno, "image `%s`", o->image_path ? o->image_path : "checkpoint");
-	/* before anything else: a damaged image changes nothing */
-	r = cryo_manifest_load_verified(c->image, &c->m, err);
+	/* before anything else: a damaged or unauthenticated image changes nothing */
+	r = cryo_image_authenticate(c->image, o->verify_key, o->require_signature, err);
+	if (r >= 0)
+		r = cryo_manifest_load_verified(c->image, &c->m, err);
 	if (r < 0)
 		return r;
 	if (cryo_fault("restore-verify"))

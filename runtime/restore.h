@@ -32,6 +32,8 @@ struct cryo_restore_opts {
 	bool detach;
 	bool tcp_close;
 	struct cryo_criu_flags criu;
+	const char *verify_key;     /* the image must be signed with this key (sign.h); NULL = none */
+	bool require_signature;     /* refuse an image that is not verified with verify_key */
 };
 
 /*

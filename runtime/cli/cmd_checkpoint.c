@@ -23,7 +23,8 @@ static void usage(FILE *out)
 		"  --pre-dump                memory pre-dump only (container keeps running)\n"
 		"  --parent-path DIR         previous (pre-)dump, relative to the image path\n"
 		"  --timeout MS              cgroup freeze timeout (default 5000)\n"
-		"  --fs-freeze MODE          auto (default), required or off\n");
+		"  --fs-freeze MODE          auto (default), required or off\n"
+		"  --sign-key FILE           sign the manifest: Ed25519 private key (PEM) or HMAC key\n");
 }
 
 int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
@@ -37,6 +38,7 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 		{ "parent-path", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "fs-freeze", required_argument, NULL, 'F' },
+		{ "sign-key", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -80,6 +82,9 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 				cryo_error_clear(&err);
 				return rc;
 			}
+			break;
+		case 'K':
+			o.sign_key = optarg;
 			break;
 		case 'h':
 			usage(stdout);

@@ -17,6 +17,8 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 		{ "pid-file", required_argument, NULL, 'p' },
 		{ "console-socket", required_argument, NULL, 'c' },
 		{ "tcp-close", no_argument, NULL, 'C' },
+		{ "verify-key", required_argument, NULL, 'K' },
+		{ "require-signature", no_argument, NULL, 'R' },
 		CLI_CRIU_FLAG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -56,6 +58,12 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 		case 'C':
 			o.tcp_close = true;
 			break;
+		case 'K':
+			o.verify_key = optarg;
+			break;
+		case 'R':
+			o.require_signature = true;
+			break;
 		case 'h':
 			printf("Usage: cryo restore [OPTIONS] ID\n\n"
 			       "Verify a checkpoint image (manifest and every file's sha256), put the rootfs\n"
@@ -67,7 +75,11 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 			       "  -d, --detach       return once restored\n"
 			       "  --pid-file FILE    write the init's pid\n"
 			       "  --console-socket S accepted for compatibility\n"
-			       "  --tcp-close        drop established TCP connections\n" CLI_CRIU_FLAG_HELP);
+			       "  --tcp-close        drop established TCP connections\n"
+			       "  --verify-key FILE  the image must be signed with this key (Ed25519 public key\n"
+			       "                     PEM or the HMAC key) and is verified before anything else\n"
+			       "  --require-signature refuse an image that is not verified with --verify-key\n"
+			       CLI_CRIU_FLAG_HELP);
 			return 0;
 		default:
 			return 2;

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,7 +269,8 @@ static void test_manifest_too_big(void **state)
 /* A manifest that names files outside the image, or twice, is malformed. */
 static void test_bad_names(void **state)
 {
-	static const char *const bad[] = { "../etc/shadow", "a/b", ".", "..", "", CRYO_MANIFEST_NAME };
+	static const char *const bad[] = { "../etc/shadow", "a/b", ".", "..", "", CRYO_MANIFEST_NAME,
+					   CRYO_MANIFEST_SIG_NAME };
 	struct fixture *f = *state;
 	struct cryo_error err = CRYO_ERROR_INIT;
 	Cryo__Manifest *m = NULL;
@@ -296,6 +298,22 @@ static void test_bad_names(void **state)
 	assert_int_equal(cryo_manifest_write_at(f->dfd, m, &err), 0);
 	cryo_manifest_free(m);
 	expect_refused(f, -EBADMSG, "invalid container id");
+}
+
+/* manifest.pb is read only when it is a regular file: a FIFO must not hang the reader */
+static void test_manifest_not_regular(void **state)
+{
+	struct fixture *f = *state;
+
+	alarm(20);
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(renameat(f->dfd, CRYO_MANIFEST_NAME, f->dfd, "real.pb"), 0);
+	assert_int_equal(mkfifoat(f->dfd, CRYO_MANIFEST_NAME, 0600), 0);
+	expect_refused(f, -EINVAL, "read `manifest.pb`: not a regular file");
+	assert_int_equal(unlinkat(f->dfd, CRYO_MANIFEST_NAME, 0), 0);
+	assert_int_equal(symlinkat("real.pb", f->dfd, CRYO_MANIFEST_NAME), 0);
+	expect_refused(f, -ELOOP, "it is a symlink");
+	alarm(0);
 }
 
 static void test_rejects_subdir(void **state)
@@ -327,6 +345,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_manifest_too_big, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rejects_subdir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_manifest_not_regular, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
