@@ -11,8 +11,8 @@ PKGS=(
 	libcap-dev libseccomp-dev libnl-3-dev libnl-route-3-dev
 	libprotobuf-c-dev protobuf-c-compiler criu libcgroup-dev
 	libjson-c-dev libcmocka-dev libssl-dev
-	# quality
-	clang-tidy cppcheck valgrind
+	# quality (clang + its runtime libraries: libFuzzer for tests/fuzz)
+	clang-tidy cppcheck valgrind clang libclang-rt-dev
 	# runtime + tests on this host
 	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 iputils-ping procps kmod
 	# CRIU locks the network of --tcp-established dumps with iptables-restore (runc needs it too)
