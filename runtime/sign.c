@@ -34,6 +34,8 @@
 #define KEY_FILE_MAX (64U << 10)
 #define HMAC_PREFIX "hmac:"
 #define HMAC_KEY_ID_LABEL "cryo key id"
+/* pre-dump rounds behind one dump */
+#define SIGN_MAX_PARENTS 16
 
 const char *const cryo_sign_alg_names[_CRYO_SIGN_ALG_MAX] = {
 	[CRYO_SIGN_NONE] = "none",
@@ -458,41 +460,85 @@ int cryo_image_signature_at(int dirfd, struct cryo_signature_info *ret, struct c
 	return read_signature(dirfd, NULL, NULL, ret, err);
 }
 
-int cryo_image_verify_at(int dirfd, const char *key_file, struct cryo_error *err)
+/*
+ * Verify the signature of the image in dirfd with k. An incremental dump
+ * (checkpoint --parent-path) is restored with its parent's pages, which
+ * CRIU finds through the image's `parent` symlink: a parent (and its
+ * parent, ...) must be signed with the same key, and since nothing else
+ * verifies a parent, its files are checked against its manifest here too.
+ */
+static int verify_dir(int dirfd, const struct key *k, unsigned depth, struct cryo_error *err)
 {
+	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
 	_cleanup_free_ char *sig = NULL, *manifest = NULL;
 	_cleanup_free_ uint8_t *msg = NULL;
+	_cleanup_close_ int pfd = -1;
 	struct cryo_signature_info info;
+	const char *parent = NULL;
 	char want[17], got[17];
-	size_t slen = 0, mlen = 0, len = 0;
+	size_t slen = 0, mlen = 0, len = 0, i;
+	int r;
+
+	r = read_signature(dirfd, &sig, &slen, &info, err);
+	if (r < 0)
+		return r;
+	if (info.alg != k->alg)
+		return cryo_error_setx(err, EKEYREJECTED, "the image is signed with %s, but the verify key is an %s key",
+				       cryo_sign_alg_names[info.alg], cryo_sign_alg_names[k->alg]);
+	if (CRYPTO_memcmp(info.key_id, k->id, CRYO_SIGN_KEY_ID_LEN) != 0) {
+		cryo_sign_key_id_hex(info.key_id, got);
+		cryo_sign_key_id_hex(k->id, want);
+		return cryo_error_setx(err, EKEYREJECTED, "the image is signed by key %s, not by the verify key %s", got,
+				       want);
+	}
+	r = cryo_manifest_read_file_at(dirfd, CRYO_MANIFEST_NAME, CRYO_MANIFEST_MAX_SIZE, &manifest, &mlen, NULL, err);
+	if (r < 0)
+		return r;
+	r = build_message((const uint8_t *)sig, manifest, mlen, &msg, &len, err);
+	if (r < 0)
+		return r;
+	r = check_signature(k, msg, len, (const uint8_t *)sig + SIG_HEADER_LEN, err);
+	if (r < 0)
+		return r;
+	if (r == 0)
+		return cryo_error_setx(err, EBADMSG, "the %s signature does not match `%s`: the image was altered",
+				       cryo_sign_alg_names[k->alg], CRYO_MANIFEST_NAME);
+
+	/* the manifest is the signer's now: the same bytes tell whether there is a parent */
+	r = cryo_manifest_parse(manifest, mlen, &m, err);
+	if (r < 0)
+		return r;
+	if (depth > 0) {
+		r = cryo_manifest_verify_at(dirfd, m, err);
+		if (r < 0)
+			return r;
+	}
+	for (i = 0; i < m->n_files; i++)
+		if (m->files[i]->symlink && strcmp(m->files[i]->name, "parent") == 0)
+			parent = m->files[i]->symlink;
+	if (!parent)
+		return 0;
+	if (depth + 1 > SIGN_MAX_PARENTS)
+		return cryo_error_setx(err, ELOOP, "more than %d parent images", SIGN_MAX_PARENTS);
+	pfd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return cryo_error_set(err, errno, "parent image `%s`", parent);
+	r = verify_dir(pfd, k, depth + 1, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "parent image `%s`", parent);
+	return 0;
+}
+
+int cryo_image_verify_at(int dirfd, const char *key_file, struct cryo_error *err)
+{
 	struct key k;
 	int r;
 
 	r = load_key(key_file, false, &k, err);
-	if (r < 0)
-		return cryo_error_prefix(err, "verify signature");
-	r = read_signature(dirfd, &sig, &slen, &info, err);
-	if (r >= 0 && info.alg != k.alg)
-		r = cryo_error_setx(err, EKEYREJECTED, "the image is signed with %s, but the verify key is an %s key",
-				    cryo_sign_alg_names[info.alg], cryo_sign_alg_names[k.alg]);
-	if (r >= 0 && CRYPTO_memcmp(info.key_id, k.id, CRYO_SIGN_KEY_ID_LEN) != 0) {
-		cryo_sign_key_id_hex(info.key_id, got);
-		cryo_sign_key_id_hex(k.id, want);
-		r = cryo_error_setx(err, EKEYREJECTED, "the image is signed by key %s, not by the verify key %s", got,
-				    want);
-	}
-	if (r >= 0)
-		r = cryo_manifest_read_file_at(dirfd, CRYO_MANIFEST_NAME, CRYO_MANIFEST_MAX_SIZE, &manifest, &mlen, NULL,
-					       err);
-	if (r >= 0)
-		r = build_message((const uint8_t *)sig, manifest, mlen, &msg, &len, err);
 	if (r >= 0) {
-		r = check_signature(&k, msg, len, (const uint8_t *)sig + SIG_HEADER_LEN, err);
-		if (r == 0)
-			r = cryo_error_setx(err, EBADMSG, "the %s signature does not match `%s`: the image was altered",
-					    cryo_sign_alg_names[k.alg], CRYO_MANIFEST_NAME);
+		r = verify_dir(dirfd, &k, 0, err);
+		key_done(&k);
 	}
-	key_done(&k);
 	if (r < 0)
 		return cryo_error_prefix(err, "verify signature");
 	return 0;

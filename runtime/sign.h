@@ -80,9 +80,11 @@ int cryo_image_sign_at(int dirfd, const char *key_file, struct cryo_error *err);
 /*
  * Verify the image's signature with key_file: -ENOENT when the image is
  * not signed, -EKEYREJECTED when it is signed with another key or kind
- * of key, -EBADMSG when the signature or the manifest was altered. Only
- * the manifest is checked; cryo_manifest_verify_at() then checks every
- * file against it.
+ * of key, -EBADMSG when the signature or the manifest was altered. Of
+ * the image itself only the manifest is checked; cryo_manifest_verify_at()
+ * then checks every file against it. The parent images of an incremental
+ * dump (its `parent` symlink, then theirs) must be signed with the same
+ * key and are verified whole, files included: nothing else checks them.
  */
 int cryo_image_verify(const char *image_dir, const char *key_file, struct cryo_error *err);
 int cryo_image_verify_at(int dirfd, const char *key_file, struct cryo_error *err);

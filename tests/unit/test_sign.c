@@ -463,6 +463,71 @@ static void test_signature_files(void **state)
 	alarm(0);
 }
 
+/* Seal and sign a directory of the fixture (path relative to f->dir). */
+static void seal_sign_at(struct fixture *f, const char *sub, const char *key)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	Cryo__Manifest *m = NULL;
+	char path[160];
+	int dfd;
+
+	snprintf(path, sizeof(path), "%s/%s", f->dir, sub);
+	dfd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	assert_int_equal(cryo_manifest_new("web-1", "{}", &m, &err), 0);
+	assert_int_equal(cryo_manifest_hash_dir(m, dfd, &err), 0);
+	assert_int_equal(cryo_manifest_write_at(dfd, m, &err), 0);
+	cryo_manifest_free(m);
+	if (key && cryo_image_sign_at(dfd, kpath(f, key), &err) < 0)
+		fail_msg("sign %s: %s", sub, err.msg);
+	close(dfd);
+}
+
+/* An incremental dump is restored with its parents' pages: they must be signed and intact too. */
+static void test_parent_chain(void **state)
+{
+	struct fixture *f = *state;
+	char pre[160];
+	int pfd;
+
+	snprintf(pre, sizeof(pre), "%s/pre", f->dir);
+	assert_int_equal(mkdir(pre, 0700), 0);
+	pfd = open(pre, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(pfd >= 0);
+	put(pfd, "pages-1.img", "pre-dump pages", 14, 0600);
+	seal_sign_at(f, "pre", "ed.pem");
+	assert_int_equal(symlinkat("../pre", f->dfd, "parent"), 0);
+	seal_sign_at(f, "img", "ed.pem");
+	verify_ok(f, "ed.pub");
+
+	/* a parent's file altered: only the chain check can see it */
+	put(pfd, "pages-1.img", "evil!!! pages!", 14, 0600);
+	verify_refused(f, "ed.pub", -EBADMSG, "parent image `../pre`: file `pages-1.img` is corrupted");
+	put(pfd, "pages-1.img", "pre-dump pages", 14, 0600);
+	verify_ok(f, "ed.pub");
+
+	/* a parent altered and re-sealed (not signed), or signed by another key */
+	put(pfd, "pages-1.img", "evil!!! pages!", 14, 0600);
+	seal_sign_at(f, "pre", NULL);
+	verify_refused(f, "ed.pub", -EBADMSG, "parent image `../pre`: the ed25519 signature does not match");
+	assert_int_equal(unlinkat(pfd, CRYO_SIGNATURE_NAME, 0), 0);
+	verify_refused(f, "ed.pub", -ENOENT, "parent image `../pre`: the image is not signed");
+	seal_sign_at(f, "pre", "ed2.pem");
+	verify_refused(f, "ed.pub", -EKEYREJECTED, "parent image `../pre`: the image is signed by key");
+
+	/* a chain that loops ends */
+	assert_int_equal(symlinkat("../img", pfd, "parent"), 0);
+	seal_sign_at(f, "pre", "ed.pem");
+	verify_refused(f, "ed.pub", -ELOOP, "more than 16 parent images");
+
+	/* a parent that is not there */
+	assert_int_equal(unlinkat(f->dfd, "parent", 0), 0);
+	assert_int_equal(symlinkat("../gone", f->dfd, "parent"), 0);
+	seal_sign_at(f, "img", "ed.pem");
+	verify_refused(f, "ed.pub", -ENOENT, "parent image `../gone`");
+	close(pfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -475,6 +540,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missing_signature, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_files, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_signature_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_parent_chain, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
