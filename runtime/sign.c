@@ -382,7 +382,7 @@ int cryo_image_sign_at(int dirfd, const char *key_file, struct cryo_error *err)
 	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
 	_cleanup_free_ char *manifest = NULL;
 	_cleanup_free_ uint8_t *msg = NULL;
-	uint8_t out[SIG_MAX_LEN];
+	uint8_t out[SIG_MAX_LEN] = { 0 };
 	size_t mlen = 0, len = 0;
 	struct key k;
 	int r;
@@ -395,7 +395,7 @@ int cryo_image_sign_at(int dirfd, const char *key_file, struct cryo_error *err)
 	if (r >= 0)
 		r = cryo_manifest_parse(manifest, mlen, &m, err);
 	if (r >= 0) {
-		memcpy(out, SIG_MAGIC, SIG_MAGIC_LEN);
+		memcpy(out, SIG_MAGIC, sizeof(SIG_MAGIC) - 1);
 		out[SIG_MAGIC_LEN] = (uint8_t)k.alg;
 		memcpy(out + SIG_MAGIC_LEN + 1, k.id, CRYO_SIGN_KEY_ID_LEN);
 		r = build_message(out, manifest, mlen, &msg, &len, err);
@@ -438,9 +438,9 @@ static int read_signature(int dirfd, char **ret, size_t *ret_len, struct cryo_si
 	size_t len = 0;
 	int r;
 
-	if (faccessat(dirfd, CRYO_MANIFEST_SIG_NAME, F_OK, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT)
-		return cryo_error_setx(err, ENOENT, "the image is not signed (it has no `%s`)", CRYO_MANIFEST_SIG_NAME);
 	r = cryo_manifest_read_file_at(dirfd, CRYO_MANIFEST_SIG_NAME, SIG_MAX_LEN, &buf, &len, NULL, err);
+	if (r == -ENOENT)
+		return cryo_error_setx(err, ENOENT, "the image is not signed (it has no `%s`)", CRYO_MANIFEST_SIG_NAME);
 	if (r == -EFBIG)
 		return cryo_error_setx(err, EBADMSG, "`%s` is longer than any cryo signature", CRYO_MANIFEST_SIG_NAME);
 	if (r < 0)
@@ -473,7 +473,7 @@ static int verify_dir(int dirfd, const struct key *k, unsigned depth, struct cry
 	_cleanup_free_ char *sig = NULL, *manifest = NULL;
 	_cleanup_free_ uint8_t *msg = NULL;
 	_cleanup_close_ int pfd = -1;
-	struct cryo_signature_info info;
+	struct cryo_signature_info info = { 0 };
 	const char *parent = NULL;
 	char want[17], got[17];
 	size_t slen = 0, mlen = 0, len = 0, i;
@@ -482,6 +482,8 @@ static int verify_dir(int dirfd, const struct key *k, unsigned depth, struct cry
 	r = read_signature(dirfd, &sig, &slen, &info, err);
 	if (r < 0)
 		return r;
+	if (!sig) /* (set on success; for the analyzer, which can't see that) */
+		return cryo_error_setx(err, EIO, "read `%s`", CRYO_MANIFEST_SIG_NAME);
 	if (info.alg != k->alg)
 		return cryo_error_setx(err, EKEYREJECTED, "the image is signed with %s, but the verify key is an %s key",
 				       cryo_sign_alg_names[info.alg], cryo_sign_alg_names[k->alg]);
