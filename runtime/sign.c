@@ -16,7 +16,6 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
-#include <openssl/objects.h>
 #include <openssl/pem.h>
 
 #include "digest.h"
@@ -218,10 +217,12 @@ static int load_pem_key(const char *path, const char *data, size_t len, bool for
 		k->secret = true;
 	}
 	id = EVP_PKEY_id(k->pkey);
-	if (id != EVP_PKEY_ED25519)
-		return cryo_error_setx(err, EINVAL, "key file `%s` holds a%s %s key: only Ed25519 PEM keys are supported",
-				       path, id == EVP_PKEY_EC || id == EVP_PKEY_ED448 ? "n" : "",
-				       id == NID_undef ? "unknown" : OBJ_nid2sn(id));
+	if (id != EVP_PKEY_ED25519) {
+		const char *name = EVP_PKEY_get0_type_name(k->pkey);
+
+		return cryo_error_setx(err, EINVAL, "key file `%s`: its key type (%s) is not supported, only Ed25519 PEM keys are",
+				       path, name ? name : "unknown");
+	}
 	if (EVP_PKEY_get_raw_public_key(k->pkey, raw, &rawlen) != 1 || rawlen != sizeof(raw))
 		return cryo_error_setx(err, EINVAL, "key file `%s`: no Ed25519 public key in it (%s)", path,
 				       ssl_reason(why, sizeof(why)));

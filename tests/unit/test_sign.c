@@ -416,7 +416,7 @@ static void test_key_files(void **state)
 	/* what can't be a key */
 	expect(cryo_image_sign(f->img, kpath(f, "ed.pub"), &err), -EINVAL, &err, "holds a public key");
 	expect(cryo_sign_key_check(kpath(f, "ec.pem"), true, NULL, &err), -EINVAL, &err,
-	       "only Ed25519 PEM keys are supported");
+	       "its key type (EC) is not supported, only Ed25519 PEM keys are");
 	expect(cryo_sign_key_check(kpath(f, "ed-enc.pem"), true, NULL, &err), -EINVAL, &err,
 	       "encrypted PEM keys are not supported");
 	put_raw_key(f, "short.key", 31);
