@@ -312,11 +312,48 @@ int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error
 	return r;
 }
 
+/*
+ * protobuf-c keeps fields it does not know (a newer cryo's optional
+ * fields) and writes them back, but it also takes a non-canonical tag
+ * encoding of field number 0, which no valid message has and which it
+ * then refuses when it reads its own output. Refuse it here, in every
+ * sub-message, so what was accepted is a valid protobuf.
+ */
+static bool bad_unknown_fields(const ProtobufCMessage *msg)
+{
+	unsigned i;
+
+	for (i = 0; msg && i < msg->n_unknown_fields; i++)
+		if (msg->unknown_fields[i].tag == 0)
+			return true;
+	return false;
+}
+
+static bool manifest_has_bad_fields(const Cryo__Manifest *m)
+{
+	size_t i;
+
+	if (bad_unknown_fields(&m->base) || (m->rootfs && bad_unknown_fields(&m->rootfs->base)) ||
+	    (m->criu && bad_unknown_fields(&m->criu->base)))
+		return true;
+	for (i = 0; i < m->n_files; i++)
+		if (bad_unknown_fields(&m->files[i]->base))
+			return true;
+	for (i = 0; i < m->n_timings; i++)
+		if (bad_unknown_fields(&m->timings[i]->base))
+			return true;
+	return false;
+}
+
 /* Shape checks that don't need the directory. */
 static int check_manifest(const Cryo__Manifest *m, struct cryo_error *err)
 {
 	_cleanup_free_ char **names = NULL;
 	size_t i;
+
+	if (manifest_has_bad_fields(m))
+		return cryo_error_setx(err, EBADMSG, "`%s` is not a valid manifest message (a field numbered 0)",
+				       CRYO_MANIFEST_NAME);
 
 	if (m->format_version == 0)
 		return cryo_error_setx(err, EBADMSG, "manifest has format version 0");
