@@ -29,6 +29,17 @@ openssl pkey -in "$K/other.pem" -pubout -out "$K/other.pub" 2>/dev/null || fail 
 
 id=sign-ck-$$
 B=$T/$id
+# runs after the bundle's teardown: a restored rootfs's loop device (autoclear)
+# goes away asynchronously after its umount; wait for it, detach a straggler
+loops_gone() {
+	local d
+	for _ in $(seq 50); do
+		losetup -a 2>/dev/null | grep -qF "$B/rootfs.img" || return 0
+		sleep 0.1
+	done
+	for d in $(losetup -a 2>/dev/null | grep -F "$B/rootfs.img" | cut -d: -f1); do losetup -d "$d"; done
+}
+at_exit loops_gone
 bundle_new "$B" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
 count() { cat "$B/rootfs/count" 2>/dev/null || echo 0; }
 
