@@ -21,6 +21,7 @@
 #include "imghash.h"
 #include "log.h"
 #include "manifest.h"
+#include "sign.h"
 #include "mountinfo.h"
 #include "restore.h"
 #include "snapshot.h"
@@ -532,7 +533,10 @@ static int step_manifest(void *ctx, struct cryo_error *err)
 		return cryo_error_set(err, ENOMEM, "timings");
 	c->m->has_total_usec = 1;
 	c->m->total_usec = (uint64_t)(cryo_now_us() - c->timings.t0);
-	return cryo_manifest_write_at(c->img->dirfd, c->m, err);
+	r = cryo_manifest_write_at(c->img->dirfd, c->m, err);
+	if (r >= 0 && c->o->sign_key)
+		r = cryo_image_sign_at(c->img->dirfd, c->o->sign_key, err);
+	return r;
 }
 
 static int step_commit(void *ctx, struct cryo_error *err)
@@ -643,6 +647,9 @@ int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err
 	int r;
 
 	r = cryo_validate_id(o->id, err);
+	/* a key that can't sign fails now, not after the container was frozen and dumped */
+	if (r >= 0 && o->sign_key)
+		r = cryo_sign_key_check(o->sign_key, true, NULL, err);
 	if (r < 0)
 		return r;
 	c.timings.t0 = cryo_now_us();

@@ -56,6 +56,7 @@ struct cryo_checkpoint_opts {
 	 */
 	int64_t freeze_deadline_ms;
 	enum cryo_fs_freeze_mode fs_freeze;
+	const char *sign_key;      /* sign the manifest with this key file (sign.h); NULL = unsigned */
 };
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err);

@@ -125,7 +125,7 @@ int cryo_digest_files_at(int dirfd, struct cryo_digest_job *jobs, size_t n, unsi
 	if (threads > n)
 		threads = n > 0 ? (unsigned int)n : 1;
 
-	order = calloc(n + 1, sizeof(*order));
+	order = calloc(n + 1, sizeof(struct cryo_digest_job *));
 	if (!order)
 		return cryo_error_set(err, ENOMEM, "hash %zu files", n);
 	for (i = 0; i < n; i++) {
@@ -134,7 +134,7 @@ int cryo_digest_files_at(int dirfd, struct cryo_digest_job *jobs, size_t n, unsi
 		jobs[i].err = (struct cryo_error)CRYO_ERROR_INIT;
 		order[i] = &jobs[i];
 	}
-	qsort(order, n, sizeof(*order), cmp_job_size_desc);
+	qsort(order, n, sizeof(struct cryo_digest_job *), cmp_job_size_desc);
 	pool.order = order;
 	atomic_init(&pool.next, 0);
 

@@ -15,7 +15,8 @@
 
 /*
  * Hash the regular file dirfd/path (not following a symlink in its last
- * component) and return its digest and the number of bytes hashed.
+ * component, not blocking on a FIFO: anything but a regular file is
+ * refused) and return its digest and the number of bytes hashed.
  */
 int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size,
 			struct cryo_error *err);

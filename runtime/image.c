@@ -360,27 +360,45 @@ int cryo_image_open_file(int dirfd, const char *name, struct cryo_error *err)
 	return open_regular(dirfd, name, "open", err);
 }
 
-int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len,
+int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len, struct stat *ret_st,
 			 struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
 	struct stat st;
+	size_t len = 0, cap;
 
-	fd = open_regular(dirfd, name, "read", err);
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0 && errno == ELOOP)
+		return cryo_error_setx(err, ELOOP, "read `%s`: it is a symlink, refusing to follow it", name);
 	if (fd < 0)
-		return fd;
+		return cryo_error_set(err, errno, "read `%s`", name);
 	if (fstat(fd, &st) < 0)
 		return cryo_error_set(err, errno, "stat `%s`", name);
+	if (!S_ISREG(st.st_mode))
+		return cryo_error_setx(err, EINVAL, "read `%s`: not a regular file", name);
 	if ((uint64_t)st.st_size > max)
 		return cryo_error_setx(err, EFBIG, "`%s` is larger than %zu bytes", name, max);
-	buf = malloc((size_t)st.st_size + 1);
+	/* the size is a hint: read until EOF, but never more than max */
+	cap = (size_t)st.st_size + 1;
+	buf = malloc(cap + 1);
 	if (!buf)
 		return cryo_error_set(err, ENOMEM, "read `%s`", name);
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, buf + len, (size_t)st.st_size - len);
+	for (;;) {
+		ssize_t n;
 
+		if (len == cap) {
+			char *nb;
+
+			if (cap > max)
+				return cryo_error_setx(err, EFBIG, "`%s` is larger than %zu bytes", name, max);
+			cap = cap * 2 > max + 1 ? max + 1 : cap * 2;
+			nb = realloc(buf, cap + 1);
+			if (!nb)
+				return cryo_error_set(err, ENOMEM, "read `%s`", name);
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
@@ -389,8 +407,13 @@ int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, si
 			break;
 		len += (size_t)n;
 	}
+	if (len > max)
+		return cryo_error_setx(err, EFBIG, "`%s` is larger than %zu bytes", name, max);
 	buf[len] = '\0';
 	*ret = TAKE_PTR(buf);
-	*ret_len = len;
+	if (ret_len)
+		*ret_len = len;
+	if (ret_st)
+		*ret_st = st;
 	return 0;
 }

@@ -66,8 +66,15 @@ int cryo_image_open_at(int dirfd, const char *path, struct cryo_error *err);
  */
 int cryo_image_open_file(int dirfd, const char *name, struct cryo_error *err);
 
-/* Read a regular file of the image whole, at most max bytes (-EFBIG beyond). */
-int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len,
+/*
+ * Read a whole file of an image (or a key file) into a NUL-terminated
+ * malloc'd buffer, treating it as untrusted: never following a symlink
+ * in its last component (-ELOOP), never blocking on a FIFO, only a
+ * regular file (-EINVAL otherwise), at most max bytes (-EFBIG).
+ * ret_st (may be NULL) gets the file's fstat().
+ */
+struct stat;
+int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, size_t *ret_len, struct stat *ret_st,
 			 struct cryo_error *err);
 
 

@@ -26,6 +26,14 @@
 #define MANIFEST_MAGIC_LEN 8
 #define MANIFEST_HEADER_LEN (MANIFEST_MAGIC_LEN + CRYO_SHA256_LEN)
 #define MANIFEST_TMP_NAME ".manifest.pb.tmp"
+#define MANIFEST_SIG_TMP_NAME ".manifest.sig.tmp"
+
+/* cryo's own files in an image dir, never listed in (or by) a manifest */
+static bool reserved_name(const char *name)
+{
+	return strcmp(name, CRYO_MANIFEST_NAME) == 0 || strcmp(name, MANIFEST_TMP_NAME) == 0 ||
+	       strcmp(name, CRYO_MANIFEST_SIG_NAME) == 0 || strcmp(name, MANIFEST_SIG_TMP_NAME) == 0;
+}
 
 void cryo_manifest_free(Cryo__Manifest *m)
 {
@@ -133,8 +141,7 @@ static int list_dir(int dirfd, char ***ret, size_t *ret_n, struct cryo_error *er
 	if (!d)
 		return cryo_error_set(err, errno, "open image dir");
 	while ((errno = 0, de = readdir(d))) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 ||
-		    strcmp(de->d_name, CRYO_MANIFEST_NAME) == 0 || strcmp(de->d_name, MANIFEST_TMP_NAME) == 0)
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0 || reserved_name(de->d_name))
 			continue;
 		if (n >= CRYO_MANIFEST_MAX_FILES) {
 			closedir(d);
@@ -369,11 +376,48 @@ int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error
 	return r;
 }
 
+/*
+ * protobuf-c keeps fields it does not know (a newer cryo's optional
+ * fields) and writes them back, but it also takes a non-canonical tag
+ * encoding of field number 0, which no valid message has and which it
+ * then refuses when it reads its own output. Refuse it here, in every
+ * sub-message, so what was accepted is a valid protobuf.
+ */
+static bool bad_unknown_fields(const ProtobufCMessage *msg)
+{
+	unsigned i;
+
+	for (i = 0; msg && i < msg->n_unknown_fields; i++)
+		if (msg->unknown_fields[i].tag == 0)
+			return true;
+	return false;
+}
+
+static bool manifest_has_bad_fields(const Cryo__Manifest *m)
+{
+	size_t i;
+
+	if (bad_unknown_fields(&m->base) || (m->rootfs && bad_unknown_fields(&m->rootfs->base)) ||
+	    (m->criu && bad_unknown_fields(&m->criu->base)))
+		return true;
+	for (i = 0; i < m->n_files; i++)
+		if (bad_unknown_fields(&m->files[i]->base))
+			return true;
+	for (i = 0; i < m->n_timings; i++)
+		if (bad_unknown_fields(&m->timings[i]->base))
+			return true;
+	return false;
+}
+
 /* Shape checks that don't need the directory. */
 static int check_manifest(const Cryo__Manifest *m, struct cryo_error *err)
 {
 	_cleanup_free_ char **names = NULL;
 	size_t i;
+
+	if (manifest_has_bad_fields(m))
+		return cryo_error_setx(err, EBADMSG, "`%s` is not a valid manifest message (a field numbered 0)",
+				       CRYO_MANIFEST_NAME);
 
 	if (m->format_version == 0)
 		return cryo_error_setx(err, EBADMSG, "manifest has format version 0");
@@ -392,7 +436,7 @@ static int check_manifest(const Cryo__Manifest *m, struct cryo_error *err)
 	for (i = 0; i < m->n_files; i++) {
 		const Cryo__FileDigest *f = m->files[i];
 
-		if (!valid_name(f->name) || strcmp(f->name, CRYO_MANIFEST_NAME) == 0)
+		if (!valid_name(f->name) || reserved_name(f->name))
 			return cryo_error_setx(err, EBADMSG, "manifest lists an invalid file name `%.64s`", f->name);
 		if (f->sha256.len != CRYO_SHA256_LEN)
 			return cryo_error_setx(err, EBADMSG, "manifest entry `%s` has a %zu-byte digest, not %d", f->name,
@@ -411,18 +455,16 @@ static int check_manifest(const Cryo__Manifest *m, struct cryo_error *err)
 	return 0;
 }
 
-int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *err)
+int cryo_manifest_parse(const void *data, size_t len, Cryo__Manifest **ret, struct cryo_error *err)
 {
 	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
-	_cleanup_free_ char *buf = NULL;
+	const uint8_t *buf = data;
 	uint8_t sha[CRYO_SHA256_LEN];
-	size_t len = 0;
 	int r;
 
-	/* untrusted: no symlink followed, no FIFO waited on (image.h) */
-	r = cryo_image_read_file(dirfd, CRYO_MANIFEST_NAME, CRYO_MANIFEST_MAX_SIZE, &buf, &len, err);
-	if (r < 0)
-		return r;
+	if (len > CRYO_MANIFEST_MAX_SIZE)
+		return cryo_error_setx(err, EFBIG, "`%s` is larger than %u bytes", CRYO_MANIFEST_NAME,
+				       CRYO_MANIFEST_MAX_SIZE);
 	if (len < MANIFEST_HEADER_LEN || memcmp(buf, MANIFEST_MAGIC, MANIFEST_MAGIC_LEN) != 0)
 		return cryo_error_setx(err, EBADMSG, "`%s` is not a cryo manifest (bad magic or too short: %zu bytes)",
 				       CRYO_MANIFEST_NAME, len);
@@ -432,7 +474,7 @@ int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *er
 	if (memcmp(sha, buf + MANIFEST_MAGIC_LEN, CRYO_SHA256_LEN) != 0)
 		return cryo_error_setx(err, EBADMSG, "`%s` is corrupted: its content does not match its own sha256",
 				       CRYO_MANIFEST_NAME);
-	m = cryo__manifest__unpack(NULL, len - MANIFEST_HEADER_LEN, (const uint8_t *)buf + MANIFEST_HEADER_LEN);
+	m = cryo__manifest__unpack(NULL, len - MANIFEST_HEADER_LEN, buf + MANIFEST_HEADER_LEN);
 	if (!m)
 		return cryo_error_setx(err, EBADMSG, "`%s` is not a valid manifest message", CRYO_MANIFEST_NAME);
 	r = check_manifest(m, err);
@@ -440,6 +482,19 @@ int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *er
 		return r;
 	*ret = TAKE_PTR(m);
 	return 0;
+}
+
+int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	int r;
+
+	/* untrusted: no symlink followed, no FIFO waited on (image.h) */
+	r = cryo_image_read_file(dirfd, CRYO_MANIFEST_NAME, CRYO_MANIFEST_MAX_SIZE, &buf, &len, NULL, err);
+	if (r < 0)
+		return r;
+	return cryo_manifest_parse(buf, len, ret, err);
 }
 
 /*

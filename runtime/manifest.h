@@ -20,6 +20,8 @@
 #include "error.h"
 
 #define CRYO_MANIFEST_NAME "manifest.pb"
+/* The signature over manifest.pb (runtime/sign.h): not listed in it. */
+#define CRYO_MANIFEST_SIG_NAME "manifest.sig"
 #define CRYO_MANIFEST_VERSION 1
 /* config.json plus a few thousand file entries fit easily. */
 #define CRYO_MANIFEST_MAX_SIZE (8U << 20)
@@ -54,6 +56,13 @@ int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error
  * its shape: known format_version, sane file names, digests 32 bytes.
  */
 int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *err);
+
+/*
+ * The same on the bytes of a manifest file already in memory (framing,
+ * self-digest, protobuf, shape): what cryo_manifest_read_at() does after
+ * reading, and what the fuzzer drives.
+ */
+int cryo_manifest_parse(const void *buf, size_t len, Cryo__Manifest **ret, struct cryo_error *err);
 
 /*
  * Verify the directory against m: every listed file present with its

@@ -19,6 +19,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "restore.h"
+#include "sign.h"
 #include "snapshot.h"
 #include "spec.h"
 #include "state.h"
@@ -171,12 +172,14 @@ static int step_verify(void *ctx, struct cryo_error *err)
 	c->image_fd = cryo_image_open(c->image, err);
 	if (c->image_fd < 0)
 		return c->image_fd;
-	r = cryo_manifest_read_at(c->image_fd, &c->m, err);
+	/* before anything else: an unauthenticated image changes nothing (sign.h) */
+	r = cryo_image_authenticate_at(c->image_fd, c->o->verify_key, c->o->require_signature, err);
+	if (r >= 0)
+		r = cryo_manifest_read_at(c->image_fd, &c->m, err);
 	if (r >= 0)
 		r = cryo_manifest_verify_at(c->image_fd, c->m, err);
 	if (r >= 0)
 		r = verify_links(c->image_fd, c->m, 0, err);
-	/* authenticated images (sign.h): cryo_image_verify(c->image, c->o->verify_key, err) goes here */
 	if (r < 0)
 		return cryo_error_prefix(err, "image `%s`", c->image);
 	if (c->m->criu && c->m->criu->has_pre_dump && c->m->criu->pre_dump)

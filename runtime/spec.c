@@ -908,7 +908,7 @@ int cryo_spec_parse(const char *text, size_t len, struct cryo_spec **ret, struct
 		size_t at = json_tokener_get_parse_end(tok);
 
 		/* trailing whitespace after the document is fine */
-		while (root && e == json_tokener_success && at < len && strchr(" \t\r\n", text[at]))
+		while (root && e == json_tokener_success && at < len && text[at] && strchr(" \t\r\n", text[at]))
 			at++;
 		if (!root || e != json_tokener_success || at < len) {
 			r = cryo_error_setx(err, EINVAL, CFG "invalid JSON at byte %zu: %s", at,

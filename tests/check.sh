@@ -3,7 +3,8 @@
 #
 # The test command (README, .ci/run): install dependencies, build with
 # warnings as errors, run every test (unit, host, vm) with ctest, then the
-# ASan+UBSan build of the unit and host suites, then the static checks.
+# ASan+UBSan build of the unit and host suites, a short fuzzing run, then
+# the static checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
@@ -25,6 +26,9 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCRYO_WERROR=ON -DCRYO_SANITI
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --output-on-failure --no-tests=error -L 'unit|host') || rc=1
+
+echo "== fuzzing: each tests/fuzz target for 40 s (libFuzzer, ASan+UBSan), 0 crashes"
+bash tests/fuzz/run.sh 40 || rc=1
 
 echo "== static checks"
 bash tests/lint.sh build || rc=1

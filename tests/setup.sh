@@ -13,8 +13,8 @@ PKGS=(
 	libjson-c-dev libcmocka-dev libssl-dev
 	# restore extracts rootfs tar snapshots with libarchive (static: also libacl)
 	libarchive-dev libacl1-dev
-	# quality
-	clang-tidy cppcheck valgrind
+	# quality (clang + its runtime libraries: libFuzzer for tests/fuzz)
+	clang-tidy cppcheck valgrind clang libclang-rt-dev
 	# packaging: man pages, .deb lint, completion tests (tests/host/package_*.sh)
 	scdoc lintian zsh fish
 	# runtime + tests on this host

@@ -25,7 +25,8 @@ static void usage(FILE *out)
 		"  --timeout MS              cgroup freeze timeout (default 5000)\n"
 		"  --freeze-deadline MS      longest frozen window: past it the container and its rootfs\n"
 		"                            thaw and the checkpoint fails, also if cryo dies (default %d)\n"
-		"  --fs-freeze MODE          auto (default), required or off\n",
+		"  --fs-freeze MODE          auto (default), required or off\n"
+		"  --sign-key FILE           sign the manifest: Ed25519 private key (PEM) or HMAC key\n",
 		CRYO_CHECKPOINT_FREEZE_DEADLINE_MS);
 }
 
@@ -41,6 +42,7 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 		{ "timeout", required_argument, NULL, 'T' },
 		{ "freeze-deadline", required_argument, NULL, 'D' },
 		{ "fs-freeze", required_argument, NULL, 'F' },
+		{ "sign-key", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -90,6 +92,9 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 				cryo_error_clear(&err);
 				return rc;
 			}
+			break;
+		case 'K':
+			o.sign_key = optarg;
 			break;
 		case 'h':
 			usage(stdout);

@@ -10,6 +10,7 @@
 
 #include "digest.h"
 #include "manifest.h"
+#include "sign.h"
 #include "util.h"
 #include "cli.h"
 
@@ -99,7 +100,7 @@ static struct json_object *manifest_json(const Cryo__Manifest *m)
 	return field_json(&fd, &p);
 }
 
-static void print_human(const Cryo__Manifest *m, const char *verified)
+static void print_human(const Cryo__Manifest *m, const char *verified, const char *signed_by, const char *sig)
 {
 	uint64_t total = 0;
 	size_t i;
@@ -116,6 +117,9 @@ static void print_human(const Cryo__Manifest *m, const char *verified)
 	printf("created:        %s on %s (kernel %s)\n", when, m->hostname ? m->hostname : "?",
 	       m->kernel_release ? m->kernel_release : "?");
 	printf("verified:       %s\n", verified);
+	printf("signed:         %s\n", signed_by);
+	if (sig)
+		printf("signature:      %s\n", sig);
 	printf("bundle:         %s\n", m->bundle ? m->bundle : "-");
 	printf("state before:   %s (init pid %llu)\n", m->freezer_state ? m->freezer_state : "?",
 	       (unsigned long long)m->init_pid);
@@ -146,10 +150,16 @@ int cmd_inspect(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
+		{ "verify-key", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct cryo_error err = CRYO_ERROR_INIT, verr = CRYO_ERROR_INIT;
+	struct cryo_error err = CRYO_ERROR_INIT, verr = CRYO_ERROR_INIT, serr = CRYO_ERROR_INIT;
+	struct cryo_signature_info si;
+	const char *verify_key = NULL;
+	char signed_by[128], kid[17];
+	int sr;
+	bool is_signed;
 	Cryo__Manifest *m = NULL;
 	_cleanup_close_ int dfd = -1;
 	bool json = false;
@@ -160,8 +170,13 @@ int cmd_inspect(struct cryo_cli *cli, int argc, char **argv)
 		case 'j':
 			json = true;
 			break;
+		case 'K':
+			verify_key = optarg;
+			break;
 		case 'h':
-			printf("Usage: cryo inspect [--json] DIR\n\nPrint the manifest of the checkpoint image DIR and whether it verifies.\n");
+			printf("Usage: cryo inspect [--json] [--verify-key FILE] DIR\n\n"
+			       "Print the manifest of the checkpoint image DIR, whether it verifies and whether\n"
+			       "it is signed; with --verify-key, whether the signature verifies with that key.\n");
 			return 0;
 		default:
 			return 2;
@@ -180,18 +195,45 @@ int cmd_inspect(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (cryo_manifest_verify_at(dfd, m, &verr) < 0)
 		rc = 1;
+	/* who signed it (no key needed), and with --verify-key whether it holds */
+	sr = cryo_image_signature_at(dfd, &si, &serr);
+	is_signed = sr >= 0;
+	if (sr >= 0) {
+		cryo_sign_key_id_hex(si.key_id, kid);
+		snprintf(signed_by, sizeof(signed_by), "%s, key %s", cryo_sign_alg_names[si.alg], kid);
+	} else {
+		snprintf(signed_by, sizeof(signed_by), "%s", sr == -ENOENT ? "no" : "unreadable or malformed `manifest.sig`");
+	}
+	if (verify_key) {
+		cryo_error_clear(&serr);
+		sr = cryo_image_verify_at(dfd, verify_key, &serr);
+		if (sr < 0)
+			rc = 1;
+	}
 	if (json) {
 		struct json_object *o = manifest_json(m);
 
-		json_object_object_add(o, "verified", json_object_new_boolean(rc == 0));
+		json_object_object_add(o, "verified", json_object_new_boolean(!verr.msg));
 		if (verr.msg)
 			json_object_object_add(o, "verifyError", json_object_new_string(verr.msg));
+		json_object_object_add(o, "signed", json_object_new_boolean(is_signed));
+		if (is_signed) {
+			json_object_object_add(o, "signatureAlgorithm", json_object_new_string(cryo_sign_alg_names[si.alg]));
+			json_object_object_add(o, "signatureKeyId", json_object_new_string(kid));
+		}
+		if (verify_key)
+			json_object_object_add(o, "signatureVerified", json_object_new_boolean(sr >= 0));
+		if (serr.msg && (verify_key || sr != -ENOENT))
+			json_object_object_add(o, "signatureError", json_object_new_string(serr.msg));
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
-		print_human(m, rc == 0 ? "yes (manifest and every file's sha256)" : verr.msg);
+		print_human(m, !verr.msg ? "yes (manifest and every file's sha256)" : verr.msg, signed_by,
+			    verify_key ? (sr >= 0 ? "valid (verified with the given key)" : serr.msg) :
+			    sr < 0 && sr != -ENOENT ? serr.msg : NULL);
 	}
 	cryo_error_clear(&verr);
+	cryo_error_clear(&serr);
 	cryo_manifest_free(m);
 	return rc;
 }

@@ -17,7 +17,9 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 		{ "pid-file", required_argument, NULL, 'p' },
 		{ "console-socket", required_argument, NULL, 'c' },
 		{ "tcp-close", no_argument, NULL, 'C' },
-		{ "keep-paused", no_argument, NULL, 'K' },
+		{ "keep-paused", no_argument, NULL, 'k' },
+		{ "verify-key", required_argument, NULL, 'K' },
+		{ "require-signature", no_argument, NULL, 'R' },
 		CLI_CRIU_FLAG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -58,6 +60,12 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 			o.tcp_close = true;
 			break;
 		case 'K':
+			o.verify_key = optarg;
+			break;
+		case 'R':
+			o.require_signature = true;
+			break;
+		case 'k':
 			o.keep_paused = true;
 			break;
 		case 'h':
@@ -74,7 +82,11 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 			       "  --console-socket S accepted for compatibility\n"
 			       "  --tcp-close        drop established TCP connections\n"
 			       "  --keep-paused      a container paused at checkpoint comes back paused\n"
-			       "                     (default: running, as runc)\n" CLI_CRIU_FLAG_HELP);
+			       "                     (default: running, as runc)\n"
+			       "  --verify-key FILE  the image must be signed with this key (Ed25519 public key\n"
+			       "                     PEM or the HMAC key) and is verified before anything else\n"
+			       "  --require-signature refuse an image that is not verified with --verify-key\n"
+			       CLI_CRIU_FLAG_HELP);
 			return 0;
 		default:
 			return 2;

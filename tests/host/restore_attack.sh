@@ -205,8 +205,8 @@ unchanged "--bundle defaults to the cwd"
 # --- a FIFO as manifest.pb neither hangs inspect nor restore
 new_image; mkfifo "$I/manifest.pb"
 expect_fail 1 timeout 10 "$CRYO_BIN" inspect "$I"
-echo "$LAST_OUTPUT" | grep -q "manifest.pb\` in the image is not a regular file" || fail "inspect of a FIFO manifest: $LAST_OUTPUT"
-refused "FIFO manifest.pb" "manifest.pb\` in the image is not a regular file"
+echo "$LAST_OUTPUT" | grep -q "manifest.pb\`: not a regular file" || fail "inspect of a FIFO manifest: $LAST_OUTPUT"
+refused "FIFO manifest.pb" "manifest.pb\`: not a regular file"
 
 # --- an image dir another user can write is refused
 new_image; img_config ""; seal /

@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -268,7 +269,8 @@ static void test_manifest_too_big(void **state)
 /* A manifest that names files outside the image, or twice, is malformed. */
 static void test_bad_names(void **state)
 {
-	static const char *const bad[] = { "../etc/shadow", "a/b", ".", "..", "", CRYO_MANIFEST_NAME };
+	static const char *const bad[] = { "../etc/shadow", "a/b", ".", "..", "", CRYO_MANIFEST_NAME,
+					   CRYO_MANIFEST_SIG_NAME };
 	struct fixture *f = *state;
 	struct cryo_error err = CRYO_ERROR_INIT;
 	Cryo__Manifest *m = NULL;
@@ -296,6 +298,66 @@ static void test_bad_names(void **state)
 	assert_int_equal(cryo_manifest_write_at(f->dfd, m, &err), 0);
 	cryo_manifest_free(m);
 	expect_refused(f, -EBADMSG, "invalid container id");
+}
+
+/* manifest.pb is read only when it is a regular file: a FIFO must not hang the reader */
+static void test_manifest_not_regular(void **state)
+{
+	struct fixture *f = *state;
+
+	alarm(20);
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(renameat(f->dfd, CRYO_MANIFEST_NAME, f->dfd, "real.pb"), 0);
+	assert_int_equal(mkfifoat(f->dfd, CRYO_MANIFEST_NAME, 0600), 0);
+	expect_refused(f, -EINVAL, "read `manifest.pb`: not a regular file");
+	assert_int_equal(unlinkat(f->dfd, CRYO_MANIFEST_NAME, 0), 0);
+	assert_int_equal(symlinkat("real.pb", f->dfd, CRYO_MANIFEST_NAME), 0);
+	expect_refused(f, -ELOOP, "it is a symlink");
+	alarm(0);
+}
+
+/* The packed manifest plus extra bytes, framed with a correct digest, parsed. */
+static int parse_with_extra(const uint8_t *extra, size_t n, struct cryo_error *err)
+{
+	Cryo__Manifest *m = NULL;
+	size_t len;
+	uint8_t *buf;
+	int r;
+
+	assert_int_equal(cryo_manifest_new("web-1", "{}", &m, err), 0);
+	len = cryo__manifest__get_packed_size(m);
+	buf = malloc(40 + len + n);
+	assert_non_null(buf);
+	memcpy(buf, "CRYOMAN1", 8);
+	assert_int_equal(cryo__manifest__pack(m, buf + 40), len);
+	cryo_manifest_free(m);
+	memcpy(buf + 40 + len, extra, n);
+	assert_int_equal(cryo_digest_buf(buf + 40, len + n, buf + 8, err), 0);
+	m = NULL;
+	r = cryo_manifest_parse(buf, 40 + len + n, &m, err);
+	cryo_manifest_free(m);
+	free(buf);
+	return r;
+}
+
+/*
+ * A newer cryo's fields are ignored, but field number 0 (which protobuf-c
+ * takes in a non-canonical encoding, then can't read back) is refused:
+ * found by tests/fuzz/fuzz_manifest.
+ */
+static void test_unknown_fields(void **state)
+{
+	static const uint8_t newer[] = { 0xb8, 0x06, 0x01 };          /* field 103, varint 1 */
+	static const uint8_t tag0[] = { 0x82, 0x00, 0x01, 'x' };      /* field 0, bytes "x" */
+	static const uint8_t tag0_v[] = { 0x80, 0x80, 0x00, 0x05 };   /* field 0, varint 5 */
+	struct cryo_error err = CRYO_ERROR_INIT;
+
+	assert_int_equal(parse_with_extra(newer, sizeof(newer), &err), 0);
+	assert_int_equal(parse_with_extra(tag0, sizeof(tag0), &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "a field numbered 0"));
+	cryo_error_clear(&err);
+	assert_int_equal(parse_with_extra(tag0_v, sizeof(tag0_v), &err), -EBADMSG);
+	cryo_error_clear(&err);
 }
 
 static void test_rejects_subdir(void **state)
@@ -327,6 +389,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_manifest_too_big, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rejects_subdir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_manifest_not_regular, setup, teardown),
+		cmocka_unit_test(test_unknown_fields),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
