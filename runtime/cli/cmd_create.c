@@ -32,7 +32,7 @@ int cli_parse_create(const char *cmd, int argc, char **argv, struct cryo_cli *cl
 	int c;
 
 	*o = (struct cryo_create_opts){ .root = cli->root, .bundle = "." };
-	while ((c = getopt_long(argc, argv, detach ? "+b:dh" : "+b:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, detach ? "+b:dh" : "+b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			o->bundle = optarg;

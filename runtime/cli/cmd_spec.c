@@ -25,7 +25,7 @@ int cmd_spec(struct cryo_cli *cli, int argc, char **argv)
 	bool rootless = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+b:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			bundle = optarg;
