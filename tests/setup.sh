@@ -19,6 +19,8 @@ PKGS=(
 	iptables
 	# peers for benchmarks
 	runc crun hyperfine
+	# containerd_cryo.sh: a private containerd drives cryo through its runc shim v2
+	containerd
 	# VM harness
 	qemu-system-x86 cpio
 )
