@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec.h"
+#include "spec-example.h"
 #include "util.h"
 #include "cli.h"
 
@@ -42,7 +42,7 @@ int cmd_spec(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error("spec", "takes no arguments");
-	if (cryo_spec_default_json(rootless, &text, &err) < 0)
+	if (cryo_spec_example(rootless, &text, &err) < 0)
 		return cli_fail(&err);
 	dfd = open(bundle, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (dfd < 0) {
