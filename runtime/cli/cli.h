@@ -78,6 +78,8 @@ int cmd_delete(struct cryo_cli *cli, int argc, char **argv);
 int cmd_list(struct cryo_cli *cli, int argc, char **argv);
 int cmd_ps(struct cryo_cli *cli, int argc, char **argv);
 int cmd_spec(struct cryo_cli *cli, int argc, char **argv);
+int cmd_update(struct cryo_cli *cli, int argc, char **argv);
+int cmd_events(struct cryo_cli *cli, int argc, char **argv);
 
 struct cryo_create_opts;
 /* create/run option parsing; <0 = help printed, >0 = exit status */

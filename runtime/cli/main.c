@@ -26,6 +26,8 @@ static const struct cli_command commands[] = {
 	{ "delete", "remove a container", cmd_delete },
 	{ "list", "list containers", cmd_list },
 	{ "ps", "list the processes of a container", cmd_ps },
+	{ "update", "change a container's resource limits (runc's flags or --resources FILE)", cmd_update },
+	{ "events", "resource statistics and OOM events of a container (JSON)", cmd_events },
 	{ "spec", "write a default config.json", cmd_spec },
 	/* freezer: cgroup freezes, their holds and what undoes them */
 	GROUP("Freezer"),
