@@ -1210,6 +1210,8 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 	else
 		*ret_status = WEXITSTATUS(status);
 
+	if (o->keep)
+		return 0;
 	/* the container is stopped: remove it, as runc does */
 	r = cryo_state_lock(o->root, o->id, LOCK_TIMEOUT_MS, &lock, err);
 	if (r == -ENOENT) {

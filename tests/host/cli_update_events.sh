@@ -110,4 +110,14 @@ assert "oom" in types, types
 assert all(e["id"] == sys.argv[2] for e in ev), ev
 EOF
 check rt delete --force "$id"
+
+log "run --keep: the stopped container stays for delete"
+bundle_set "$B" 'c["process"]["args"] = ["sh", "-c", "exit 3"]; c["process"]["terminal"] = False'
+rm -f "$B/rootfs/go"
+rt_timed run --keep --bundle "$B" "$id" </dev/null >/dev/null 2>&1 && rc=0 || rc=$?
+[ $rc = 3 ] || fail "run --keep exited $rc, expected 3"
+out=$(rt state "$id") || fail "run --keep removed the container: $out"
+echo "$out" | grep -q '"status": *"stopped"' || fail "kept container state: $out"
+check rt delete "$id"
+expect_fail 1 rt state "$id"
 echo "ok"
