@@ -91,10 +91,12 @@ int cryo_cgfile_write(const char *dir, const char *name, const char *value, stru
 int cryo_cgfile_read(const char *dir, const char *name, char **ret)
 {
 	_cleanup_close_ int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int r;
 
 	if (dfd < 0)
-		return -errno;
-	return cryo_read_file_at(dfd, name, CGFILE_MAX, ret, NULL);
+		return errno > 0 ? -errno : -EIO;
+	r = cryo_read_file_at(dfd, name, CGFILE_MAX, ret, NULL);
+	return r > 0 ? 0 : r;
 }
 
 int cryo_cgfile_read_u64(const char *dir, const char *name, uint64_t *ret)

@@ -134,8 +134,8 @@ static struct json_object *accepted(const char *const *v, size_t n, const char *
 	return a;
 }
 
-#define ACCEPTED(v, fmt) accepted(v, sizeof(v) / sizeof(v[0]), fmt, false)
-#define KNOWN(v, fmt) accepted(v, sizeof(v) / sizeof(v[0]), fmt, true)
+#define ACCEPTED(v, fmt) accepted((v), sizeof(v) / sizeof((v)[0]), (fmt), false)
+#define KNOWN(v, fmt) accepted((v), sizeof(v) / sizeof((v)[0]), (fmt), true)
 
 static struct json_object *capabilities(void)
 {
