@@ -9,10 +9,13 @@
 # https://github.com/opencontainers/runtime-tools given as
 #   CRYO_RUNTIME_TOOLS=/path/to/runtime-tools tests/bench/oci-validation.sh
 # (it carries its Go dependencies in vendor/, so the build is offline:
-# GOFLAGS=-mod=vendor GOPROXY=off). Debian's `golang-go` builds it
-# (bookworm's Go 1.19 accepts the module's `go 1.21` line as long as the
-# code needs nothing newer; if it does, the build error says so and the
-# script stops). The built suite is kept in $CRYO_BUILD/runtime-tools and
+# GOFLAGS=-mod=vendor GOPROXY=off), made beforehand with
+#   git clone https://github.com/opencontainers/runtime-tools
+#   git -C runtime-tools checkout 260e151
+# Commit 260e151 (March 2025, same 58 validation files as today's HEAD)
+# is the newest that Debian bookworm's Go 1.19 (`golang-go`) builds:
+# later ones vendor moby/sys/capability, which needs Go 1.21's `slices`.
+# With a newer Go, HEAD works too. The built suite is kept in $CRYO_BUILD/runtime-tools and
 # reused while the checkout does not change.
 #
 # Options (environment): RUNTIMES="cryo crun runc" (the ones to compare),
