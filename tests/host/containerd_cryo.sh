@@ -38,7 +38,7 @@ RUNOPTS=(--snapshotter native --runc-binary "$WRAP" --runc-root "$RROOT" --cgrou
 run_opts() { printf '%s\n' "${RUNOPTS[@]/CID/$1}"; }
 
 # --- the runtime the shim calls: cryo, with its argv recorded and CRIU picked ---
-CRIU4=/opt/cryo-criu4/sbin/criu
+CRIU4=${CRYO_CRIU:-/opt/cryo-criu4/sbin/criu}
 {
 	echo '#!/bin/sh'
 	[ -x "$CRIU4" ] && echo "export CRYO_CRIU='$CRIU4'"
