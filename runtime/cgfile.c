@@ -15,6 +15,14 @@
 
 #define CGFILE_MAX (1 << 20)
 
+/* -errno for the call that just failed, never 0 */
+static int negative_errno(void)
+{
+	int e = errno;
+
+	return e > 0 ? -e : -EIO;
+}
+
 static bool is_dir(const char *p)
 {
 	struct stat st;
@@ -29,7 +37,7 @@ static bool v2_has(const char *dir, const char *ctrl)
 	const char *want = strcmp(ctrl, "cpuacct") == 0 ? "cpu" : strcmp(ctrl, "blkio") == 0 ? "io" : ctrl;
 	char *tok, *save = NULL;
 
-	if (cryo_cgfile_read(dir, "cgroup.controllers", &list) < 0)
+	if (cryo_cgfile_read(dir, "cgroup.controllers", &list) < 0 || !list)
 		return false;
 	for (tok = strtok_r(list, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
 		if (strcmp(tok, want) == 0)
@@ -94,7 +102,7 @@ int cryo_cgfile_read(const char *dir, const char *name, char **ret)
 	int r;
 
 	if (dfd < 0)
-		return errno > 0 ? -errno : -EIO;
+		return negative_errno();
 	r = cryo_read_file_at(dfd, name, CGFILE_MAX, ret, NULL);
 	return r > 0 ? 0 : r;
 }
@@ -105,8 +113,8 @@ int cryo_cgfile_read_u64(const char *dir, const char *name, uint64_t *ret)
 	char *end;
 	int r = cryo_cgfile_read(dir, name, &s);
 
-	if (r < 0)
-		return r;
+	if (r < 0 || !s)
+		return r < 0 ? r : -EIO;
 	if (strncmp(s, "max", 3) == 0) {
 		*ret = UINT64_MAX;
 		return 0;
@@ -125,8 +133,8 @@ int cryo_cgfile_keyed(const char *dir, const char *name, const char *key, uint64
 	const char *line;
 	int r = cryo_cgfile_read(dir, name, &s);
 
-	if (r < 0)
-		return r;
+	if (r < 0 || !s)
+		return r < 0 ? r : -EIO;
 	for (line = s; line && *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : NULL) {
 		if (strncmp(line, key, klen) == 0 && line[klen] == ' ') {
 			*ret = strtoull(line + klen + 1, NULL, 10);

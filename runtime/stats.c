@@ -44,7 +44,7 @@ static struct json_object *raw_keyed(const char *dir, const char *name)
 	_cleanup_free_ char *s = NULL;
 	char *line, *save = NULL;
 
-	if (cryo_cgfile_read(dir, name, &s) < 0)
+	if (cryo_cgfile_read(dir, name, &s) < 0 || !s)
 		return o;
 	for (line = strtok_r(s, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *sp = strchr(line, ' ');
@@ -66,7 +66,7 @@ static struct json_object *cpu_stats(const struct cryo_state *st)
 
 	if (cryo_cgfile_dir(st, "cpuacct", &acct, &acct_v2, NULL) == 0 && !acct_v2) {
 		add_file(usage, "total", acct, "cpuacct.usage");
-		if (cryo_cgfile_read(acct, "cpuacct.usage_percpu", &percpu) == 0) {
+		if (cryo_cgfile_read(acct, "cpuacct.usage_percpu", &percpu) == 0 && percpu) {
 			struct json_object *a = json_object_new_array();
 			char *tok, *save = NULL;
 

@@ -320,7 +320,7 @@ static int cpu_v2(const char *dir, const struct cryo_update *u, struct cryo_erro
 		uint64_t period = 100000;
 
 		/* cpu.max is "QUOTA PERIOD": keep the half not given */
-		if (cryo_cgfile_read(dir, "cpu.max", &cur) == 0 &&
+		if (cryo_cgfile_read(dir, "cpu.max", &cur) == 0 && cur &&
 		    sscanf(cur, "%31s %" SCNu64, quota, &period) < 1)
 			snprintf(quota, sizeof(quota), "max");
 		if (u->has_cpu_quota) {
