@@ -67,7 +67,25 @@ done
 
 # --- run: each file under each runtime, from the build dir (runtimetest and the rootfs tarball live there) ---
 res=$(mktemp -d /tmp/oci-validation.XXXXXX)
-trap 'rm -rf "$res"' EXIT
+# the suite leaves bundles (some still mounted) in /tmp/ocitest*, and
+# cgroups (testdir/, uuid-named) when a runtime fails half-way: remove
+# what appeared during this run
+ls -d /tmp/ocitest* >"$res/tmp.before" 2>/dev/null
+ls -d /sys/fs/cgroup/*/* >"$res/cg.before" 2>/dev/null
+cleanup() {
+	local d m
+	for d in /tmp/ocitest*; do
+		[ -d "$d" ] && ! grep -qxF "$d" "$res/tmp.before" || continue
+		for m in $(grep -o " $d[^ ]*" /proc/mounts | sort -r); do umount -l "$m"; done
+		rm -rf --one-file-system "$d"
+	done
+	for d in /sys/fs/cgroup/*/*; do
+		[ -d "$d" ] && ! grep -qxF "$d" "$res/cg.before" || continue
+		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+	done
+	rm -rf "$res"
+}
+trap cleanup EXIT
 for t in $tests; do
 	for rt in $RUNTIMES; do
 		[ -n "${bin[$rt]:-}" ] || continue
