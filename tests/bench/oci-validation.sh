@@ -79,7 +79,7 @@ cleanup() {
 		for m in $(grep -o " $d[^ ]*" /proc/mounts | sort -r); do umount -l "$m"; done
 		rm -rf --one-file-system "$d"
 	done
-	for d in /sys/fs/cgroup/*/*; do
+	for d in /sys/fs/cgroup/*/testdir /sys/fs/cgroup/*/????????-????-????-????-????????????; do
 		[ -d "$d" ] && ! grep -qxF "$d" "$res/cg.before" || continue
 		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
 	done
