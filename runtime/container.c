@@ -1403,6 +1403,8 @@ static int run_blocked(const struct cryo_create_opts *o, bool wait, const sigset
 		return r;
 	}
 
+	if (o->keep)
+		return 0;
 	/* the container is stopped: remove it, as runc does */
 	r = cryo_state_lock(o->root, o->id, CRYO_STATE_LOCK_TIMEOUT_MS, &lock, err);
 	if (r >= 0)

@@ -25,6 +25,7 @@ struct cryo_create_opts {
 	const char *bundle;          /* bundle dir (relative is fine) */
 	const char *pid_file;        /* write the init's pid here, or NULL */
 	const char *console_socket;  /* unix socket for the pty master, or NULL */
+	bool keep;                   /* run: leave the stopped container for `delete` (runc's --keep) */
 };
 
 

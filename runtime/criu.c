@@ -329,6 +329,17 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, const char 
 	criu_local_set_tcp_established(co, o->flags.tcp_established);
 	criu_local_set_shell_job(co, o->flags.shell_job);
 	criu_local_set_file_locks(co, o->flags.file_locks);
+	criu_local_set_auto_dedup(co, o->flags.auto_dedup);
+	if (o->flags.lsm_profile) {
+		r = criu_local_set_lsm_profile(co, o->flags.lsm_profile);
+		if (r < 0)
+			return cryo_error_set(err, -r, "libcriu: lsm profile");
+	}
+	if (o->flags.lsm_mount_context) {
+		r = criu_local_set_lsm_mount_context(co, o->flags.lsm_mount_context);
+		if (r < 0)
+			return cryo_error_set(err, -r, "libcriu: lsm mount context");
+	}
 	if (o->flags.cg_mode != CRYO_CRIU_CG_DEFAULT)
 		criu_local_set_manage_cgroups_mode(co, to_criu_cg_mode(o->flags.cg_mode));
 	if (o->timeout_s)

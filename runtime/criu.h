@@ -40,6 +40,9 @@ struct cryo_criu_flags {
 	bool ext_unix_sk;
 	bool shell_job;
 	bool file_locks;
+	bool auto_dedup;                 /* CRIU deduplicates pages against the parent (dump) / punches them out of the image (restore) */
+	const char *lsm_profile;         /* restore: "apparmor:NAME" / "selinux:CTX" for the restored tasks */
+	const char *lsm_mount_context;   /* restore: SELinux context= for mounts */
 	enum cryo_criu_cg_mode cg_mode;
 };
 

@@ -45,9 +45,39 @@ void cryo_log_close(void)
 	log_fd = STDERR_FILENO;
 }
 
+bool cryo_log_to_file(void)
+{
+	return log_fd != STDERR_FILENO;
+}
+
+/* logrus quotes a text value Go-style: backslash, quote and controls escaped. */
+static void quote(char *out, size_t size, const char *in)
+{
+	size_t o = 0;
+
+	out[o++] = '"';
+	for (; *in && o + 6 < size; in++) {
+		unsigned char ch = (unsigned char)*in;
+
+		if (ch == '"' || ch == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)ch;
+		} else if (ch == '\n') {
+			out[o++] = '\\';
+			out[o++] = 'n';
+		} else if (ch < 0x20) {
+			o += (size_t)snprintf(out + o, size - o, "\\x%02x", ch);
+		} else {
+			out[o++] = (char)ch;
+		}
+	}
+	out[o++] = '"';
+	out[o] = '\0';
+}
+
 void cryo_log(enum cryo_log_level level, const char *fmt, ...)
 {
-	char msg[4096], line[8192], stamp[64];
+	char msg[4096], quoted[4096 * 2], line[8192 + 128], stamp[64];
 	struct timespec ts;
 	struct tm tm;
 	va_list ap;
@@ -76,8 +106,8 @@ void cryo_log(enum cryo_log_level level, const char *fmt, ...)
 			     json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
 		json_object_put(o);
 	} else {
-		n = snprintf(line, sizeof(line), "%s cryo[%d] %s: %s\n", stamp, (int)getpid(),
-			     level_names[level], msg);
+		quote(quoted, sizeof(quoted), msg);
+		n = snprintf(line, sizeof(line), "time=\"%s\" level=%s msg=%s\n", stamp, level_names[level], quoted);
 	}
 	if (n > 0) {
 		size_t len = (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1;

@@ -2,7 +2,10 @@
 /*
  * Diagnostics sink. The library never prints to the user; it may leave
  * debug and warning lines here, which go to stderr or to the runc-style
- * --log file, as text or as JSON lines (--log-format).
+ * --log file, as text or as JSON lines (--log-format). Both are what
+ * runc's logger writes, so clients that read runc's log read ours:
+ * text `time="..." level=debug msg="..."`, JSON one object per line with
+ * `level`, `msg` and an RFC 3339 `time`.
  */
 #ifndef CRYO_LOG_H
 #define CRYO_LOG_H
@@ -24,6 +27,8 @@ enum cryo_log_format {
 /* path NULL = stderr. Returns 0 or -errno. */
 int cryo_log_init(const char *path, enum cryo_log_format format, bool debug);
 void cryo_log_close(void);
+/* True when diagnostics go to a --log file rather than to stderr. */
+bool cryo_log_to_file(void);
 
 void cryo_log(enum cryo_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -23,6 +23,10 @@ PKGS=(
 	iptables
 	# peers for benchmarks
 	runc crun hyperfine
+	# tests/bench/oci-validation.sh builds the runtime-tools suite (offline, vendored)
+	golang-go
+	# containerd_cryo.sh: a private containerd drives cryo through its runc shim v2
+	containerd
 	# VM harness
 	qemu-system-x86 cpio
 )

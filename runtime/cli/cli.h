@@ -8,6 +8,7 @@
 #ifndef CRYO_CLI_H
 #define CRYO_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 
 #include "error.h"
@@ -26,11 +27,28 @@ struct cli_command {
 	int (*run)(struct cryo_cli *cli, int argc, char **argv);
 };
 
-/* Print "cryo: <msg>" to stderr (and the log), clear err, return 1. */
+/* Print "cryo: <msg>" to stderr and the --log file, clear err, return 1. */
 int cli_fail(struct cryo_error *err);
-/* Print a usage error for cmd and return 2. */
+/*
+ * Print a usage error for cmd to stderr and the --log file and return 2.
+ * Only the first one of a run is printed: a command's `default:` branch
+ * calling it after cli_getopt() reported the precise problem adds nothing.
+ */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+/* The usage error reported so far ("cmd: msg"), or NULL. */
+const char *cli_last_usage_error(void);
+
+/*
+ * getopt_long() as every command calls it, with runc's conventions: each
+ * long option is taken with one dash or two (`-no-subreaper`), short
+ * options and their clusters (`-dt`) still work where the command has
+ * them, and a bad option is reported once through cli_usage_error()
+ * (stderr and --log); '?' is returned for it, as getopt does.
+ */
+int cli_getopt(int argc, char *const argv[], const char *optstring, const struct option *longopts, int *longindex);
+/* The subcommand being run, for messages (set by main). */
+extern const char *cli_command_name;
 
 /*
  * Subcommands: one function each. Adding a command = one cmd_<name>.c and
@@ -60,6 +78,8 @@ int cmd_delete(struct cryo_cli *cli, int argc, char **argv);
 int cmd_list(struct cryo_cli *cli, int argc, char **argv);
 int cmd_ps(struct cryo_cli *cli, int argc, char **argv);
 int cmd_spec(struct cryo_cli *cli, int argc, char **argv);
+int cmd_update(struct cryo_cli *cli, int argc, char **argv);
+int cmd_events(struct cryo_cli *cli, int argc, char **argv);
 
 struct cryo_create_opts;
 /* create/run option parsing; <0 = help printed, >0 = exit status */

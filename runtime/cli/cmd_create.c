@@ -25,6 +25,7 @@ int cli_parse_create(const char *cmd, int argc, char **argv, struct cryo_cli *cl
 		{ "detach", no_argument, NULL, 'd' },
 		{ "no-pivot", no_argument, NULL, 'N' },
 		{ "no-new-keyring", no_argument, NULL, 'K' },
+		{ "keep", no_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -32,7 +33,7 @@ int cli_parse_create(const char *cmd, int argc, char **argv, struct cryo_cli *cl
 	int c;
 
 	*o = (struct cryo_create_opts){ .root = cli->root, .bundle = "." };
-	while ((c = getopt_long(argc, argv, detach ? "+b:dh" : "+b:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, detach ? "+b:dh" : "+b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			o->bundle = optarg;
@@ -47,6 +48,11 @@ int cli_parse_create(const char *cmd, int argc, char **argv, struct cryo_cli *cl
 			if (!detach)
 				return cli_usage_error(cmd, "unknown option `--detach`");
 			*detach = true;
+			break;
+		case 'k':
+			if (!detach)
+				return cli_usage_error(cmd, "unknown option `--keep`");
+			o->keep = true;
 			break;
 		case 'N':
 		case 'K':

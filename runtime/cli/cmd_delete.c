@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 
 #include "container.h"
+#include "log.h"
 #include "cli.h"
 
 int cmd_delete(struct cryo_cli *cli, int argc, char **argv)
@@ -14,9 +16,9 @@ int cmd_delete(struct cryo_cli *cli, int argc, char **argv)
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	bool force = false;
-	int c;
+	int c, r;
 
-	while ((c = getopt_long(argc, argv, "+fh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+fh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			force = true;
@@ -30,7 +32,14 @@ int cmd_delete(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (optind != argc - 1)
 		return cli_usage_error("delete", "expects exactly one container id");
-	if (cryo_container_delete(cli->root, argv[optind], force, &err) < 0)
+	r = cryo_container_delete(cli->root, argv[optind], force, &err);
+	/* runc: deleting what is already gone is done, with --force */
+	if (r == -ENOENT && force) {
+		cryo_debug("%s", err.msg);
+		cryo_error_clear(&err);
+		return 0;
+	}
+	if (r < 0)
 		return cli_fail(&err);
 	return 0;
 }

@@ -19,7 +19,7 @@ int cmd_freezer_state(struct cryo_cli *cli, int argc, char **argv)
 	struct cgtarget t;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			cgroup = optarg;

@@ -43,7 +43,7 @@ int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv)
 
 	/* 0, not 1: glibc re-reads the ordering mode (main parses with "+") */
 	optind = 0;
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			path = optarg;

@@ -165,7 +165,7 @@ int cmd_inspect(struct cryo_cli *cli, int argc, char **argv)
 	bool json = false;
 	int c, rc = 0;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'j':
 			json = true;

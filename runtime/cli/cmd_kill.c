@@ -17,7 +17,7 @@ int cmd_kill(struct cryo_cli *cli, int argc, char **argv)
 	bool all = false;
 	int c, sig = SIGTERM;
 
-	while ((c = getopt_long(argc, argv, "+ah", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+ah", opts, NULL)) != -1) {
 		switch (c) {
 		case 'a':
 			all = true;

@@ -52,7 +52,7 @@ int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv)
 	struct cgtarget t;
 	int c, r, sig = 0;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &timeout) < 0)

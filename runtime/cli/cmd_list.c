@@ -20,7 +20,7 @@ int cmd_list(struct cryo_cli *cli, int argc, char **argv)
 	char **ids = NULL, **p;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+f:qh", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+f:qh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (strcmp(optarg, "json") == 0)

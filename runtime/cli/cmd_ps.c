@@ -20,7 +20,7 @@ int cmd_ps(struct cryo_cli *cli, int argc, char **argv)
 	bool json = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+f:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+f:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'f':
 			if (strcmp(optarg, "json") == 0)

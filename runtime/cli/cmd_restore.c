@@ -29,7 +29,7 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 	pid_t pid = 0;
 	int c, status = 0;
 
-	while ((c = getopt_long(argc, argv, "db:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "db:h", opts, NULL)) != -1) {
 		int rc = cli_criu_flag("restore", c, optarg, &o.criu);
 
 		if (rc >= 0) {

@@ -23,7 +23,7 @@ int cmd_sleep_hook(struct cryo_cli *cli, int argc, char **argv)
 	uint64_t timeout_ms = 5000;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (cryo_parse_u64(optarg, 600000, &timeout_ms) < 0)

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "spec.h"
+#include "spec-example.h"
 #include "util.h"
 #include "cli.h"
 
@@ -25,7 +25,7 @@ int cmd_spec(struct cryo_cli *cli, int argc, char **argv)
 	bool rootless = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "+b:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+b:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'b':
 			bundle = optarg;
@@ -42,7 +42,7 @@ int cmd_spec(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (optind != argc)
 		return cli_usage_error("spec", "takes no arguments");
-	if (cryo_spec_default_json(rootless, &text, &err) < 0)
+	if (cryo_spec_example(rootless, &text, &err) < 0)
 		return cli_fail(&err);
 	dfd = open(bundle, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (dfd < 0) {

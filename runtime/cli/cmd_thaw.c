@@ -45,7 +45,7 @@ static int run_thaw(const char *name, bool oci, struct cryo_cli *cli, int argc, 
 	struct cgtarget t;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &timeout) < 0)

@@ -1,8 +1,28 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The CRIU flags `checkpoint` and `restore` share (runc's names): one
- * table of long options and one parser, so both commands accept and
- * document them the same way.
+ * The CRIU flags of `checkpoint` and `restore` (runc's names, which
+ * containerd's shim and Podman send): one table of long options and one
+ * parser, so both commands accept and document them the same way.
+ *
+ * What each does in cryo (never silently something else):
+ *   --tcp-established, --ext-unix-sk, --shell-job, --file-locks,
+ *   --manage-cgroups-mode, --auto-dedup, --lsm-profile,
+ *   --lsm-mount-context       the CRIU option of the same name
+ *   --status-fd N (checkpoint) '\0' is written to fd N once the image is
+ *                             complete, then N is closed (runc: once CRIU
+ *                             is ready to serve lazy pages)
+ *   --empty-ns network        accepted, changes nothing — as in runc, where
+ *                             the network namespace is always handled so;
+ *                             any other namespace is refused, as in runc
+ *   --no-subreaper (restore)  accepted, changes nothing: the restored init
+ *                             is cryo's own child, cryo is never a subreaper
+ *   --no-pivot (restore)      accepted, changes nothing: CRIU mounts the
+ *                             restored root itself (no pivot_root by cryo)
+ *   --lazy-pages, --page-server ADDR:PORT
+ *                             refused with an error: cryo's images are
+ *                             complete and digested locally (lazy
+ *                             migration is `cryo migrate --lazy`)
+ * Flags of one command only (runc's split) are unknown to the other.
  */
 #ifndef CRYO_CLI_CRIU_FLAGS_H
 #define CRYO_CLI_CRIU_FLAGS_H
@@ -17,6 +37,15 @@ enum {
 	CLI_OPT_SHELL_JOB,
 	CLI_OPT_FILE_LOCKS,
 	CLI_OPT_MANAGE_CGROUPS_MODE,
+	CLI_OPT_AUTO_DEDUP,
+	CLI_OPT_EMPTY_NS,
+	CLI_OPT_LAZY_PAGES,
+	CLI_OPT_STATUS_FD,       /* checkpoint only */
+	CLI_OPT_PAGE_SERVER,     /* checkpoint only */
+	CLI_OPT_NO_SUBREAPER,    /* restore only */
+	CLI_OPT_NO_PIVOT,        /* restore only */
+	CLI_OPT_LSM_PROFILE,     /* restore only */
+	CLI_OPT_LSM_MOUNT_CONTEXT, /* restore only */
 };
 
 #define CLI_CRIU_FLAG_OPTIONS                                                              \
@@ -24,20 +53,43 @@ enum {
 	{ "ext-unix-sk", no_argument, NULL, CLI_OPT_EXT_UNIX_SK },                          \
 	{ "shell-job", no_argument, NULL, CLI_OPT_SHELL_JOB },                              \
 	{ "file-locks", no_argument, NULL, CLI_OPT_FILE_LOCKS },                            \
-	{ "manage-cgroups-mode", required_argument, NULL, CLI_OPT_MANAGE_CGROUPS_MODE }
+	{ "manage-cgroups-mode", required_argument, NULL, CLI_OPT_MANAGE_CGROUPS_MODE },    \
+	{ "auto-dedup", no_argument, NULL, CLI_OPT_AUTO_DEDUP },                            \
+	{ "empty-ns", required_argument, NULL, CLI_OPT_EMPTY_NS },                          \
+	{ "lazy-pages", no_argument, NULL, CLI_OPT_LAZY_PAGES },                            \
+	{ "status-fd", required_argument, NULL, CLI_OPT_STATUS_FD },                        \
+	{ "page-server", required_argument, NULL, CLI_OPT_PAGE_SERVER },                    \
+	{ "no-subreaper", no_argument, NULL, CLI_OPT_NO_SUBREAPER },                        \
+	{ "no-pivot", no_argument, NULL, CLI_OPT_NO_PIVOT },                                \
+	{ "lsm-profile", required_argument, NULL, CLI_OPT_LSM_PROFILE },                    \
+	{ "lsm-mount-context", required_argument, NULL, CLI_OPT_LSM_MOUNT_CONTEXT }
 
 #define CLI_CRIU_FLAG_HELP                                                                 \
 	"  --tcp-established         dump/restore established TCP connections\n"             \
 	"  --ext-unix-sk             allow external unix sockets\n"                          \
 	"  --shell-job               the container was started from a shell (terminal)\n"    \
 	"  --file-locks              dump/restore file locks\n"                              \
-	"  --manage-cgroups-mode M   soft, full, strict or ignore\n"
+	"  --manage-cgroups-mode M   soft, full, strict or ignore\n"                         \
+	"  --auto-dedup              CRIU's page deduplication\n"                            \
+	"  --empty-ns network        accepted (runc's only value; changes nothing)\n"        \
+	"  --status-fd N             checkpoint: write '\\0' to fd N once the image is done\n" \
+	"  --lsm-profile TYPE:NAME   restore: LSM profile of the restored tasks\n"           \
+	"  --lsm-mount-context CTX   restore: SELinux mount context\n"                       \
+	"  --no-subreaper, --no-pivot  restore: accepted (cryo does neither anyway)\n"       \
+	"  --lazy-pages, --page-server ADDR:PORT  refused: images are complete and local\n"  \
+	"Every long option also takes a single dash (-no-subreaper).\n"
 
 /*
  * Take getopt's result c (with optarg arg) into f when it is one of the
  * flags above: 0 when taken, -1 when c is not one of them, else the exit
- * status of a usage error of cmd (already printed).
+ * status of an error of cmd ("checkpoint" or "restore"), already printed.
  */
 int cli_criu_flag(const char *cmd, int c, const char *arg, struct cryo_criu_flags *f);
+
+/*
+ * Called by main once a command succeeded: what the flags promise at the
+ * end (--status-fd). 0, or 1 after printing an error.
+ */
+int cli_criu_flags_finish(void);
 
 #endif

@@ -5,9 +5,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <seccomp.h>
+
 #include "log.h"
 #include "version.h"
 #include "cli.h"
+#include "criu-flags.h"
 
 /* A row without a name starts a group: its summary is the heading in --help. */
 #define GROUP(heading) { NULL, heading, NULL }
@@ -23,6 +26,8 @@ static const struct cli_command commands[] = {
 	{ "delete", "remove a container", cmd_delete },
 	{ "list", "list containers", cmd_list },
 	{ "ps", "list the processes of a container", cmd_ps },
+	{ "update", "change a container's resource limits (runc's flags or --resources FILE)", cmd_update },
+	{ "events", "resource statistics and OOM events of a container (JSON)", cmd_events },
 	{ "spec", "write a default config.json", cmd_spec },
 	/* freezer: cgroup freezes, their holds and what undoes them */
 	GROUP("Freezer"),
@@ -53,22 +58,12 @@ int cli_fail(struct cryo_error *err)
 {
 	const char *msg = err && err->msg ? err->msg : "unknown error";
 
+	/* stderr for a person, the --log file for a client (runc does both) */
 	fprintf(stderr, "cryo: %s\n", msg);
-	cryo_err("%s", msg);
+	if (cryo_log_to_file())
+		cryo_err("%s", msg);
 	cryo_error_clear(err);
 	return 1;
-}
-
-int cli_usage_error(const char *cmd, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "cryo %s: ", cmd);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry `cryo %s --help`.\n", cmd);
-	return 2;
 }
 
 static void usage(FILE *out)
@@ -85,8 +80,11 @@ static void usage(FILE *out)
 		"  --root DIR            state directory (default /run/cryo)\n"
 		"  --log FILE            write diagnostics to FILE\n"
 		"  --log-format FORMAT   text or json\n"
-		"  --debug               verbose diagnostics\n"
+		"  --debug               verbose diagnostics (runc's level=debug lines)\n"
 		"  --systemd-cgroup      accepted for compatibility, ignored\n"
+		"  --rootless BOOL       accepted for compatibility (true, false or auto)\n"
+		"  --criu PATH           the criu binary to run (sets CRYO_CRIU)\n"
+		"Every long option takes one dash or two (`-root DIR` = `--root DIR`).\n"
 		"  -v, --version         print the version\n"
 		"  -h, --help            print this help\n");
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
@@ -97,6 +95,16 @@ static void usage(FILE *out)
 	}
 }
 
+static void print_version(void)
+{
+	const struct scmp_version *sv = seccomp_version();
+
+	/* runc's layout: clients parse the first line and `spec:` */
+	printf("cryo version %s\nspec: %s\n", CRYO_VERSION, CRYO_OCI_VERSION);
+	if (sv)
+		printf("libseccomp: %u.%u.%u\n", sv->major, sv->minor, sv->micro);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -105,15 +113,19 @@ int main(int argc, char **argv)
 		{ "log-format", required_argument, NULL, 'f' },
 		{ "debug", no_argument, NULL, 'd' },
 		{ "systemd-cgroup", no_argument, NULL, 's' },
+		{ "rootless", required_argument, NULL, 'R' },
+		{ "criu", required_argument, NULL, 'C' },
 		{ "version", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cryo_cli cli = { .root = "/run/cryo" };
+	const char *bad_format = NULL;
+	bool bad = false;
 	size_t i;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "+vh", opts, NULL)) != -1) {
+	while (!bad && (c = cli_getopt(argc, argv, "+vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			cli.root = optarg;
@@ -125,7 +137,7 @@ int main(int argc, char **argv)
 			if (strcmp(optarg, "json") == 0)
 				cli.log_json = true;
 			else if (strcmp(optarg, "text") != 0)
-				return cli_usage_error("", "--log-format must be `text` or `json`, not `%s`", optarg);
+				bad_format = optarg;
 			break;
 		case 'd':
 			cli.debug = true;
@@ -133,26 +145,50 @@ int main(int argc, char **argv)
 		case 's':
 			cli.systemd_cgroup = true;
 			break;
+		case 'R':
+			if (strcmp(optarg, "true") != 0 && strcmp(optarg, "false") != 0 && strcmp(optarg, "auto") != 0) {
+				cli_usage_error("", "--rootless must be `true`, `false` or `auto`, not `%s`", optarg);
+				bad = true;
+			}
+			break;
+		case 'C':
+			if (setenv("CRYO_CRIU", optarg, 1) < 0)
+				bad = true;
+			break;
 		case 'v':
-			printf("cryo version %s\nspec: %s\n", CRYO_VERSION, CRYO_OCI_VERSION);
+			print_version();
 			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			usage(stderr);
-			return 2;
+			bad = true;
+			break;
 		}
 	}
-	if (optind >= argc) {
-		usage(stderr);
-		return 2;
-	}
 
+	/* the log first, so that even a bad global option reaches --log */
 	r = cryo_log_init(cli.log_path, cli.log_json ? CRYO_LOG_JSON : CRYO_LOG_TEXT, cli.debug);
 	if (r < 0) {
 		fprintf(stderr, "cryo: open log `%s`: %s\n", cli.log_path, strerror(-r));
 		return 1;
+	}
+	if (bad_format && !bad) {
+		cli_usage_error("", "--log-format must be `text` or `json`, not `%s`", bad_format);
+		bad = true;
+	} else if (bad && cli_last_usage_error() && cryo_log_to_file()) {
+		/* reported before the log was open: now to the log too */
+		cryo_err("%s", cli_last_usage_error());
+	}
+	if (bad) {
+		cryo_log_close();
+		return 2;
+	}
+	if (optind >= argc) {
+		cli_usage_error("", "no command given");
+		usage(stderr);
+		cryo_log_close();
+		return 2;
 	}
 
 	for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
@@ -161,6 +197,8 @@ int main(int argc, char **argv)
 			char **sub = argv + optind;
 			int subc = argc - optind;
 
+			cryo_debug("cryo %s: %s (root %s)", CRYO_VERSION, commands[i].name, cli.root);
+			cli_command_name = commands[i].name;
 			/*
 			 * optind = 0 makes glibc re-initialise getopt entirely, so the
 			 * subcommand's own optstring (without our leading `+`) is used
@@ -168,11 +206,13 @@ int main(int argc, char **argv)
 			 */
 			optind = 0;
 			r = commands[i].run(&cli, subc, sub);
+			if (r == 0)
+				r = cli_criu_flags_finish();
 			cryo_log_close();
 			return r;
 		}
 	}
-	fprintf(stderr, "cryo: unknown command `%s`\nTry `cryo --help`.\n", argv[optind]);
+	cli_usage_error("", "unknown command `%s`", argv[optind]);
 	cryo_log_close();
 	return 2;
 }

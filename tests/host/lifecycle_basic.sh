@@ -76,7 +76,7 @@ check rt spec --bundle "$T/spec"
 expect_fail 1 rt spec --bundle "$T/spec"
 echo "$LAST_OUTPUT" | grep -q "File exists" || fail "spec over an existing config: $LAST_OUTPUT"
 cp "$T/spec/config.json" "$B/config.json"
-bundle_set "$B" 'c["process"]["args"] = ["sh", "-c", "echo default-spec-ok"]; c["linux"]["cgroupsPath"] = "/'"$CGPARENT/$id"'"'
+bundle_set "$B" 'c["process"]["args"] = ["sh", "-c", "echo default-spec-ok"]; c["process"]["terminal"] = False; c["linux"]["cgroupsPath"] = "/'"$CGPARENT/$id"'"'
 out=$(rt_timed run --bundle "$B" "$id" </dev/null 2>&1) || fail "run of the default spec: $out"
 [ "$out" = default-spec-ok ] || fail "default spec output: $out"
 

@@ -33,6 +33,13 @@ vg 0 features
 vg 2 no-such-command
 vg 2 --log-format xml features
 vg 0 --log "$T/log.json" --log-format json --debug features
+vg 2 --log "$T/log.json" --log-format json delete -bogus x
+vg 0 --root "$R" delete -force nosuch
+mkdir "$T/spec"
+vg 0 spec -rootless -bundle "$T/spec"
+vg 1 --root "$R" events --stats nosuch
+vg 1 --root "$R" update --memory 1m nosuch
+vg 1 --root "$R" restore -no-subreaper -lazy-pages x
 
 fsimg_mount ext4 fs 64M
 vg 0 --root "$R" fsfreeze --path "$T/fs" --timeout 60

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# runc's option conventions, which containerd's shim relies on: every long
+# option with one dash or two, short options and clusters where a command
+# has them; usage errors (exit 2) and failures reach --log in the format
+# asked; delete --force of a missing container is a success; --debug and
+# --version in runc's forms.
+. "$(dirname "$0")/../lib/common.sh"
+
+R="$T/root"
+mkdir -p "$R"
+c() { "$CRYO_BIN" "$@"; }
+
+log "global options, both forms"
+for form in -- -; do
+	out=$(c ${form}root "$R" ${form}log "$T/g.log" ${form}log-format json list -q) || fail "${form}root/${form}log: $out"
+	out=$(c ${form}version) || fail "${form}version failed"
+	[ "$(echo "$out" | head -1)" = "cryo version $(echo "$out" | sed -n '1s/^cryo version //p')" ] &&
+		echo "$out" | head -1 | grep -q '^cryo version [0-9]' || fail "${form}version first line: $out"
+	echo "$out" | grep -q '^spec: 1\.[0-9]*\.[0-9]*' || fail "${form}version has no spec line: $out"
+done
+check c --rootless=false --root "$R" list -q
+check c -rootless false -systemd-cgroup --root "$R" list -q
+
+log "subcommand long options, both forms"
+for form in -- -; do
+	out=$(c --root "$R" list ${form}format json) || fail "list ${form}format: $out"
+	[ "$out" = "[]" ] || echo "$out" | python3 -c 'import json,sys; assert json.load(sys.stdin) == []' ||
+		fail "list ${form}format json printed: $out"
+	check c --root "$R" delete ${form}force nosuch-$$
+	expect_fail 1 c --root "$R" state ${form}help-not-an-option-$$ 2>/dev/null || true
+	# options shared with the shim's restore call: parsed (the image is what is missing)
+	expect_fail 1 c --root "$R" restore ${form}image-path "$T/none" ${form}work-path "$T/w" ${form}detach \
+		${form}no-subreaper ${form}no-pivot ${form}empty-ns network ${form}auto-dedup \
+		${form}manage-cgroups-mode soft ${form}bundle "$T" r$$
+	echo "$LAST_OUTPUT" | grep -qi "option" && fail "restore ${form}options not all accepted: $LAST_OUTPUT"
+	expect_fail 1 c --root "$R" checkpoint ${form}image-path "$T/img" ${form}work-path "$T/w" ${form}leave-running \
+		${form}file-locks ${form}tcp-established ${form}ext-unix-sk ${form}shell-job ${form}status-fd 2 nosuch-$$
+	echo "$LAST_OUTPUT" | grep -qi "option" && fail "checkpoint ${form}options not all accepted: $LAST_OUTPUT"
+	expect_fail 1 c --root "$R" freeze ${form}timeout 100 nosuch-$$
+	echo "$LAST_OUTPUT" | grep -q "nosuch-$$" || fail "freeze ${form}timeout: $LAST_OUTPUT"
+	expect_fail 1 c --root "$R" fsfreeze ${form}path "$T/nope" ${form}timeout 5
+	echo "$LAST_OUTPUT" | grep -qi "option" && fail "fsfreeze ${form}path: $LAST_OUTPUT"
+done
+
+log "short options and clusters stay short"
+out=$(c --root "$R" list -qf json) || fail "list -qf json: $out"
+[ "$out" = "[]" ] || echo "$out" | python3 -c 'import json,sys; assert json.load(sys.stdin) == []' || fail "list -qf json printed: $out"
+check c --root "$R" delete -f nosuch-$$
+expect_fail 2 c --root "$R" list -f
+echo "$LAST_OUTPUT" | grep -q "option \`-f\` needs an argument" || fail "list -f: $LAST_OUTPUT"
+
+log "flags of the other command are refused, unsupported ones clearly"
+expect_fail 2 c --root "$R" checkpoint -no-subreaper x
+echo "$LAST_OUTPUT" | grep -q "restore only" || fail "checkpoint -no-subreaper: $LAST_OUTPUT"
+expect_fail 2 c --root "$R" restore --status-fd 2 x
+expect_fail 2 c --root "$R" restore --empty-ns pid x
+echo "$LAST_OUTPUT" | grep -q "only \`network\`" || fail "--empty-ns pid: $LAST_OUTPUT"
+expect_fail 1 c --root "$R" checkpoint --lazy-pages x
+echo "$LAST_OUTPUT" | grep -q "lazy-pages is not supported" || fail "--lazy-pages: $LAST_OUTPUT"
+expect_fail 1 c --root "$R" checkpoint -page-server 10.0.0.1:27 x
+echo "$LAST_OUTPUT" | grep -q "page-server is not supported" || fail "--page-server: $LAST_OUTPUT"
+expect_fail 2 c --root "$R" checkpoint --status-fd 999 x
+echo "$LAST_OUTPUT" | grep -q "status-fd 999" || fail "--status-fd of a closed fd: $LAST_OUTPUT"
+
+log "errors reach --log: usage (exit 2) and failures (exit 1), JSON and text"
+rm -f "$T/j.log"
+expect_fail 2 c --root "$R" --log "$T/j.log" --log-format json delete -bogus x
+expect_fail 2 c --root "$R" -log "$T/j.log" -log-format json -no-such-global list
+expect_fail 2 c --root "$R" --log "$T/j.log" --log-format json no-such-command
+expect_fail 2 c --root "$R" --log "$T/j.log" --log-format json restore -detach
+expect_fail 1 c --root "$R" --log "$T/j.log" --log-format json delete nosuch-$$
+python3 - "$T/j.log" <<'EOF' || fail "JSON log: $(cat "$T/j.log")"
+import datetime, json, sys
+lines = open(sys.argv[1]).read().splitlines()
+objs = [json.loads(l) for l in lines]
+assert len(objs) == 5, objs
+for o in objs:
+    assert set(o) == {"level", "msg", "time"}, o
+    assert o["level"] == "error", o
+    datetime.datetime.strptime(o["time"][:19], "%Y-%m-%dT%H:%M:%S")
+msgs = [o["msg"] for o in objs]
+assert "-bogus" in msgs[0], msgs
+assert "-no-such-global" in msgs[1], msgs
+assert "no-such-command" in msgs[2], msgs
+assert "container id" in msgs[3], msgs
+assert "does not exist" in msgs[4], msgs
+EOF
+expect_fail 2 c --root "$R" --log "$T/t.log" delete --bogus x
+grep -q '^time="[0-9T:.-]*Z" level=error msg="delete: unknown or ambiguous option `--bogus`"$' "$T/t.log" ||
+	fail "text log: $(cat "$T/t.log")"
+# one message on stderr, not two
+n=$(c --root "$R" delete --bogus x 2>&1 | grep -c bogus)
+[ "$n" = 1 ] || fail "the usage error was printed $n times: $(c --root "$R" delete --bogus x 2>&1)"
+n=$(c --root "$R" delete nosuch-$$ 2>&1 | grep -c "does not exist")
+[ "$n" = 1 ] || fail "the error was printed $n times without --log"
+
+log "--debug: runc's level=debug lines"
+out=$(c --root "$R" --debug list -q 2>&1 >/dev/null)
+echo "$out" | grep -q '^time="[^"]*" level=debug msg="' || fail "--debug printed: $out"
+out=$(c --root "$R" list -q 2>&1 >/dev/null)
+[ -z "$out" ] || fail "without --debug: $out"
+echo "ok"
