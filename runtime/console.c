@@ -221,7 +221,7 @@ int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cr
 	sigset_t winch, old_mask;
 	bool raw = false, in_open = in_fd >= 0, out_ok = true;
 	_cleanup_close_ int sfd = -1;
-	int r = 0;
+	int r = 0, size_fd;
 
 	sigemptyset(&winch);
 	sigaddset(&winch, SIGWINCH);
@@ -233,8 +233,12 @@ int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cr
 
 		cfmakeraw(&t);
 		raw = tcsetattr(in_fd, TCSANOW, &t) == 0;
+	}
+	/* the geometry comes from our terminal, on whichever side we have one */
+	size_fd = isatty(in_fd) ? in_fd : isatty(out_fd) ? out_fd : -1;
+	if (size_fd >= 0) {
 		sfd = signalfd(-1, &winch, SFD_CLOEXEC | SFD_NONBLOCK);
-		copy_winsize(in_fd, master);
+		copy_winsize(size_fd, master);
 	}
 
 	for (;;) {
@@ -288,7 +292,7 @@ int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cr
 
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				;
-			copy_winsize(in_fd, master);
+			copy_winsize(size_fd, master);
 		}
 		if (ik >= 0 && p[ik].revents) {
 			/* the process is gone: take what it left in the pty, without waiting for more */

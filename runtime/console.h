@@ -47,9 +47,10 @@ int cryo_console_recv_fd(int socket_fd, int *ret_fd, char **ret_name, struct cry
  * out_fd until the pty has no slave left (EIO/HUP) or stop_fd (a pidfd of
  * the process, -1 = none) becomes readable, after which what is left in
  * the master is drained. When in_fd is a terminal it is put in raw mode
- * for the duration (restored before returning, also on error), its window
- * size is copied to the pty at once and again on every SIGWINCH (read
- * through a signalfd; SIGWINCH is blocked meanwhile). SIGPIPE is ignored
+ * for the duration (restored before returning, also on error). The window
+ * size of in_fd (or of out_fd when only that is a terminal) is copied to
+ * the pty at once and again on every SIGWINCH (read through a signalfd;
+ * SIGWINCH is blocked meanwhile). SIGPIPE is ignored
  * meanwhile: a closed out_fd only stops the output.
  */
 int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cryo_error *err);

@@ -595,13 +595,14 @@ static char *default_cgroup_path(const char *id)
  * waits on the fifo, the state says created, and *ret_pid is our child.
  * On failure nothing is left: no cgroup, no state dir, no process.
  */
-static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_lock, struct cryo_error *err)
+static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_lock, int *ret_console,
+		     struct cryo_error *err)
 {
 	struct cryo_spec *spec = NULL;
 	struct cryo_state *st = NULL;
 	struct cryo_cgroup_paths cg = { 0 };
 	_cleanup_free_ char *bundle = NULL, *rootfs = NULL;
-	_cleanup_close_ int lock = -1, sdir = -1, fifo = -1, pidns = -1, console = -1;
+	_cleanup_close_ int lock = -1, sdir = -1, fifo = -1, pidns = -1, console = -1, console_peer = -1;
 	int sync[2] = { -1, -1 };
 	bool dir_made = false, cg_made = false, net_made = false;
 	const char *backend;
@@ -624,9 +625,9 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 		r = cryo_error_setx(err, EINVAL, "config.json: linux.namespaces: cryo needs a mount namespace");
 		goto out;
 	}
-	if (spec->terminal && !o->console_socket) {
-		/* runc's foreground pty proxy is not implemented: the caller brings the socket */
-		r = cryo_error_setx(err, EINVAL, "config.json: process.terminal: a terminal needs --console-socket");
+	if (spec->terminal && !o->console_socket && !ret_console) {
+		/* only a foreground run can relay the pty itself (runc's rule) */
+		r = cryo_error_setx(err, EINVAL, "config.json: process.terminal: a detached container's terminal needs --console-socket");
 		goto out;
 	}
 	if (!spec->terminal && o->console_socket) {
@@ -706,6 +707,16 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 		r = cryo_console_connect(o->console_socket, &console, err);
 		if (r < 0)
 			goto fail;
+	} else if (spec->terminal) {
+		int pair[2];
+
+		/* foreground run: the init sends the pty master to us, cryo_console_relay() serves it */
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0) {
+			r = cryo_error_set(err, errno, "socketpair");
+			goto fail;
+		}
+		console_peer = pair[0];
+		console = pair[1];
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sync) < 0) {
 		r = cryo_error_set(err, errno, "socketpair");
@@ -814,6 +825,13 @@ static int do_create(const struct cryo_create_opts *o, pid_t *ret_pid, int *ret_
 		if (r < 0)
 			goto fail;
 	}
+	if (console_peer >= 0) {
+		r = cryo_console_recv_fd(console_peer, ret_console, NULL, err);
+		if (r < 0)
+			goto fail;
+	} else if (ret_console) {
+		*ret_console = -1;
+	}
 	*ret_pid = pid;
 	*ret_lock = TAKE_FD(lock);
 	r = 0;
@@ -862,7 +880,7 @@ int cryo_container_create(const struct cryo_create_opts *o, struct cryo_error *e
 	pid_t pid;
 	int lock = -1, r;
 
-	r = do_create(o, &pid, &lock, err);
+	r = do_create(o, &pid, &lock, NULL, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "create `%s`", o->id);
 	close(lock);
@@ -1159,12 +1177,12 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 	static const int fwd[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 	struct cryo_state *st = NULL;
 	struct sigaction sa = { .sa_handler = forward_signal };
-	_cleanup_close_ int lock = -1;
+	_cleanup_close_ int lock = -1, master = -1;
 	pid_t pid;
 	size_t i;
 	int r, status = 0;
 
-	r = do_create(o, &pid, &lock, err);
+	r = do_create(o, &pid, &lock, detach ? NULL : &master, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "run `%s`", o->id);
 	r = cryo_state_load(o->root, o->id, &st, err);
@@ -1196,6 +1214,14 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 	sa.sa_flags = SA_RESTART;
 	for (i = 0; i < ARRAY_SIZE(fwd); i++)
 		sigaction(fwd[i], &sa, NULL);
+	if (master >= 0) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+		_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
+
+		if (cryo_console_relay(master, STDIN_FILENO, STDOUT_FILENO, pfd, &e) < 0)
+			cryo_warn("run `%s`: %s", o->id, e.msg);
+		cryo_error_clear(&e);
+	}
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			status = -1;

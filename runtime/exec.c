@@ -144,23 +144,34 @@ static int merge_env(struct json_object *proc, char *const *env, struct cryo_err
 	return 0;
 }
 
-static void add_cap(struct json_object *caps, const char *set, const char *cap)
+static bool has_cap(struct json_object *caps, const char *set, const char *cap)
 {
 	struct json_object *a = NULL;
 	size_t i, n;
 
-	if (!json_object_object_get_ex(caps, set, &a) || !json_object_is_type(a, json_type_array)) {
-		a = json_object_new_array();
-		if (!a)
-			return;
-		json_object_object_add(caps, set, a);
-	}
+	if (!json_object_object_get_ex(caps, set, &a) || !json_object_is_type(a, json_type_array))
+		return false;
 	n = json_object_array_length(a);
 	for (i = 0; i < n; i++) {
 		const char *cur = json_object_get_string(json_object_array_get_idx(a, i));
 
 		if (cur && strcasecmp(cur, cap) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void add_cap(struct json_object *caps, const char *set, const char *cap)
+{
+	struct json_object *a = NULL;
+
+	if (has_cap(caps, set, cap))
+		return;
+	if (!json_object_object_get_ex(caps, set, &a) || !json_object_is_type(a, json_type_array)) {
+		a = json_object_new_array();
+		if (!a)
 			return;
+		json_object_object_add(caps, set, a);
 	}
 	json_object_array_add(a, json_object_new_string(cap));
 }
@@ -178,21 +189,22 @@ static int apply_flags(struct json_object *proc, const struct cryo_exec_opts *o,
 	if (r < 0)
 		return r;
 	if (o->caps && *o->caps) {
-		bool inheritable;
-
 		if (!json_object_object_get_ex(proc, "capabilities", &v) || !json_object_is_type(v, json_type_object)) {
 			v = json_object_new_object();
 			if (!v)
 				return cryo_error_set(err, ENOMEM, "--cap");
 			json_object_object_add(proc, "capabilities", v);
 		}
-		inheritable = json_object_object_get_ex(v, "inheritable", NULL);
 		for (char *const *c = o->caps; *c; c++) {
 			add_cap(v, "bounding", *c);
 			add_cap(v, "effective", *c);
 			add_cap(v, "permitted", *c);
-			/* ambient needs inheritable: only where the config has that set */
-			if (inheritable)
+			/*
+			 * runc also raises it in ambient when the config has
+			 * inheritable caps; the kernel allows that only for a
+			 * cap that is inheritable too
+			 */
+			if (has_cap(v, "inheritable", *c))
 				add_cap(v, "ambient", *c);
 		}
 	}

@@ -43,7 +43,7 @@ struct cryo_exec_opts {
 	const char *cwd;             /* NULL: the config's */
 	char *const *env;            /* KEY=VALUE, replaces the config's KEY; may be NULL */
 	char *const *caps;           /* CAP_* added to bounding, effective, permitted (and ambient
-					when the config has inheritable ones); may be NULL */
+					when it is inheritable in the config); may be NULL */
 	bool has_user;
 	uint32_t uid, gid;           /* --user uid[:gid] (gid 0 when not given) */
 	const uint32_t *additional_gids;
