@@ -19,6 +19,8 @@ PKGS=(
 	iptables
 	# peers for benchmarks
 	runc crun hyperfine
+	# a client driving cryo as its runtime (tests/host/podman_cryo.sh); script(1) for pty tests is util-linux
+	podman conmon golang-github-containers-common containernetworking-plugins
 	# VM harness
 	qemu-system-x86 cpio
 )
