@@ -282,9 +282,8 @@ int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cr
 
 			if (n < 0 && errno == EINTR)
 				continue;
-			if (n <= 0)
-				in_open = false; /* EOF on our input: the process keeps its pty */
-			else if (write_all(master, buf, (size_t)n) < 0)
+			/* EOF on our input (the process keeps its pty), or the pty takes no more */
+			if (n <= 0 || write_all(master, buf, (size_t)n) < 0)
 				in_open = false;
 		}
 		if (is >= 0 && p[is].revents) {

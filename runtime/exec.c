@@ -393,7 +393,7 @@ static int cmp_int(const void *a, const void *b)
 /* Close every fd from `from` up except those in keep (at most 8). */
 static void close_fds_from_except(unsigned int from, const int *keep, size_t n)
 {
-	int k[8];
+	int k[8] = { 0 };
 	size_t m = 0;
 
 	for (size_t i = 0; i < n && m < ARRAY_SIZE(k); i++)
