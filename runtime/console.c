@@ -194,6 +194,14 @@ static void copy_winsize(int from, int to)
 		(void)ioctl(to, TIOCSWINSZ, &ws);
 }
 
+void cryo_console_copy_size(int pty, int in_fd, int out_fd)
+{
+	int from = isatty(in_fd) ? in_fd : isatty(out_fd) ? out_fd : -1;
+
+	if (from >= 0)
+		copy_winsize(from, pty);
+}
+
 /*
  * One read from master to out. 1 = go on, 0 = the pty has no slave left
  * (Linux reports EIO then), <0 = -errno.

@@ -53,6 +53,13 @@ int cryo_console_recv_fd(int socket_fd, int *ret_fd, char **ret_name, struct cry
  * SIGWINCH is blocked meanwhile). SIGPIPE is ignored
  * meanwhile: a closed out_fd only stops the output.
  */
+/*
+ * The window size of in_fd (or of out_fd when only that is a terminal)
+ * onto pty, either side of it; nothing when neither is a terminal. Done
+ * before the process starts, so its first look sees the right geometry.
+ */
+void cryo_console_copy_size(int pty, int in_fd, int out_fd);
+
 int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cryo_error *err);
 
 #endif

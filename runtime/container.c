@@ -1185,6 +1185,8 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 	r = do_create(o, &pid, &lock, detach ? NULL : &master, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "run `%s`", o->id);
+	if (master >= 0)
+		cryo_console_copy_size(master, STDIN_FILENO, STDOUT_FILENO);
 	r = cryo_state_load(o->root, o->id, &st, err);
 	if (r >= 0) {
 		struct cryo_spec *spec = bundle_spec(st);

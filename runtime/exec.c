@@ -39,6 +39,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -294,65 +295,73 @@ out:
 
 /* ---- helpers ---- */
 
-static int pidfd_of(const struct cryo_state *st, struct cryo_error *err)
-{
-	uint64_t now;
-	int fd;
+/*
+ * The namespace types in the order they are joined: the user namespace
+ * first (it owns the others, and joining it gives the capabilities the
+ * other setns() calls need), pid last (joined by cryo itself, for its child).
+ */
+static const struct {
+	const char *name;
+	int flag;
+} ns_types[] = {
+	{ "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS }, { "net", CLONE_NEWNET },	  { "ipc", CLONE_NEWIPC },
+	{ "uts", CLONE_NEWUTS },   { "cgroup", CLONE_NEWCGROUP }, { "pid", CLONE_NEWPID },
+};
+#define N_NS ARRAY_SIZE(ns_types)
+#define NS_PID (N_NS - 1)
 
-	if (st->pid <= 0)
-		return cryo_error_setx(err, ESRCH, "container `%s` has no init process", st->id);
-	fd = (int)syscall(SYS_pidfd_open, st->pid, 0);
-	if (fd < 0)
-		return cryo_error_set(err, errno, "container `%s`: pidfd of init %d", st->id, (int)st->pid);
-	/* the pid may have been reused since the state recorded it */
-	if (st->pid_start_time && (cryo_pid_start_time(st->pid, &now) < 0 || now != st->pid_start_time)) {
-		close(fd);
-		return cryo_error_setx(err, ESRCH, "container `%s` is not running (its init %d is gone)", st->id,
-				       (int)st->pid);
-	}
-	return fd;
+static void close_all(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(TAKE_FD(fds[i]));
 }
 
 /*
- * The namespaces of pid that differ from ours, as CLONE_NEW* flags. A
- * setns() into a user namespace we are already in is EINVAL, and joining
- * the namespaces the container shares with the host is a no-op anyway.
+ * Open /proc/<init>/ns/<type> of each namespace the init does not share
+ * with us (fds[i] = -1 for those it shares: a setns() into our own user
+ * namespace is EINVAL, into the others a no-op). The init's start time is
+ * checked after the opens, so the fds are known to be the container's
+ * even if its pid was reused meanwhile.
  */
-static int ns_to_join(pid_t pid, int *ret_flags, bool *ret_pid, struct cryo_error *err)
+static int open_namespaces(const struct cryo_state *st, int fds[N_NS], struct cryo_error *err)
 {
-	static const struct {
-		const char *name;
-		int flag;
-	} ns[] = {
-		{ "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS },	  { "net", CLONE_NEWNET },
-		{ "ipc", CLONE_NEWIPC },   { "uts", CLONE_NEWUTS },	  { "cgroup", CLONE_NEWCGROUP },
-		{ "pid", CLONE_NEWPID },
-	};
-	int flags = 0;
+	uint64_t now;
+	int r = 0;
 
-	*ret_pid = false;
-	for (size_t i = 0; i < ARRAY_SIZE(ns); i++) {
+	for (size_t i = 0; i < N_NS; i++)
+		fds[i] = -1;
+	if (st->pid <= 0)
+		return cryo_error_setx(err, ESRCH, "container `%s` has no init process", st->id);
+	for (size_t i = 0; i < N_NS; i++) {
 		char path[64];
 		struct stat self, them;
 
-		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, ns[i].name);
-		if (stat(path, &them) < 0) {
-			if (errno == ENOENT && i != 0 && ns[i].flag != CLONE_NEWNS)
+		snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)st->pid, ns_types[i].name);
+		fds[i] = open(path, O_RDONLY | O_CLOEXEC);
+		if (fds[i] < 0) {
+			if (errno == ENOENT && (ns_types[i].flag == CLONE_NEWCGROUP))
 				continue; /* a kernel without that namespace type */
-			return cryo_error_set(err, errno, "stat `%s`", path);
+			r = cryo_error_set(err, errno, "open `%s`", path);
+			goto fail;
 		}
-		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns[i].name);
-		if (stat(path, &self) < 0)
-			return cryo_error_set(err, errno, "stat `%s`", path);
+		snprintf(path, sizeof(path), "/proc/self/ns/%s", ns_types[i].name);
+		if (fstat(fds[i], &them) < 0 || stat(path, &self) < 0) {
+			r = cryo_error_set(err, errno, "stat `%s`", path);
+			goto fail;
+		}
 		if (self.st_dev == them.st_dev && self.st_ino == them.st_ino)
-			continue;
-		if (ns[i].flag == CLONE_NEWPID)
-			*ret_pid = true;
-		else
-			flags |= ns[i].flag;
+			close(TAKE_FD(fds[i]));
 	}
-	*ret_flags = flags;
+	if (cryo_pid_start_time(st->pid, &now) < 0 || (st->pid_start_time && now != st->pid_start_time)) {
+		r = cryo_error_setx(err, ESRCH, "container `%s` is not running (its init %d is gone)", st->id,
+				    (int)st->pid);
+		goto fail;
+	}
 	return 0;
+fail:
+	close_all(fds, N_NS);
+	return r;
 }
 
 static int write_pid_file(const char *path, pid_t pid, struct cryo_error *err)
@@ -390,10 +399,10 @@ static int cmp_int(const void *a, const void *b)
 	return *(const int *)a - *(const int *)b;
 }
 
-/* Close every fd from `from` up except those in keep (at most 8). */
+/* Close every fd from `from` up except those in keep (at most 2 + N_NS). */
 static void close_fds_from_except(unsigned int from, const int *keep, size_t n)
 {
-	int k[8] = { 0 };
+	int k[2 + N_NS] = { 0 };
 	size_t m = 0;
 
 	for (size_t i = 0; i < n && m < ARRAY_SIZE(k); i++)
@@ -414,10 +423,10 @@ struct child_args {
 	const struct cryo_spec *spec;
 	int sync_fd;
 	int console_fd;     /* -1: no terminal */
-	int init_pidfd;
-	int ns_flags;
+	const int *ns_fds;  /* N_NS entries, -1 = shared with us */
 	unsigned int preserve_fds;
 	pid_t parent;
+	bool relay;         /* foreground terminal: cryo relays the pty */
 };
 
 static void __attribute__((noreturn)) child_fail(int sync_fd, struct cryo_error *err)
@@ -435,10 +444,14 @@ static void __attribute__((noreturn)) child_main(const struct child_args *a)
 {
 	const struct cryo_spec *spec = a->spec;
 	struct cryo_error err = CRYO_ERROR_INIT;
-	const int keep[] = { a->sync_fd, a->console_fd, a->init_pidfd };
+	int keep[2 + N_NS];
 	char exe[PATH_MAX], c;
 	ssize_t n;
 
+	keep[0] = a->sync_fd;
+	keep[1] = a->console_fd;
+	for (size_t i = 0; i < N_NS; i++)
+		keep[2 + i] = a->ns_fds[i];
 	close_fds_from_except(3 + a->preserve_fds, keep, ARRAY_SIZE(keep));
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
 	    getppid() != a->parent)
@@ -449,16 +462,30 @@ static void __attribute__((noreturn)) child_main(const struct child_args *a)
 	if (n != 1 || c != 'G')
 		_exit(127);
 
-	if (a->ns_flags && setns(a->init_pidfd, a->ns_flags) < 0) {
-		cryo_error_set(&err, errno, "join the namespaces of the container's init");
-		child_fail(a->sync_fd, &err);
+	for (size_t i = 0; i < NS_PID; i++) {
+		if (a->ns_fds[i] < 0)
+			continue;
+		if (setns(a->ns_fds[i], ns_types[i].flag) < 0) {
+			cryo_error_set(&err, errno, "join the container's %s namespace", ns_types[i].name);
+			child_fail(a->sync_fd, &err);
+		}
+		close(a->ns_fds[i]);
 	}
-	close(a->init_pidfd);
 	if (a->console_fd >= 0) {
 		/* after the mount namespace: the pty comes from the container's devpts */
+		struct winsize ws = { 0 };
+		/*
+		 * cryo's own terminal size (on our stdio until the setup
+		 * replaces it) for the pty: the relay copies it too, but only
+		 * after the process may have looked
+		 */
+		bool own_size = a->relay && !spec->has_console_size &&
+				(ioctl(0, TIOCGWINSZ, &ws) == 0 || ioctl(1, TIOCGWINSZ, &ws) == 0) && ws.ws_row && ws.ws_col;
+
 		if (cryo_console_setup(a->console_fd, &err) < 0 ||
 		    (spec->has_console_size &&
-		     cryo_console_resize(0, spec->console_height, spec->console_width, &err) < 0))
+		     cryo_console_resize(0, spec->console_height, spec->console_width, &err) < 0) ||
+		    (own_size && cryo_console_resize(0, ws.ws_row, ws.ws_col, &err) < 0))
 			child_fail(a->sync_fd, &err);
 		close(a->console_fd);
 	} else if (setsid() < 0) {
@@ -541,13 +568,14 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 {
 	struct cryo_state *st = NULL;
 	struct cryo_spec *spec = NULL;
-	_cleanup_close_ int lock = -1, init_pidfd = -1, console = -1, console_peer = -1, master = -1;
-	int sync[2] = { -1, -1 }, ns_flags = 0, r;
-	bool join_pid = false;
+	_cleanup_close_ int lock = -1, console = -1, console_peer = -1, master = -1;
+	int sync[2] = { -1, -1 }, ns_fds[N_NS], r;
 	char msg[MSG_MAX];
 	pid_t pid = -1;
 	ssize_t n;
 
+	for (size_t i = 0; i < N_NS; i++)
+		ns_fds[i] = -1;
 	if (!o->process_path && (!o->args || !o->args[0]))
 		return cryo_error_setx(err, EINVAL, "no command given (and no --process)");
 	r = check_preserved(o->preserve_fds, err);
@@ -567,11 +595,6 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 				    cryo_status_names[st->status]);
 		goto out;
 	}
-	init_pidfd = pidfd_of(st, err);
-	if (init_pidfd < 0) {
-		r = init_pidfd;
-		goto out;
-	}
 	r = exec_spec(o, st->bundle, &spec, err);
 	if (r < 0)
 		goto out;
@@ -583,7 +606,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 		r = cryo_error_setx(err, EINVAL, "--console-socket given but the process has no terminal");
 		goto out;
 	}
-	r = ns_to_join(st->pid, &ns_flags, &join_pid, err);
+	r = open_namespaces(st, ns_fds, err);
 	if (r < 0)
 		goto out;
 	if (o->console_socket) {
@@ -606,7 +629,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 		goto out;
 	}
 	/* affects our children only: the fork below is born in the container's pid namespace */
-	if (join_pid && setns(init_pidfd, CLONE_NEWPID) < 0) {
+	if (ns_fds[NS_PID] >= 0 && setns(ns_fds[NS_PID], CLONE_NEWPID) < 0) {
 		r = cryo_error_set(err, errno, "join the pid namespace of init %d", (int)st->pid);
 		goto out;
 	}
@@ -622,10 +645,10 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 			.spec = spec,
 			.sync_fd = sync[1],
 			.console_fd = console,
-			.init_pidfd = init_pidfd,
-			.ns_flags = ns_flags,
+			.ns_fds = ns_fds,
 			.preserve_fds = o->preserve_fds,
 			.parent = getppid(),
+			.relay = console_peer >= 0,
 		};
 
 		child_main(&a);
@@ -689,6 +712,7 @@ fail:
 	kill(pid, SIGKILL);
 	reap(pid);
 out:
+	close_all(ns_fds, N_NS);
 	if (sync[0] >= 0)
 		close(sync[0]);
 	if (sync[1] >= 0)

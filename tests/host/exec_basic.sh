@@ -115,6 +115,33 @@ rt exec "$id" sh -c 'echo x > /proc/self/exe' >/dev/null 2>&1 || true
 [ "$(sha256sum "$CRYO_BIN" | cut -d' ' -f1)" = "$sum" ] || fail "the cryo binary changed"
 kill "$(cat "$T/y.pid")"
 
+# memcheck over the exec paths: an immutable copy of cryo skips the sealed
+# re-exec (which would leave valgrind), the forked child is not followed
+if command -v valgrind >/dev/null && [ "${CRYO_SANITIZE:-0}" != 1 ] && cp "$CRYO_BIN" "$T/cryo-imm" &&
+	chattr +i "$T/cryo-imm" 2>/dev/null; then
+	at_exit "chattr -i $T/cryo-imm"
+	vg() {
+		local want=$1 rc
+		shift
+		valgrind --quiet --error-exitcode=99 --leak-check=full --show-leak-kinds=definite,indirect \
+			--errors-for-leak-kinds=definite,indirect --child-silent-after-fork=yes \
+			"$T/cryo-imm" --root "$RTROOT" "$@" </dev/null >"$T/vg.out" 2>&1 && rc=0 || rc=$?
+		[ $rc != 99 ] || fail "valgrind found errors in \`cryo $*\`: $(cat "$T/vg.out")"
+		[ $rc = "$want" ] || fail "\`cryo $*\` exited $rc under valgrind, expected $want: $(cat "$T/vg.out")"
+	}
+	vg 3 exec --process "$T/proc.json" "$id"
+	# the config's process with the flags: valgrind lowers the hard RLIMIT_NOFILE for
+	# itself, so the config's rlimit fails in the child, an error path worth the check too
+	vg 1 exec -u 1000:1000 -g 7 -e A=b -c CAP_CHOWN --cwd /tmp "$id" sh -c 'exit 5'
+	grep -q "RLIMIT_NOFILE" "$T/vg.out" || fail "exec with flags under valgrind: $(cat "$T/vg.out")"
+	vg 1 exec "$id" no-such-binary
+	vg 1 exec --process "$T/bad.json" "$id"
+	vg 2 exec -u x "$id" true
+	vg 1 exec no-such-ctr-$$ true
+else
+	log "valgrind part skipped (no valgrind, a sanitizer build, or no chattr +i here)"
+fi
+
 # paused: refused with a clear message; resumed: fine again
 check rt pause "$id"
 expect_fail 1 rt exec "$id" true
