@@ -48,7 +48,8 @@ int cryo_process_find_executable(const struct cryo_spec *spec, char *buf, size_t
 			return 0;
 		p = *end ? end + 1 : end;
 	}
-	return cryo_error_setx(err, ENOENT, "process.args[0]: `%s` not found in $PATH (%s)", cmd, env_path(spec));
+	/* with strerror: clients (Podman) map "no such file or directory" to exit code 127 */
+	return cryo_error_set(err, ENOENT, "process.args[0]: `%s` not found in $PATH (%s)", cmd, env_path(spec));
 }
 
 int cryo_process_set_user(const struct cryo_spec *spec, struct cryo_error *err)

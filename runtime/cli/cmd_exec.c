@@ -170,6 +170,10 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 	if (o.process_path && optind + 1 < argc)
 		return cli_usage_error("exec", "--process and a command: give one of them");
 	o.args = argv + optind + 1;
+	if (o.args[0] && strcmp(o.args[0], "--") == 0)
+		o.args++; /* `exec ID -- CMD...` */
+	if (!o.process_path && !o.args[0])
+		return cli_usage_error("exec", "expects a command after `--`");
 	o.env = env;
 	o.caps = caps;
 	o.additional_gids = gids;

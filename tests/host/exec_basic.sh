@@ -27,6 +27,7 @@ init=$(cat "$T/init.pid")
 # exit codes
 expect_fail 0 rt exec "$id" true
 expect_fail 7 rt exec "$id" sh -c 'exit 7'
+expect_fail 8 rt exec "$id" -- sh -c 'exit 8'
 expect_fail 137 rt exec "$id" sh -c 'kill -9 $$'
 expect_fail 1 rt exec "$id" no-such-binary
 echo "$LAST_OUTPUT" | grep -q "no-such-binary. not found" || fail "missing binary: $LAST_OUTPUT"

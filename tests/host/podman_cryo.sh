@@ -112,6 +112,8 @@ out=$(pm exec "$ctr" sh -c 'echo out-$((6*7))' 2>&1)
 [ "$out" = "out-42" ] && pass "exec (output)" || bad "exec (output)" "$out"
 pm exec "$ctr" sh -c 'exit 9' >/dev/null 2>&1 && rc=0 || rc=$?
 [ $rc = 9 ] && pass "exec (exit code)" || bad "exec (exit code)" "returned $rc, expected 9"
+pm exec "$ctr" no-such-binary >/dev/null 2>&1 && rc=0 || rc=$?
+[ $rc = 127 ] && pass "exec (missing binary: 127)" || bad "exec (missing binary: 127)" "returned $rc"
 out=$(pm exec -t "$ctr" tty 2>&1 | tr -d '\r')
 case "$out" in /dev/pts/*) pass "exec -t" ;; *) bad "exec -t" "$out" ;; esac
 out=$(pm exec -u 1000:1000 -e X=y -w /tmp "$ctr" sh -c 'echo $(id -u) $X $(pwd)' 2>&1)
