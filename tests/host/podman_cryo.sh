@@ -194,7 +194,7 @@ ckpt_export_import() {
 	pm rm -f -t 0 "$ctr" >/dev/null 2>&1
 	ctr=$ctr-imported
 	if ! pm container restore --import "$T/ck.tar.gz" --name "$ctr" >/dev/null 2>"$T/err"; then
-		bad "restore --import" "$(tail -3 "$T/err")"
+		bad "restore --import" "$(grep -v "^time=" "$T/err" | tail -4)"
 		return
 	fi
 	after=$(count "$ctr")
