@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <termios.h>
 
@@ -222,7 +223,7 @@ static int pump_master(int master, int out_fd, bool *out_ok)
 	return 1;
 }
 
-int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cryo_error *err)
+int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, int sig_fd, struct cryo_error *err)
 {
 	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
 	struct termios saved;
@@ -250,9 +251,9 @@ int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cr
 	}
 
 	for (;;) {
-		struct pollfd p[4];
+		struct pollfd p[5];
 		nfds_t np = 0;
-		int im = -1, ii = -1, is = -1, ik = -1;
+		int im = -1, ii = -1, is = -1, ik = -1, ig = -1;
 
 		p[np] = (struct pollfd){ .fd = master, .events = POLLIN };
 		im = (int)np++;
@@ -267,6 +268,10 @@ int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cr
 		if (stop_fd >= 0) {
 			p[np] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
 			ik = (int)np++;
+		}
+		if (sig_fd >= 0 && stop_fd >= 0) {
+			p[np] = (struct pollfd){ .fd = sig_fd, .events = POLLIN };
+			ig = (int)np++;
 		}
 		if (poll(p, np, -1) < 0) {
 			if (errno == EINTR)
@@ -300,6 +305,12 @@ int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, struct cr
 			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 				;
 			copy_winsize(size_fd, master);
+		}
+		if (ig >= 0 && p[ig].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				(void)syscall(SYS_pidfd_send_signal, stop_fd, (int)si.ssi_signo, NULL, 0);
 		}
 		if (ik >= 0 && p[ik].revents) {
 			/* the process is gone: take what it left in the pty, without waiting for more */

@@ -1220,7 +1220,7 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 		struct cryo_error e = CRYO_ERROR_INIT;
 		_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 
-		if (cryo_console_relay(master, STDIN_FILENO, STDOUT_FILENO, pfd, &e) < 0)
+		if (cryo_console_relay(master, STDIN_FILENO, STDOUT_FILENO, pfd, -1, &e) < 0)
 			cryo_warn("run `%s`: %s", o->id, e.msg);
 		cryo_error_clear(&e);
 	}

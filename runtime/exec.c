@@ -548,7 +548,7 @@ static int wait_child(pid_t pid, int master, int *ret_status, struct cryo_error 
 	if (master >= 0) {
 		_cleanup_close_ int pfd = (int)syscall(SYS_pidfd_open, pid, 0);
 
-		r = cryo_console_relay(master, STDIN_FILENO, STDOUT_FILENO, pfd, err);
+		r = cryo_console_relay(master, STDIN_FILENO, STDOUT_FILENO, pfd, -1, err);
 	}
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
