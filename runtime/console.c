@@ -1,11 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <termios.h>
 
@@ -162,4 +167,171 @@ int cryo_console_resize(int fd, unsigned int height, unsigned int width, struct 
 	if (ioctl(fd, TIOCSWINSZ, &ws) < 0)
 		return cryo_error_set(err, errno, "console: set the window size to %ux%u", height, width);
 	return 0;
+}
+
+/* All of buf to fd (blocking), restarting on EINTR. */
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void copy_winsize(int from, int to)
+{
+	struct winsize ws;
+
+	if (ioctl(from, TIOCGWINSZ, &ws) == 0 && (ws.ws_row || ws.ws_col))
+		(void)ioctl(to, TIOCSWINSZ, &ws);
+}
+
+void cryo_console_copy_size(int pty, int in_fd, int out_fd)
+{
+	int from = isatty(in_fd) ? in_fd : isatty(out_fd) ? out_fd : -1;
+
+	if (from >= 0)
+		copy_winsize(from, pty);
+}
+
+/*
+ * One read from master to out. 1 = go on, 0 = the pty has no slave left
+ * (Linux reports EIO then), <0 = -errno.
+ */
+static int pump_master(int master, int out_fd, bool *out_ok)
+{
+	char buf[8192];
+	ssize_t n = read(master, buf, sizeof(buf));
+
+	if (n < 0 && (errno == EINTR || errno == EAGAIN))
+		return 1;
+	if (n == 0 || (n < 0 && errno == EIO))
+		return 0;
+	if (n < 0)
+		return -errno;
+	if (*out_ok && write_all(out_fd, buf, (size_t)n) < 0)
+		*out_ok = false; /* nobody reads our output any more: drop it, keep the pty drained */
+	return 1;
+}
+
+int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, int sig_fd, struct cryo_error *err)
+{
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old_pipe;
+	struct termios saved;
+	sigset_t winch, old_mask;
+	bool raw = false, in_open = in_fd >= 0, out_ok = true;
+	_cleanup_close_ int sfd = -1;
+	int r = 0, size_fd;
+
+	sigemptyset(&winch);
+	sigaddset(&winch, SIGWINCH);
+	if (sigprocmask(SIG_BLOCK, &winch, &old_mask) < 0)
+		return cryo_error_set(err, errno, "console relay: block SIGWINCH");
+	sigaction(SIGPIPE, &ign, &old_pipe);
+	if (in_open && isatty(in_fd) && tcgetattr(in_fd, &saved) == 0) {
+		struct termios t = saved;
+
+		cfmakeraw(&t);
+		raw = tcsetattr(in_fd, TCSANOW, &t) == 0;
+	}
+	/* the geometry comes from our terminal, on whichever side we have one */
+	size_fd = isatty(in_fd) ? in_fd : isatty(out_fd) ? out_fd : -1;
+	if (size_fd >= 0) {
+		sfd = signalfd(-1, &winch, SFD_CLOEXEC | SFD_NONBLOCK);
+		copy_winsize(size_fd, master);
+	}
+
+	for (;;) {
+		struct pollfd p[5];
+		nfds_t np = 0;
+		int im = -1, ii = -1, is = -1, ik = -1, ig = -1;
+
+		p[np] = (struct pollfd){ .fd = master, .events = POLLIN };
+		im = (int)np++;
+		if (in_open) {
+			p[np] = (struct pollfd){ .fd = in_fd, .events = POLLIN };
+			ii = (int)np++;
+		}
+		if (sfd >= 0) {
+			p[np] = (struct pollfd){ .fd = sfd, .events = POLLIN };
+			is = (int)np++;
+		}
+		if (stop_fd >= 0) {
+			p[np] = (struct pollfd){ .fd = stop_fd, .events = POLLIN };
+			ik = (int)np++;
+		}
+		if (sig_fd >= 0 && stop_fd >= 0) {
+			p[np] = (struct pollfd){ .fd = sig_fd, .events = POLLIN };
+			ig = (int)np++;
+		}
+		if (poll(p, np, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			r = cryo_error_set(err, errno, "console relay: poll");
+			break;
+		}
+		if (p[im].revents) {
+			int k = pump_master(master, out_fd, &out_ok);
+
+			if (k < 0) {
+				r = cryo_error_set(err, -k, "console relay: read the pty");
+				break;
+			}
+			if (k == 0)
+				break;
+		}
+		if (ii >= 0 && p[ii].revents) {
+			char buf[4096];
+			ssize_t n = read(in_fd, buf, sizeof(buf));
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			/* EOF on our input (the process keeps its pty), or the pty takes no more */
+			if (n <= 0 || write_all(master, buf, (size_t)n) < 0)
+				in_open = false;
+		}
+		if (is >= 0 && p[is].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				;
+			copy_winsize(size_fd, master);
+		}
+		if (ig >= 0 && p[ig].revents) {
+			struct signalfd_siginfo si;
+
+			while (read(sig_fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+				(void)syscall(SYS_pidfd_send_signal, stop_fd, (int)si.ssi_signo, NULL, 0);
+		}
+		if (ik >= 0 && p[ik].revents) {
+			/* the process is gone: take what it left in the pty, without waiting for more */
+			struct pollfd d = { .fd = master, .events = POLLIN };
+
+			while (poll(&d, 1, 0) > 0 && (d.revents & POLLIN) && pump_master(master, out_fd, &out_ok) > 0)
+				;
+			break;
+		}
+	}
+
+	if (raw)
+		(void)tcsetattr(in_fd, TCSANOW, &saved);
+	sigaction(SIGPIPE, &old_pipe, NULL);
+	if (sfd >= 0) {
+		struct signalfd_siginfo si;
+
+		/* a pending SIGWINCH is ours: consume it rather than deliver it on unblock */
+		while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			;
+	}
+	sigprocmask(SIG_SETMASK, &old_mask, NULL);
+	return r;
 }

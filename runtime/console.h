@@ -40,4 +40,28 @@ int cryo_console_send_fd(int socket_fd, int fd, const char *name, struct cryo_er
 /* Receive one such message: *ret_fd (O_CLOEXEC), and the name when ret_name. */
 int cryo_console_recv_fd(int socket_fd, int *ret_fd, char **ret_name, struct cryo_error *err);
 
+/*
+ * The window size of in_fd (or of out_fd when only that is a terminal)
+ * onto pty, either side of it; nothing when neither is a terminal. Done
+ * before the process starts, so its first look sees the right geometry.
+ */
+void cryo_console_copy_size(int pty, int in_fd, int out_fd);
+
+/*
+ * The foreground terminal (`run`/`exec` with process.terminal and no
+ * console socket, as runc does): the container's process got a pty of its
+ * own and cryo holds the master. Copy in_fd to master and master to
+ * out_fd until the pty has no slave left (EIO/HUP) or stop_fd (a pidfd of
+ * the process, -1 = none) becomes readable, after which what is left in
+ * the master is drained. When in_fd is a terminal it is put in raw mode
+ * for the duration (restored before returning, also on error). The window
+ * size of in_fd (or of out_fd when only that is a terminal) is copied to
+ * the pty at once and again on every SIGWINCH (read through a signalfd;
+ * SIGWINCH is blocked meanwhile). SIGPIPE is ignored
+ * meanwhile: a closed out_fd only stops the output. Signals read from
+ * sig_fd (a signalfd of the caller's forwarded signals, -1 = none) go to
+ * the process of stop_fd, so none wait while the relay runs.
+ */
+int cryo_console_relay(int master, int in_fd, int out_fd, int stop_fd, int sig_fd, struct cryo_error *err);
+
 #endif

@@ -610,6 +610,8 @@ struct create_ctx {
 	const char *backend;           /* freezer backend, "v1" or "v2" */
 	uint64_t clone_flags;          /* the namespaces the init is cloned into */
 	int lock, fifo, console, sync[2];
+	bool foreground;               /* run: a terminal without socket is relayed by cryo */
+	int console_peer;              /* foreground terminal: the init sends the pty master here */
 	bool dir_made, cg_made;
 	pid_t pid;                     /* the init, our child; -1 before the clone */
 };
@@ -632,9 +634,10 @@ static int step_config(struct create_ctx *c, struct cryo_error *err)
 		return r;
 	if (!c->spec->namespaces[CRYO_NS_MOUNT].enabled)
 		return cryo_error_setx(err, EINVAL, "config.json: linux.namespaces: cryo needs a mount namespace");
-	/* runc's foreground pty proxy is not implemented: the caller brings the socket */
-	if (c->spec->terminal && !o->console_socket)
-		return cryo_error_setx(err, EINVAL, "config.json: process.terminal: a terminal needs --console-socket");
+	/* only a foreground run can relay the pty itself (runc's rule) */
+	if (c->spec->terminal && !o->console_socket && !c->foreground)
+		return cryo_error_setx(err, EINVAL,
+				       "config.json: process.terminal: a detached container's terminal needs --console-socket");
 	if (!c->spec->terminal && o->console_socket)
 		return cryo_error_setx(err, EINVAL, "--console-socket given but process.terminal is false");
 	c->backend = cryo_spec_annotation(c->spec, "org.cryo.freezer");
@@ -740,6 +743,14 @@ static int step_channels(struct create_ctx *c, struct cryo_error *err)
 		r = cryo_console_connect(c->o->console_socket, &c->console, err);
 		if (r < 0)
 			return r;
+	} else if (c->spec->terminal) {
+		int pair[2];
+
+		/* foreground run: the init sends the pty master to us, cryo_console_relay() serves it */
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) < 0)
+			return cryo_error_set(err, errno, "socketpair");
+		c->console_peer = pair[0];
+		c->console = pair[1];
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sync) < 0)
 		return cryo_error_set(err, errno, "socketpair");
@@ -961,6 +972,7 @@ static void create_ctx_done(struct create_ctx *c)
 	closep(&c->lock);
 	closep(&c->fifo);
 	closep(&c->console);
+	closep(&c->console_peer);
 	closep(&c->sync[0]);
 	closep(&c->sync[1]);
 	cryo_cgroup_paths_free(&c->cg);
@@ -978,11 +990,11 @@ static void create_ctx_done(struct create_ctx *c)
  * (NULL: the caller's).
  */
 static int do_create(const struct cryo_create_opts *o, const sigset_t *init_sigmask, pid_t *ret_pid, int *ret_lock,
-		     struct cryo_error *err)
+		     int *ret_console, struct cryo_error *err)
 {
 	struct create_ctx c = {
 		.o = o, .init_sigmask = init_sigmask, .lock = -1, .fifo = -1, .console = -1,
-		.sync = { -1, -1 }, .pid = -1,
+		.sync = { -1, -1 }, .pid = -1, .foreground = ret_console != NULL, .console_peer = -1,
 	};
 	size_t i;
 	int r = 0;
@@ -995,8 +1007,13 @@ static int do_create(const struct cryo_create_opts *o, const sigset_t *init_sigm
 		if (r < 0)
 			break;
 	}
+	/* the init sent the master during its setup, before it was ready */
+	if (r >= 0 && ret_console)
+		*ret_console = -1;
+	if (r >= 0 && c.console_peer >= 0)
+		r = cryo_console_recv_fd(c.console_peer, ret_console, NULL, err);
 	if (r < 0) {
-		size_t j = i + 1;
+		size_t j = i < ARRAY_SIZE(create_steps) ? i + 1 : ARRAY_SIZE(create_steps);
 
 		while (j-- > 0)
 			if (create_steps[j].undo)
@@ -1014,7 +1031,7 @@ int cryo_container_create(const struct cryo_create_opts *o, struct cryo_error *e
 	pid_t pid;
 	int lock = -1, r;
 
-	r = do_create(o, NULL, &pid, &lock, err);
+	r = do_create(o, NULL, &pid, &lock, NULL, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "create `%s`", o->id);
 	close(lock);
@@ -1319,7 +1336,7 @@ static const int forwarded_signals[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUS
  * Signals are taken from a signalfd, so no handler ever runs and none
  * can be missed between two checks.
  */
-static int forward_until_exit(pid_t pid, const sigset_t *set, int *ret_status, struct cryo_error *err)
+static int forward_until_exit(pid_t pid, const sigset_t *set, int master, int *ret_status, struct cryo_error *err)
 {
 	_cleanup_close_ int sfd = -1, pidfd = -1;
 	int status = 0;
@@ -1330,6 +1347,14 @@ static int forward_until_exit(pid_t pid, const sigset_t *set, int *ret_status, s
 	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd < 0)
 		return cryo_error_set(err, errno, "pidfd_open %d", (int)pid);
+	/* a terminal of its own (no console socket): relay it until the init exits */
+	if (master >= 0) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (cryo_console_relay(master, STDIN_FILENO, STDOUT_FILENO, pidfd, sfd, &e) < 0)
+			cryo_error_warn_clear(&e, "run: terminal");
+		cryo_error_clear(&e);
+	}
 	for (;;) {
 		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
 		struct signalfd_siginfo si;
@@ -1369,13 +1394,15 @@ static int run_blocked(const struct cryo_create_opts *o, bool wait, const sigset
 		       int *ret_status, struct cryo_error *err)
 {
 	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
-	_cleanup_close_ int lock = -1;
+	_cleanup_close_ int lock = -1, master = -1;
 	pid_t pid;
 	int r;
 
-	r = do_create(o, init_mask, &pid, &lock, err);
+	r = do_create(o, init_mask, &pid, &lock, wait ? &master : NULL, err);
 	if (r < 0)
 		return r;
+	if (master >= 0)
+		cryo_console_copy_size(master, STDIN_FILENO, STDOUT_FILENO);
 	r = cryo_state_load(o->root, o->id, &st, err);
 	if (r >= 0) {
 		_cleanup_(cryo_spec_freep) struct cryo_spec *spec = bundle_spec(st);
@@ -1397,7 +1424,7 @@ static int run_blocked(const struct cryo_create_opts *o, bool wait, const sigset
 	}
 	close(TAKE_FD(lock));
 
-	r = forward_until_exit(pid, fwd, ret_status, err);
+	r = forward_until_exit(pid, fwd, master, ret_status, err);
 	if (r < 0) {
 		*ret_status = 255;
 		return r;

@@ -27,6 +27,8 @@ PKGS=(
 	golang-go
 	# containerd_cryo.sh: a private containerd drives cryo through its runc shim v2
 	containerd
+	# a client driving cryo as its runtime (tests/host/podman_cryo.sh); script(1) for pty tests is util-linux
+	podman conmon golang-github-containers-common containernetworking-plugins
 	# VM harness
 	qemu-system-x86 cpio
 )

@@ -72,6 +72,7 @@ int cmd_sleep_hook(struct cryo_cli *cli, int argc, char **argv);
 int cmd_create(struct cryo_cli *cli, int argc, char **argv);
 int cmd_start(struct cryo_cli *cli, int argc, char **argv);
 int cmd_run(struct cryo_cli *cli, int argc, char **argv);
+int cmd_exec(struct cryo_cli *cli, int argc, char **argv);
 int cmd_state(struct cryo_cli *cli, int argc, char **argv);
 int cmd_kill(struct cryo_cli *cli, int argc, char **argv);
 int cmd_delete(struct cryo_cli *cli, int argc, char **argv);

@@ -21,6 +21,7 @@ static const struct cli_command commands[] = {
 	{ "create", "create a container from a bundle (it waits for start)", cmd_create },
 	{ "start", "start the process of a created container", cmd_start },
 	{ "run", "create and start a container; returns its exit code", cmd_run },
+	{ "exec", "run a new process in a running container", cmd_exec },
 	{ "state", "print the OCI state of a container (JSON)", cmd_state },
 	{ "kill", "send a signal to a container", cmd_kill },
 	{ "delete", "remove a container", cmd_delete },
