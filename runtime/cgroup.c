@@ -30,6 +30,12 @@
 
 static const char *const v1_controllers[] = { "memory", "cpu", "pids", "freezer" };
 
+const char *const *cryo_cgroup_v1_controllers(size_t *ret_n)
+{
+	*ret_n = ARRAY_SIZE(v1_controllers);
+	return v1_controllers;
+}
+
 static bool lib_ready;
 static char v2_name[64];     /* libcgroup's name for the cgroup2 mount, "" if none */
 static char v2_mount[PATH_MAX];

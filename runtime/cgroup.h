@@ -28,6 +28,9 @@ void cryo_cgroup_paths_free(struct cryo_cgroup_paths *p);
 /* The default relative path of a container's cgroup: "cryo/<id>". */
 #define CRYO_CGROUP_DEFAULT_PARENT "cryo"
 
+/* The v1 controllers a container's tasks are put in (besides cgroup2). */
+const char *const *cryo_cgroup_v1_controllers(size_t *ret_n);
+
 /*
  * Create rel in every hierarchy and write the resource limits. -EEXIST
  * when the cgroup exists already (it is not ours to take over). On

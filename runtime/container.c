@@ -394,8 +394,10 @@ static int init_filesystem(const struct init_args *a, const char *state_json, st
 	_cleanup_close_ int rootfd = -1;
 	int r;
 
-	if (joins_mount_ns(spec))
-		return cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
+	if (joins_mount_ns(spec)) {
+		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
+		return r < 0 ? r : write_sysctls(spec, err);
+	}
 	/* bind sources are relative to the bundle */
 	if (chdir(a->bundle) < 0)
 		return cryo_error_set(err, errno, "chdir to bundle `%s`", a->bundle);
@@ -404,6 +406,9 @@ static int init_filesystem(const struct init_args *a, const char *state_json, st
 		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
 	if (r >= 0)
 		r = cryo_mount_pivot(rootfd, a->rootfs, err);
+	/* before /proc/sys turns read-only (readonlyPaths) */
+	if (r >= 0)
+		r = write_sysctls(spec, err);
 	if (r >= 0)
 		r = cryo_mount_finish(spec, err);
 	return r;
@@ -466,7 +471,7 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_setx(&err, EIO, "mount setup: injected fault");
 		init_fail(a->sync_fd, &err);
 	}
-	if (init_filesystem(a, state_json + 1, &err) < 0 || write_sysctls(spec, &err) < 0)
+	if (init_filesystem(a, state_json + 1, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	if (a->console_fd >= 0) {
 		if (cryo_console_setup(a->console_fd, &err) < 0 ||

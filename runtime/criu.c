@@ -12,6 +12,7 @@
 
 #include <criu/criu.h>
 
+#include "cgroup.h"
 #include "criu.h"
 #include "criu-rpc.h"
 #include "image.h"
@@ -445,6 +446,21 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 		r = criu_local_set_root(co, o->root);
 		if (r < 0)
 			return cryo_error_set(err, -r, "criu restore: root");
+	}
+	/*
+	 * The tasks go into the bundle's cgroup, not back into the one they
+	 * were dumped from: a new root for each hierarchy cryo puts them in
+	 * (cgroup2 is CRIU's controller ""), the others are left as dumped.
+	 */
+	if (o->cgroup_root) {
+		size_t i, n;
+		const char *const *v1 = cryo_cgroup_v1_controllers(&n);
+
+		r = criu_local_add_cg_root(co, "", o->cgroup_root);
+		for (i = 0; r >= 0 && i < n; i++)
+			r = criu_local_add_cg_root(co, v1[i], o->cgroup_root);
+		if (r < 0)
+			return cryo_error_set(err, -r, "criu restore: cgroup root");
 	}
 	if (cryo_fault("criu-restore"))
 		return cryo_error_setx(err, EIO, "criu restore: injected fault (CRYO_FAULT=criu-restore)");

@@ -54,6 +54,7 @@ struct cryo_criu_opts {
 	const char *parent_path;   /* previous (pre-)dump, relative to image_dir */
 	const char *root;          /* restore: the rootfs to restore into (containers); NULL = / */
 	const char *freeze_cgroup; /* dump: a cgroup cryo froze already; CRIU seizes its tasks without ptrace-freezing */
+	const char *cgroup_root;   /* restore: the container's cgroup (path in every hierarchy) that takes the place of the dumped one */
 	struct cryo_criu_flags flags;
 	bool leave_running;
 	bool tcp_close;            /* restore: drop established connections */

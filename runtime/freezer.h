@@ -27,6 +27,7 @@
 #include <stdint.h>
 
 #include "error.h"
+#include "util.h"
 
 enum cryo_freezer_state {
 	CRYO_FREEZER_RUNNING,
@@ -133,6 +134,7 @@ int cryo_freezer_open_for(const char *backend, const char *cgroup_v2, const char
 			  struct cryo_freezer **ret, struct cryo_error *err);
 
 void cryo_freezer_close(struct cryo_freezer *f);
+CRYO_DEFINE_CLEANUP(struct cryo_freezer *, cryo_freezer_close)
 
 enum cryo_freezer_backend cryo_freezer_backend_of(const struct cryo_freezer *f);
 const char *cryo_freezer_path(const struct cryo_freezer *f);

@@ -203,6 +203,7 @@ static bool str_eq(const char *a, const char *b)
 static int compare_config(const struct ctx *c, const struct cryo_spec *img, struct cryo_error *err)
 {
 	const struct cryo_spec *cur = c->spec;
+	_cleanup_free_ bool *used = NULL;
 	size_t i;
 
 	for (i = 0; i < _CRYO_NS_MAX; i++) {
@@ -219,13 +220,26 @@ static int compare_config(const struct ctx *c, const struct cryo_spec *img, stru
 		return cryo_error_setx(err, EINVAL,
 				       "the bundle's config.json has %zu mounts, the image's %zu: refusing a different container",
 				       cur->n_mounts, img->n_mounts);
-	for (i = 0; i < cur->n_mounts; i++)
-		if (!str_eq(img->mounts[i].destination, cur->mounts[i].destination) ||
-		    img->mounts[i].bind != cur->mounts[i].bind)
+	/*
+	 * The same mounts by destination, in any order: a client that writes
+	 * a new bundle (podman restore --import) may list them differently.
+	 */
+	used = calloc(img->n_mounts + 1, sizeof(*used));
+	if (!used)
+		return cryo_error_set(err, ENOMEM, "restore");
+	for (i = 0; i < cur->n_mounts; i++) {
+		size_t j;
+
+		for (j = 0; j < img->n_mounts; j++)
+			if (!used[j] && str_eq(img->mounts[j].destination, cur->mounts[i].destination) &&
+			    img->mounts[j].bind == cur->mounts[i].bind)
+				break;
+		if (j == img->n_mounts)
 			return cryo_error_setx(err, EINVAL,
-					       "mount %zu of the bundle's config.json is `%s`%s, the image's `%.200s`%s: refusing a different container",
-					       i, cur->mounts[i].destination, cur->mounts[i].bind ? " (bind)" : "",
-					       img->mounts[i].destination, img->mounts[i].bind ? " (bind)" : "");
+					       "the bundle's config.json mounts `%s`%s, the image's does not: refusing a different container",
+					       cur->mounts[i].destination, cur->mounts[i].bind ? " (bind)" : "");
+		used[j] = true;
+	}
 	if (img->root_readonly != cur->root_readonly)
 		return cryo_error_setx(err, EINVAL, "root.readonly is %s in the bundle's config.json, %s in the image's",
 				       cur->root_readonly ? "true" : "false", img->root_readonly ? "true" : "false");
@@ -381,6 +395,7 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	struct ctx *c = ctx;
 	const struct cryo_restore_opts *o = c->o;
 	struct cryo_criu_opts co = { 0 };
+	_cleanup_free_ char *cgroot = NULL;
 	int r;
 
 	/*
@@ -403,6 +418,9 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.image_dir = c->image;
 	co.work_dir = c->work;
 	co.root = c->rootfs;
+	if (asprintf(&cgroot, "/%s", c->cgrel + strspn(c->cgrel, "/")) < 0)
+		return cryo_error_set(err, ENOMEM, "restore");
+	co.cgroup_root = cgroot;
 	co.tcp_close = o->tcp_close;
 	co.flags = o->criu;
 	co.ext_mounts = (const char *const *)c->ext;
@@ -425,6 +443,31 @@ static void undo_criu_restore(void *ctx)
 	if (cryo_cgroup_pids(c->cgrel, &pids, &n, NULL) == 0)
 		for (i = 0; i < n; i++)
 			kill(pids[i], SIGKILL);
+}
+
+/*
+ * On a hybrid host the cgroup has two freezers, and CRIU restores the v1
+ * freezer.state it dumped (frozen, when the dump froze through v1, e.g.
+ * an image made by another runtime or a client's --manage-cgroups-mode):
+ * a running container must be thawed in both, or its tasks sleep in the
+ * freezer cryo does not use.
+ */
+static int thaw_other_freezer(struct ctx *c, struct cryo_error *err)
+{
+	bool v1 = strcmp(c->freezer_backend, "v1") == 0;
+	const char *path = v1 ? c->cg.v2 : c->cg.v1_freezer;
+	_cleanup_(cryo_freezer_closep) struct cryo_freezer *f = NULL;
+	enum cryo_freezer_state s;
+	int r;
+
+	if (!path)
+		return 0;
+	r = cryo_freezer_open(v1 ? CRYO_FREEZER_V2 : CRYO_FREEZER_V1, path, &f, err);
+	if (r >= 0)
+		r = cryo_freezer_get_state(f, &s, err);
+	if (r >= 0 && s != CRYO_FREEZER_RUNNING)
+		r = cryo_freezer_thaw(f, 5000, 0, err);
+	return r < 0 ? cryo_error_prefix(err, "thaw the %s freezer", v1 ? "v2" : "v1") : 0;
 }
 
 /*
@@ -451,11 +494,11 @@ static int step_pause_or_run(void *ctx, struct cryo_error *err)
 		return 0;
 	}
 	r = cryo_freezer_get_state(c->fz, &s, err);
-	if (r < 0)
-		return r;
-	if (s != CRYO_FREEZER_RUNNING)
-		return cryo_freezer_thaw(c->fz, 5000, 0, err);
-	return 0;
+	if (r >= 0 && s != CRYO_FREEZER_RUNNING)
+		r = cryo_freezer_thaw(c->fz, 5000, 0, err);
+	if (r >= 0)
+		r = thaw_other_freezer(c, err);
+	return r;
 }
 
 static void undo_pause_or_run(void *ctx)
