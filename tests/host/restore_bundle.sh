@@ -106,6 +106,29 @@ if losetup -n -O BACK-FILE -l | grep -q "$T.*deleted"; then fail "a loop device 
 [ "$(losetup -n -O BACK-FILE -j "$A/rootfs.img" | wc -l)" = 1 ] || fail "A/rootfs.img is attached $(losetup -j "$A/rootfs.img")"
 log "restored into A: count $(count "$A")"
 
+# under another id and another cgroupsPath (podman restore --import, a
+# migration): the tasks land in the new bundle's cgroup, not back in the
+# one they were dumped from
+timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --image-path "$T/img3" "$id" </dev/null >"$T/out" 2>&1 \
+	|| fail "checkpoint before the restore under a new id: $(cat "$T/out")"
+nid=$id-new
+bundle_set "$B" "c['linux']['cgroupsPath'] = '$CGPARENT/$nid'"
+timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$B" --image-path "$T/img3" "$nid" </dev/null >"$T/out" 2>&1 \
+	|| fail "restore under a new id: $(cat "$T/out")"
+pid=$(rt state "$nid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
+for h in freezer 0; do
+	line=$(grep -E "^[0-9]+:$h:|^$h::" /proc/"$pid"/cgroup)
+	case "$line" in *":/$CGPARENT/$nid") ;; *) fail "the restored init is in the wrong $h cgroup: $line" ;; esac
+done
+[ -d "/sys/fs/cgroup/freezer/$CGPARENT/$id" ] && [ -n "$(cat "/sys/fs/cgroup/freezer/$CGPARENT/$id/cgroup.procs" 2>/dev/null)" ] \
+	&& fail "tasks were restored into the old cgroup $CGPARENT/$id"
+wait_above "$B" "$(count "$B")"
+log "restored as $nid: its tasks are in $CGPARENT/$nid"
+timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --image-path "$T/img4" "$nid" </dev/null >"$T/out" 2>&1 \
+	|| fail "checkpoint of $nid: $(cat "$T/out")"
+timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$A" --image-path "$T/img4" "$id" </dev/null >"$T/out" 2>&1 \
+	|| fail "restore back as $id into A: $(cat "$T/out")"
+
 # pre-dump: its own table; a fault in it gives the container back running
 CRYO_FAULT=pre-dump:criu-pre-dump expect_fail 1 rt checkpoint --pre-dump --image-path "$T/pre" "$id"
 echo "$LAST_OUTPUT" | grep -q "criu-pre-dump: injected fault" || fail "fault at pre-dump:criu-pre-dump: $LAST_OUTPUT"
@@ -135,22 +158,4 @@ timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$A" --image-path "
 wait_above "$A" $((before + 10))
 log "pre-dump, dump, restore: count $before -> $(count "$A")"
 
-# under another id and another cgroupsPath (podman restore --import, a
-# migration): the tasks land in the new bundle's cgroup, not back in the
-# one they were dumped from
-timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --image-path "$T/img3" "$id" </dev/null >"$T/out" 2>&1 \
-	|| fail "checkpoint before the restore under a new id: $(cat "$T/out")"
-nid=$id-new
-bundle_set "$B" "c['linux']['cgroupsPath'] = '$CGPARENT/$nid'"
-timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$B" --image-path "$T/img3" "$nid" </dev/null >"$T/out" 2>&1 \
-	|| fail "restore under a new id: $(cat "$T/out")"
-pid=$(rt state "$nid" | python3 -c 'import json,sys; print(json.load(sys.stdin)["pid"])')
-for h in freezer 0; do
-	line=$(grep -E "^[0-9]+:$h:|^$h::" /proc/"$pid"/cgroup)
-	case "$line" in *":/$CGPARENT/$nid") ;; *) fail "the restored init is in the wrong $h cgroup: $line" ;; esac
-done
-[ -d "/sys/fs/cgroup/freezer/$CGPARENT/$id" ] && [ -n "$(cat "/sys/fs/cgroup/freezer/$CGPARENT/$id/cgroup.procs" 2>/dev/null)" ] \
-	&& fail "tasks were restored into the old cgroup $CGPARENT/$id"
-wait_above "$B" "$(count "$B")"
-log "restored as $nid: its tasks are in $CGPARENT/$nid"
 echo "PASS restore_bundle"
