@@ -349,6 +349,16 @@ static int64_t mtimeout(const struct mctx *c)
 	return c->o->timeout_ms > 0 ? c->o->timeout_ms : DEFAULT_TIMEOUT_MS;
 }
 
+/* A frame from the destination; its failure report marks it as the one that failed. */
+static int mrecv(struct mctx *c, Cryo__MigrateFrame__BodyCase want, Cryo__MigrateFrame **ret, struct cryo_error *err)
+{
+	int r = recv_expect(c->t, mtimeout(c), want, &c->res->peer_phase, ret, err);
+
+	if (r < 0 && c->res->peer_phase)
+		c->peer_failed = true;
+	return r;
+}
+
 static int step_connect(void *ctx, struct cryo_error *err)
 {
 	struct mctx *c = ctx;
@@ -462,7 +472,7 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 	r = send_hello(c->t, lf, c->o->id, c->o->dry_run, c->was_paused, err);
 	if (r < 0)
 		return r;
-	r = recv_expect(c->t, mtimeout(c), CRYO__MIGRATE_FRAME__BODY_HELLO, NULL, &f, err);
+	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_HELLO, &f, err);
 	if (r < 0)
 		return r;
 	if (f->hello->protocol_version != CRYO_MIGRATE_PROTOCOL_VERSION) {
@@ -475,7 +485,7 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 	cryo_migrate_frame_free(f);
 	f = NULL;
 	/* the destination's verdict on what it was told */
-	r = recv_expect(c->t, mtimeout(c), CRYO__MIGRATE_FRAME__BODY_RESULT, NULL, &f, err);
+	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_RESULT, &f, err);
 	if (r < 0)
 		return r;
 	if (f->result->status < 0) {
@@ -778,7 +788,7 @@ static int step_remote_restore(void *ctx, struct cryo_error *err)
 	Cryo__MigrateFrame *f = NULL;
 	int r;
 
-	r = recv_expect(c->t, mtimeout(c), CRYO__MIGRATE_FRAME__BODY_RESULT, NULL, &f, err);
+	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_RESULT, &f, err);
 	if (r < 0)
 		return r;
 	if (f->result->status < 0) {
@@ -833,7 +843,7 @@ static int step_confirm(void *ctx, struct cryo_error *err)
 	Cryo__MigrateFrame *f = NULL;
 	int r;
 
-	r = recv_expect(c->t, mtimeout(c), CRYO__MIGRATE_FRAME__BODY_RESULT, NULL, &f, err);
+	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_RESULT, &f, err);
 	if (r < 0)
 		return r;
 	if (f->result->status < 0) {
@@ -907,7 +917,10 @@ static void migrate_failed(void *ctx, size_t failed, const struct cryo_error *er
 			  "check the destination, then `cryo resume %s` (not running there) or `cryo delete -f %s` "
 			  "(running there)", c->o->id, c->o->id, c->o->id);
 	}
-	/* for the abort frame undo_connect sends */
+	c->res->stop_failed = c->confirmed;
+	/* for the abort frame undo_connect sends (none once it runs there) */
+	if (c->confirmed)
+		c->peer_failed = true;
 	c->fail.status = err->status;
 	c->fail.msg = err->msg ? strdup(err->msg) : NULL;
 }

@@ -90,6 +90,7 @@ struct cryo_migrate_result {
 	char *peer_phase;             /* the destination's failed step, if it said */
 	bool in_doubt;                /* commit sent, unconfirmed: left PAUSED here */
 	bool resume_failed;           /* an undo failed: see the warnings */
+	bool stop_failed;             /* migrated, but the copy here could not be stopped (left frozen) */
 	bool dry_run_ready;           /* --dry-run: both ends can do it */
 	struct cryo_migrate_facts local, remote;
 	uint64_t downtime_us;         /* frozen here → running there (measured here) */

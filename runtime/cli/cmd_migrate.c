@@ -6,6 +6,7 @@
  * --log-format json, one line per phase otherwise.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +30,7 @@ enum {
 	OPT_TIMEOUT,
 	OPT_PRE_COPY,
 	OPT_LAZY,
+	OPT_LIST_STEPS,
 };
 
 /* exit statuses (documented in usage) */
@@ -36,6 +38,7 @@ enum {
 #define EXIT_NOT_READY 3
 #define EXIT_IN_DOUBT 4
 #define EXIT_NOT_RESUMED 5
+#define EXIT_STOP_FAILED 6
 
 static void usage(FILE *out)
 {
@@ -67,13 +70,15 @@ static void usage(FILE *out)
 		"  --freeze-deadline MS      thaw here by itself if not committed by then\n"
 		"                            (default 300000)\n"
 		"  --timeout MS              longest wait for the destination (default 120000)\n"
+		"  --list-steps              print the phases (CRYO_FAULT=migrate:<phase>)\n"
 		CLI_CRIU_FLAG_HELP
 		"\n"
 		"Exit status: 0 migrated (runs there, stopped here); 1 failed, the container\n"
 		"runs here as before; 2 usage; 3 --dry-run: an end is not ready; 4 in doubt: the\n"
 		"commit was sent but not confirmed, the container is left PAUSED here (check the\n"
 		"destination, then `cryo resume` or `cryo delete -f` it here); 5 failed and the\n"
-		"container could not be resumed here (see the warnings).\n");
+		"container could not be resumed here (see the warnings); 6 migrated, but the\n"
+		"copy here could not be stopped: it is left frozen here (`cryo delete -f` it).\n");
 }
 
 void cli_migrate_progress(const struct cryo_migrate_progress *p, void *userdata)
@@ -146,6 +151,7 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "pre-copy", required_argument, NULL, OPT_PRE_COPY },
 		{ "lazy", no_argument, NULL, OPT_LAZY },
+		{ "list-steps", no_argument, NULL, OPT_LIST_STEPS },
 		CLI_CRIU_FLAG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -205,6 +211,10 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 		case OPT_PRE_COPY:
 		case OPT_LAZY:
 			return cli_usage_error("migrate", "--pre-copy and --lazy are not implemented yet");
+		case OPT_LIST_STEPS:
+			for (const char *const *s = cryo_migrate_steps; *s; s++)
+				printf("%s\n", *s);
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -223,6 +233,8 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	o.progress = cli_migrate_progress;
 	o.userdata = &pc;
 
+	/* a peer that hangs up is an error to report, not a signal to die of */
+	signal(SIGPIPE, SIG_IGN);
 	r = cryo_migrate(&o, &res, &err);
 	if (pc.line_open)
 		fputc('\n', stderr);
@@ -233,6 +245,14 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (r < 0) {
 		bool in_doubt = res.in_doubt, not_resumed = res.resume_failed;
+
+		if (res.stop_failed) {
+			fprintf(stderr, "cryo migrate: `%s` runs at %s, but stopping it here failed: it is left frozen here\n",
+				o.id, o.dest);
+			cryo_migrate_result_done(&res);
+			cli_fail(&err);
+			return EXIT_STOP_FAILED;
+		}
 
 		fprintf(stderr, "cryo migrate: failed at %s%s%s%s; %s\n", res.failed_phase ? res.failed_phase : "?",
 			res.peer_phase ? " (the destination at " : "", res.peer_phase ? res.peer_phase : "",

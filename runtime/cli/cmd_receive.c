@@ -6,6 +6,7 @@
  * nothing else may be written there.
  */
 #include <getopt.h>
+#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,6 +27,7 @@ enum {
 	OPT_ALLOW_UNSIGNED,
 	OPT_TIMEOUT,
 	OPT_ACCEPT_TIMEOUT,
+	OPT_LIST_STEPS,
 };
 
 #define DEFAULT_BUNDLE_DIR "/var/lib/cryo/bundles"
@@ -53,6 +55,7 @@ static void usage(FILE *out)
 		"  --allow-unsigned          accept an image without a signature\n"
 		"  --timeout MS              longest wait for the source (default 120000)\n"
 		"  --accept-timeout MS       --listen: give up when no one connects (default: wait)\n"
+		"  --list-steps              print the phases (CRYO_FAULT=receive:<phase>)\n"
 		"\n"
 		"Refused: a config.json with hooks, bind mounts, namespace paths or devices,\n"
 		"an absolute or escaping root.path, an id that exists here.\n"
@@ -79,6 +82,7 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 		{ "allow-unsigned", no_argument, NULL, OPT_ALLOW_UNSIGNED },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "accept-timeout", required_argument, NULL, OPT_ACCEPT_TIMEOUT },
+		{ "list-steps", no_argument, NULL, OPT_LIST_STEPS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -125,6 +129,10 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 			else
 				o.accept_timeout_ms = (int64_t)v;
 			break;
+		case OPT_LIST_STEPS:
+			for (const char *const *s = cryo_receive_steps; *s; s++)
+				printf("%s\n", *s);
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -148,6 +156,8 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 	o.progress = cli_migrate_progress;
 	o.userdata = &pc;
 
+	/* a peer that hangs up is an error to report, not a signal to die of */
+	signal(SIGPIPE, SIG_IGN);
 	r = cryo_receive(&o, &res, &err);
 	if (pc.line_open)
 		fputc('\n', stderr);

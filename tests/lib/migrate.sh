@@ -31,7 +31,7 @@ MIG_ROOT_DST=$T/root-dst
 MIG_BUNDLES=$T/bundles-dst
 MIG_CG=cryo-mig-host-$$
 
-_mig_cgroup_mounts() { awk '$3 == "cgroup" || $3 == "cgroup2" { print $2, $3, $4 }' /proc/self/mounts; }
+_mig_cgroup_mounts() { awk '($3 == "cgroup" || $3 == "cgroup2") && $2 ~ /^\/sys\/fs\/cgroup(\/|$)/ { print $2, $3, $4 }' /proc/self/mounts; }
 
 _mig_teardown() {
 	local mp
@@ -158,7 +158,18 @@ mig_receive() {
 	done
 	fail "receive did not listen: $(cat "$out")"
 }
-mig_receive_wait() { local rc=0; wait "$MIG_RPID" || rc=$?; echo $rc; }
+# mig_receive_wait [SEC]: its exit status in MIG_RC (after SEC seconds,
+# default 120, it is killed: 143). Not in $(...): it must be our child.
+mig_receive_wait() {
+	local rc=0 i
+	for ((i = 0; i < ${1:-120} * 10; i++)); do
+		kill -0 "$MIG_RPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill "$MIG_RPID" 2>/dev/null
+	wait "$MIG_RPID" || rc=$?
+	MIG_RC=$rc
+}
 
 # rt migrate over TLS with the test's client certificate
 rt_migrate() {
