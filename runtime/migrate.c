@@ -59,7 +59,7 @@ struct runner {
 	const char **current;  /* the step running (for progress from inside it) */
 	int64_t *phase_start;
 	/* called with the error before the undos run */
-	void (*on_fail)(void *ctx, size_t failed, const struct cryo_error *err);
+	void (*on_fail)(void *ctx, size_t failed, struct cryo_error *err);
 };
 
 static int run_steps(const struct runner *rn, void *ctx, size_t *ret_failed, struct cryo_error *err)
@@ -356,6 +356,39 @@ static int mrecv(struct mctx *c, Cryo__MigrateFrame__BodyCase want, Cryo__Migrat
 
 	if (r < 0 && c->res->peer_phase)
 		c->peer_failed = true;
+	return r;
+}
+
+/*
+ * While we only send (checkpoint, transfer), the destination may have
+ * failed and said so: read its report before sending into a closed
+ * connection. timeout_ms bounds the wait for a frame that started.
+ */
+static int check_peer(struct mctx *c, int64_t timeout_ms, struct cryo_error *err)
+{
+	Cryo__MigrateFrame *f = NULL;
+	int r;
+
+	if (!c->t || !cryo_transport_pending(c->t))
+		return 0;
+	r = cryo_transport_recv(c->t, timeout_ms, &f, err);
+	if (r == -ETIMEDOUT) {
+		cryo_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if (f->body_case == CRYO__MIGRATE_FRAME__BODY_RESULT && f->result->status < 0) {
+		c->peer_failed = true;
+		free(c->res->peer_phase);
+		c->res->peer_phase = f->result->phase && f->result->phase[0] ? strdup(f->result->phase) : NULL;
+		r = cryo_error_setx(err, f->result->status > -4096 ? -f->result->status : EPROTO,
+				    "%s failed at %s: %s", c->t->peer, c->res->peer_phase ? c->res->peer_phase : "?",
+				    f->result->message ? f->result->message : "");
+	} else {
+		r = cryo_error_setx(err, EBADMSG, "%s sent an unexpected frame (kind %d)", c->t->peer, (int)f->body_case);
+	}
+	cryo_migrate_frame_free(f);
 	return r;
 }
 
@@ -706,6 +739,9 @@ static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint64
 	uint64_t left = e->size;
 	int r;
 
+	r = check_peer(c, 100, err);
+	if (r < 0)
+		return r;
 	fd = openat(dirfd, e->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "open `%s`", e->name);
@@ -736,6 +772,11 @@ static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint64
 			return r;
 		left -= (uint64_t)n;
 		*sent += (uint64_t)n;
+		if ((*sent / CRYO_MIGRATE_CHUNK_SIZE) % 16 == 0) {
+			r = check_peer(c, 100, err);
+			if (r < 0)
+				return r;
+		}
 		if (cryo_now_us() - *last_report > PROGRESS_EVERY_US) {
 			*last_report = cryo_now_us();
 			mprogress(c, *sent, total);
@@ -905,9 +946,18 @@ void cryo_migrate_result_done(struct cryo_migrate_result *r)
 	r->peer_phase = NULL;
 }
 
-static void migrate_failed(void *ctx, size_t failed, const struct cryo_error *err)
+static void migrate_failed(void *ctx, size_t failed, struct cryo_error *err)
 {
 	struct mctx *c = ctx;
+
+	/* the connection broke under us: the destination may have said why */
+	if (!c->peer_failed && c->t && (err->status == EPIPE || err->status == ECONNRESET)) {
+		struct cryo_error pe = CRYO_ERROR_INIT;
+
+		if (check_peer(c, 1000, &pe) < 0 && c->peer_failed)
+			cryo_error_move(err, &pe);
+		cryo_error_clear(&pe);
+	}
 
 	c->res->failed_phase = migrate_steps[failed].name;
 	/* a commit sent and never answered: the destination may run it */
@@ -1574,7 +1624,7 @@ void cryo_receive_result_done(struct cryo_receive_result *r)
 	r->id = r->peer_phase = NULL;
 }
 
-static void receive_failed(void *ctx, size_t failed, const struct cryo_error *err)
+static void receive_failed(void *ctx, size_t failed, struct cryo_error *err)
 {
 	struct rctx *c = ctx;
 

@@ -146,8 +146,14 @@ static void tls_close(struct cryo_transport *t)
 	ERR_clear_error();
 }
 
+static bool tls_pending(struct cryo_transport *t)
+{
+	return t->tls && SSL_pending(t->tls) > 0;
+}
+
 static const struct cryo_transport_ops tls_ops = {
 	.name = "tls",
+	.pending = tls_pending,
 	.read = tls_read,
 	.write = tls_write,
 	.close = tls_close,

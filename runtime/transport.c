@@ -297,6 +297,15 @@ int cryo_transport_ssh(const struct cryo_dest *d, const char *ssh, const char *r
 	return 0;
 }
 
+bool cryo_transport_pending(struct cryo_transport *t)
+{
+	struct pollfd p = { .fd = t->rfd, .events = POLLIN };
+
+	if (t->ops->pending && t->ops->pending(t))
+		return true;
+	return t->rfd >= 0 && poll(&p, 1, 0) > 0;
+}
+
 void cryo_transport_close(struct cryo_transport *t)
 {
 	if (!t)
@@ -434,6 +443,11 @@ static int read_full(struct cryo_transport *t, uint8_t *buf, size_t len, int64_t
 	while (got < len) {
 		ssize_t n = t->ops->read(t, buf + got, len - got, deadline_ms, err);
 
+		/* -ETIMEDOUT only when nothing of a frame was read: the stream is still in step */
+		if (n == -ETIMEDOUT && (!at_start || got > 0)) {
+			cryo_error_clear(err);
+			return cryo_error_setx(err, EBADMSG, "%s: timed out in the middle of a frame", t->peer);
+		}
 		if (n < 0)
 			return (int)n;
 		if (n == 0) {

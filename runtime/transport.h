@@ -17,6 +17,7 @@
 #ifndef CRYO_TRANSPORT_H
 #define CRYO_TRANSPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -43,6 +44,8 @@ struct cryo_transport_ops {
 	int (*write)(struct cryo_transport *t, const void *buf, size_t len, int64_t deadline_ms, struct cryo_error *err);
 	/* orderly end (TLS close_notify, ssh's exit), then free the backend's part */
 	void (*close)(struct cryo_transport *t);
+	/* bytes decoded but not yet read (TLS), or NULL */
+	bool (*pending)(struct cryo_transport *t);
 };
 
 struct cryo_transport {
@@ -112,13 +115,20 @@ void cryo_transport_close(struct cryo_transport *t);
 int cryo_transport_new(const struct cryo_transport_ops *ops, const char *peer, struct cryo_transport **ret,
 		       struct cryo_error *err);
 
+/*
+ * Whether the peer sent something not read yet (a failure report while
+ * we are busy sending): a hint, a frame may still be incomplete.
+ */
+bool cryo_transport_pending(struct cryo_transport *t);
+
 /* Send one frame. */
 int cryo_transport_send(struct cryo_transport *t, const Cryo__MigrateFrame *f, struct cryo_error *err);
 
 /*
  * Receive one frame within timeout_ms (0 = the transport's io timeout).
- * -EPIPE when the peer closed between frames, -EBADMSG for a truncated
- * or malformed one, -EMSGSIZE over the bound.
+ * -EPIPE when the peer closed between frames, -ETIMEDOUT when nothing
+ * of a frame came in time, -EBADMSG for a truncated or malformed one
+ * (also one that stopped coming), -EMSGSIZE over the bound.
  */
 int cryo_transport_recv(struct cryo_transport *t, int64_t timeout_ms, Cryo__MigrateFrame **ret, struct cryo_error *err);
 
