@@ -510,7 +510,7 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 		return r;
 	if (f->hello->protocol_version != CRYO_MIGRATE_PROTOCOL_VERSION) {
 		r = cryo_error_setx(err, EPROTO, "the destination speaks protocol %u, we speak %u",
-				    f->hello->protocol_version, CRYO_MIGRATE_PROTOCOL_VERSION);
+				    f->hello->protocol_version, (unsigned)CRYO_MIGRATE_PROTOCOL_VERSION);
 		cryo_migrate_frame_free(f);
 		return r;
 	}
@@ -791,7 +791,7 @@ static int step_transfer(void *ctx, struct cryo_error *err)
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateDone done = CRYO__MIGRATE_DONE__INIT;
 	_cleanup_close_ int dirfd = -1;
-	_cleanup_free_ uint8_t *buf = NULL;
+	uint8_t *buf;
 	struct file_ent *ents = NULL;
 	uint64_t total = 0, sent = 0;
 	int64_t last = 0;
@@ -801,14 +801,17 @@ static int step_transfer(void *ctx, struct cryo_error *err)
 	dirfd = open(c->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
 		return cryo_error_set(err, errno, "open `%s`", c->out_dir);
-	buf = malloc(CRYO_MIGRATE_CHUNK_SIZE);
-	if (!buf)
-		return cryo_error_set(err, ENOMEM, "transfer");
 	r = list_image(dirfd, &ents, &n, &total, err);
 	if (r < 0)
 		return r;
+	buf = malloc(CRYO_MIGRATE_CHUNK_SIZE);
+	if (!buf) {
+		ents_free(ents, n);
+		return cryo_error_set(err, ENOMEM, "transfer");
+	}
 	for (i = 0; i < n && r >= 0; i++)
 		r = send_file(c, dirfd, &ents[i], &sent, total, &last, buf, err);
+	free(buf);
 	ents_free(ents, n);
 	if (r < 0)
 		return r;
@@ -1102,7 +1105,7 @@ static int judge(struct rctx *c, const Cryo__MigrateHello *h, char *why, size_t 
 	int r;
 
 	if (h->protocol_version != CRYO_MIGRATE_PROTOCOL_VERSION) {
-		snprintf(why, len, "protocol %u is not ours (%u)", h->protocol_version, CRYO_MIGRATE_PROTOCOL_VERSION);
+		snprintf(why, len, "protocol %u is not ours (%u)", h->protocol_version, (unsigned)CRYO_MIGRATE_PROTOCOL_VERSION);
 		return -EPROTO;
 	}
 	if (cryo_validate_id(h->container_id, NULL) < 0) {

@@ -310,7 +310,8 @@ int cryo_transport_tls_connect(const struct cryo_dest *d, const struct cryo_tls_
 	return 0;
 fail:
 	cryo_transport_close(t);
-	return cryo_error_prefix(err, "%s", peer);
+	cryo_error_prefix(err, "%s", peer);
+	return r;
 }
 
 static int parse_listen_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len, struct cryo_error *err)
@@ -354,7 +355,7 @@ int cryo_transport_tls_accept(const char *addr, const struct cryo_tls_files *f, 
 			      void (*listening)(unsigned port, void *userdata), void *userdata,
 			      struct cryo_transport **ret, struct cryo_error *err)
 {
-	struct sockaddr_storage ss, peer_ss;
+	struct sockaddr_storage ss, peer_ss = { 0 };
 	socklen_t len = 0, plen = sizeof(peer_ss);
 	_cleanup_close_ int lfd = -1;
 	struct cryo_transport *t = NULL;
@@ -380,13 +381,18 @@ int cryo_transport_tls_accept(const char *addr, const struct cryo_tls_files *f, 
 		return cryo_error_set(err, errno, "listen on `%s`", addr);
 	}
 	if (listening) {
-		struct sockaddr_storage bound;
+		union {
+			struct sockaddr sa;
+			struct sockaddr_in in;
+			struct sockaddr_in6 in6;
+		} bound;
 		socklen_t bl = sizeof(bound);
+		uint16_t port = 0;
 
-		if (getsockname(lfd, (struct sockaddr *)&bound, &bl) == 0)
-			listening(ntohs(bound.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&bound)->sin6_port
-								    : ((struct sockaddr_in *)&bound)->sin_port),
-				  userdata);
+		memset(&bound, 0, sizeof(bound));
+		if (getsockname(lfd, &bound.sa, &bl) == 0)
+			port = ntohs(bound.sa.sa_family == AF_INET6 ? bound.in6.sin6_port : bound.in.sin_port);
+		listening(port, userdata);
 	}
 	deadline = timeout_ms > 0 ? cryo_now_ms() + timeout_ms : INT64_MAX;
 	for (;;) {
@@ -430,5 +436,6 @@ int cryo_transport_tls_accept(const char *addr, const struct cryo_tls_files *f, 
 	return 0;
 fail:
 	cryo_transport_close(t);
-	return cryo_error_prefix(err, "%s", peer);
+	cryo_error_prefix(err, "%s", peer);
+	return r;
 }

@@ -146,7 +146,7 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 		return cli_usage_error("receive", "give exactly one of --stdio and --listen ADDR");
 	if (o.listen && (!o.tls.cert || !o.tls.key || !o.tls.ca))
 		return cli_usage_error("receive", "--listen needs --cert, --key and --ca (mutual TLS)");
-	if (o.bundle_dir[0] != '/')
+	if (!o.bundle_dir || o.bundle_dir[0] != '/')
 		return cli_usage_error("receive", "--bundle-dir must be an absolute path");
 	if (!o.verify_key && !o.allow_unsigned)
 		return cli_usage_error("receive", "images from elsewhere must be signed: give --verify-key FILE (or --allow-unsigned)");
