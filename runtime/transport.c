@@ -119,8 +119,10 @@ static ssize_t fd_read(struct cryo_transport *t, void *buf, size_t len, int64_t 
 		if (errno != EAGAIN)
 			return cryo_error_set(err, errno, "read from %s", t->peer);
 		r = wait_fd(t->rfd, POLLIN, deadline_ms, "read", err);
-		if (r < 0)
-			return cryo_error_prefix(err, "%s", t->peer);
+		if (r < 0) {
+			cryo_error_prefix(err, "%s", t->peer);
+			return r;
+		}
 	}
 }
 
@@ -142,8 +144,10 @@ static int fd_write(struct cryo_transport *t, const void *buf, size_t len, int64
 		if (n < 0 && errno != EAGAIN)
 			return cryo_error_set(err, errno == EPIPE ? EPIPE : errno, "write to %s", t->peer);
 		r = wait_fd(t->wfd, POLLOUT, deadline_ms, "write", err);
-		if (r < 0)
-			return cryo_error_prefix(err, "%s", t->peer);
+		if (r < 0) {
+			cryo_error_prefix(err, "%s", t->peer);
+			return r;
+		}
 	}
 	return 0;
 }

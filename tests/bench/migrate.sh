@@ -69,7 +69,7 @@ for mib in $sizes; do
 		[ "$MIG_RC" = 0 ] || fail "receive: $(cat "$T/r.out")"
 		c=$(wl_count "$D")
 		wl_wait_above "$D" $((c + 10))
-		read -r down total < <(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["downtime_usec"]/1e3, m["total_usec"]/1e3)' "$T/m.json")
+		read -r down total <<<"$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["downtime_usec"]/1e3, m["total_usec"]/1e3)' "$T/m.json")"
 		echo "$local_ms" >>"$T/l"; echo "$down" >>"$T/d"; echo "$total" >>"$T/t"
 		printf '%-6s %-4s %12s %14s %12s\n' "$mib" "$rep" "$local_ms" "$down" "$total"
 		check rt_dst delete --force "$id"

@@ -41,7 +41,7 @@ _mig_teardown() {
 	ip link del "vm$MIG_N" 2>/dev/null
 	while read -r mp _ _; do
 		[ -d "$mp/$MIG_CG" ] && cg_remove "$mp/$MIG_CG"
-	done < <(_mig_cgroup_mounts)
+	done <<<"$(_mig_cgroup_mounts)"
 }
 
 mig_hosts_setup() {
@@ -57,7 +57,7 @@ mig_hosts_setup() {
 	ip -n "$MIG_NS" link set lo up
 	while read -r mp _ _; do
 		mkdir -p "$mp/$MIG_CG" || fail "mkdir $mp/$MIG_CG"
-	done < <(_mig_cgroup_mounts)
+	done <<<"$(_mig_cgroup_mounts)"
 	# v1 cpuset: a new cgroup has no cpus/mems until given
 	if [ -e "/sys/fs/cgroup/cpuset/$MIG_CG/cpuset.cpus" ]; then
 		cat /sys/fs/cgroup/cpuset/cpuset.cpus >"/sys/fs/cgroup/cpuset/$MIG_CG/cpuset.cpus"
@@ -75,7 +75,7 @@ mig_hosts_setup() {
 	at_exit "umount '$MIG_CGNS'"
 	while read -r mp _ _; do
 		mkdir -p "$mp/$MIG_CG/host.init"
-	done < <(_mig_cgroup_mounts)
+	done <<<"$(_mig_cgroup_mounts)"
 	for c in $(cat "/sys/fs/cgroup/unified/$MIG_CG/cgroup.controllers" 2>/dev/null); do
 		echo "+$c" >"/sys/fs/cgroup/unified/$MIG_CG/cgroup.subtree_control" 2>/dev/null
 	done
