@@ -46,6 +46,8 @@ _mig_teardown() {
 
 mig_hosts_setup() {
 	local mp
+	# `ip netns add` makes /run/netns a mount point the first time: undo that too
+	mountpoint -q /run/netns 2>/dev/null || at_exit "rmdir /run/netns/ 2>/dev/null; umount /run/netns && rmdir /run/netns"
 	at_exit _mig_teardown
 	ip netns add "$MIG_NS" || fail "ip netns add"
 	ip link add "vm$MIG_N" type veth peer name "vmd$MIG_N" || fail "veth"
