@@ -63,7 +63,8 @@ for mib in $sizes; do
 		wl_wait_above "$S" $((c + 10))
 		# migrate
 		mig_receive "$T/r.out" --allow-unsigned
-		rt_migrate --log-format json "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/m.json" 2>"$T/m.err" ||
+		"$CRYO_BIN" --root "$RTROOT" --log-format json migrate --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" \
+			--ca "$MIG_PKI/ca.crt" "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/m.json" 2>"$T/m.err" ||
 			fail "migrate: $(cat "$T/m.err")"
 		mig_receive_wait 60
 		[ "$MIG_RC" = 0 ] || fail "receive: $(cat "$T/r.out")"
