@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/evp.h>
 
@@ -57,7 +61,8 @@ int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256
 	struct stat st;
 	int r;
 
-	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO planted in an image must not hang the hash */
+	fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "open `%s`", path);
 	if (fstat(fd, &st) < 0)
@@ -69,6 +74,88 @@ int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256
 	if (r < 0)
 		return cryo_error_prefix(err, "hash `%s`", path);
 	return 0;
+}
+
+#define DIGEST_MAX_THREADS 8
+
+struct digest_pool {
+	int dirfd;
+	struct cryo_digest_job **order;  /* largest first */
+	size_t n;
+	atomic_size_t next;
+};
+
+static void *digest_worker(void *arg)
+{
+	struct digest_pool *p = arg;
+	size_t i;
+
+	while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
+		struct cryo_digest_job *j = p->order[i];
+
+		j->r = cryo_digest_file_at(p->dirfd, j->name, j->sha, &j->size, &j->err);
+	}
+	return NULL;
+}
+
+static int cmp_job_size_desc(const void *a, const void *b)
+{
+	const struct cryo_digest_job *x = *(const struct cryo_digest_job *const *)a;
+	const struct cryo_digest_job *y = *(const struct cryo_digest_job *const *)b;
+
+	return (x->size_hint < y->size_hint) - (x->size_hint > y->size_hint);
+}
+
+int cryo_digest_files_at(int dirfd, struct cryo_digest_job *jobs, size_t n, unsigned int threads,
+			 struct cryo_error *err)
+{
+	_cleanup_free_ struct cryo_digest_job **order = NULL;
+	pthread_t tids[DIGEST_MAX_THREADS];
+	struct digest_pool pool = { .dirfd = dirfd, .n = n };
+	unsigned int started = 0, t;
+	size_t i;
+
+	if (threads == 0) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+
+		threads = cpus > 0 ? (unsigned int)cpus : 1;
+	}
+	if (threads > DIGEST_MAX_THREADS)
+		threads = DIGEST_MAX_THREADS;
+	if (threads > n)
+		threads = n > 0 ? (unsigned int)n : 1;
+
+	order = calloc(n + 1, sizeof(*order));
+	if (!order)
+		return cryo_error_set(err, ENOMEM, "hash %zu files", n);
+	for (i = 0; i < n; i++) {
+		jobs[i].r = 0;
+		jobs[i].size = 0;
+		jobs[i].err = (struct cryo_error)CRYO_ERROR_INIT;
+		order[i] = &jobs[i];
+	}
+	qsort(order, n, sizeof(*order), cmp_job_size_desc);
+	pool.order = order;
+	atomic_init(&pool.next, 0);
+
+	/* the calling thread is worker 0: one file, or one CPU, starts no thread */
+	for (t = 1; t < threads; t++) {
+		if (pthread_create(&tids[t], NULL, digest_worker, &pool) != 0)
+			break;
+		started++;
+	}
+	digest_worker(&pool);
+	for (t = 1; t <= started; t++)
+		pthread_join(tids[t], NULL);
+	return 0;
+}
+
+void cryo_digest_jobs_clear(struct cryo_digest_job *jobs, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		cryo_error_clear(&jobs[i].err);
 }
 
 int cryo_digest_buf(const void *buf, size_t len, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err)

@@ -23,6 +23,32 @@ int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256
 /* Hash an open fd from its current offset to EOF. */
 int cryo_digest_fd(int fd, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size, struct cryo_error *err);
 
+/*
+ * One file of a parallel hash: name in, digest/size/error out. Jobs fail
+ * on their own; the caller decides what a failed job means.
+ */
+struct cryo_digest_job {
+	const char *name;
+	uint64_t size_hint;            /* bytes expected, for scheduling only */
+	uint8_t sha[CRYO_SHA256_LEN];
+	uint64_t size;
+	int r;                         /* 0 or -errno */
+	struct cryo_error err;         /* set when r < 0; cleared by the caller */
+};
+
+/*
+ * Hash n regular files of dirfd (O_NOFOLLOW, like cryo_digest_file_at) on
+ * up to `threads` threads (0 = one per online CPU, at most 8), largest
+ * first so no core idles at the end behind one big page image. Returns 0
+ * when every job ran (each job's r says how it went), or -errno when the
+ * threads could not be started (no job ran then).
+ */
+int cryo_digest_files_at(int dirfd, struct cryo_digest_job *jobs, size_t n, unsigned int threads,
+			 struct cryo_error *err);
+
+/* Free the jobs' error messages. */
+void cryo_digest_jobs_clear(struct cryo_digest_job *jobs, size_t n);
+
 /* Hash a buffer. */
 int cryo_digest_buf(const void *buf, size_t len, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err);
 

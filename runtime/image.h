@@ -37,6 +37,9 @@ int cryo_image_stage(const char *final_path, struct cryo_image **ret, struct cry
 /* fsync, rename into place, fsync the parent. The staging dir is gone afterwards. */
 int cryo_image_commit(struct cryo_image *img, struct cryo_error *err);
 
+/* Make every file of the staged image durable (one syncfs), before the manifest names them. */
+int cryo_image_sync(struct cryo_image *img, struct cryo_error *err);
+
 /*
  * Remove the staging dir if the image was not committed, then free. Safe
  * on NULL and after a commit.

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "digest.h"
+#include "imghash.h"
 #include "manifest.h"
 #include "util.h"
 
@@ -189,12 +190,17 @@ static int read_symlink_at(int dirfd, const char *name, char **ret, struct cryo_
 	return *ret ? 0 : cryo_error_set(err, ENOMEM, "readlink");
 }
 
-static int hash_entry(int dirfd, const char *name, Cryo__FileDigest **ret, struct cryo_error *err)
+/*
+ * Stat one entry and start its digest record: a symlink is hashed here
+ * (its target string), a regular file is left for the parallel hash
+ * (*ret_is_file set, size_hint for scheduling).
+ */
+static int start_entry(int dirfd, const char *name, Cryo__FileDigest **ret, bool *ret_is_file, uint64_t *ret_size_hint,
+		       struct cryo_error *err)
 {
 	Cryo__FileDigest *f;
 	struct stat st;
-	uint64_t size = 0;
-	int r;
+	int r = 0;
 
 	if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return cryo_error_set(err, errno, "stat `%s`", name);
@@ -214,45 +220,102 @@ static int hash_entry(int dirfd, const char *name, Cryo__FileDigest **ret, struc
 	f->sha256.len = CRYO_SHA256_LEN;
 	f->has_mode = 1;
 	f->mode = st.st_mode & 07777;
+	*ret_is_file = S_ISREG(st.st_mode);
+	*ret_size_hint = (uint64_t)st.st_size;
 	if (S_ISLNK(st.st_mode)) {
 		r = read_symlink_at(dirfd, name, &f->symlink, err);
 		if (r >= 0) {
-			size = strlen(f->symlink);
-			r = cryo_digest_buf(f->symlink, size, f->sha256.data, err);
+			f->size = strlen(f->symlink);
+			r = cryo_digest_buf(f->symlink, f->size, f->sha256.data, err);
 		}
-	} else {
-		r = cryo_digest_file_at(dirfd, name, f->sha256.data, &size, err);
 	}
 	if (r < 0) {
 		cryo__file_digest__free_unpacked(f, NULL);
 		return r;
 	}
-	f->size = size;
 	*ret = f;
+	return 0;
+}
+
+static void file_digests_free(Cryo__FileDigest **files, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		cryo__file_digest__free_unpacked(files[i], NULL);
+	free(files);
+}
+
+/* The first failed job, in the jobs' order: its error becomes *err. */
+static int first_job_error(struct cryo_digest_job *jobs, size_t n, struct cryo_error *err)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (jobs[i].r < 0) {
+			int r = jobs[i].r;
+
+			cryo_error_move(err, &jobs[i].err);
+			return r;
+		}
 	return 0;
 }
 
 int cryo_manifest_hash_dir(Cryo__Manifest *m, int dirfd, struct cryo_error *err)
 {
+	return cryo_manifest_hash_dir_with(m, dirfd, NULL, err);
+}
+
+int cryo_manifest_hash_dir_with(Cryo__Manifest *m, int dirfd, struct cryo_imghash *cache, struct cryo_error *err)
+{
 	_cleanup_(strv_freep) char **names = NULL;
+	_cleanup_free_ struct cryo_digest_job *jobs = NULL;
+	_cleanup_free_ size_t *job_of = NULL;
 	Cryo__FileDigest **files;
-	size_t n = 0, i;
+	size_t n = 0, nj = 0, i;
 	int r;
 
 	r = list_dir(dirfd, &names, &n, err);
 	if (r < 0)
 		return r;
 	files = calloc(n + 1, sizeof(Cryo__FileDigest *));
-	if (!files)
+	jobs = calloc(n + 1, sizeof(*jobs));
+	job_of = calloc(n + 1, sizeof(*job_of));
+	if (!files || !jobs || !job_of) {
+		free(files);
 		return cryo_error_set(err, ENOMEM, "hash image dir");
+	}
 	for (i = 0; i < n; i++) {
-		r = hash_entry(dirfd, names[i], &files[i], err);
+		bool is_file = false;
+		uint64_t hint = 0;
+
+		r = start_entry(dirfd, names[i], &files[i], &is_file, &hint, err);
 		if (r < 0) {
-			while (i-- > 0)
-				cryo__file_digest__free_unpacked(files[i], NULL);
-			free(files);
+			file_digests_free(files, i);
 			return r;
 		}
+		if (is_file && cryo_imghash_lookup(cache, dirfd, files[i]->name, files[i]->sha256.data, &files[i]->size))
+			continue;
+		if (is_file) {
+			jobs[nj].name = files[i]->name;
+			jobs[nj].size_hint = hint;
+			job_of[nj++] = i;
+		}
+	}
+	/* the page images dominate: hash them on every core */
+	r = cryo_digest_files_at(dirfd, jobs, nj, 0, err);
+	if (r >= 0)
+		r = first_job_error(jobs, nj, err);
+	if (r < 0) {
+		cryo_digest_jobs_clear(jobs, nj);
+		file_digests_free(files, n);
+		return r;
+	}
+	for (i = 0; i < nj; i++) {
+		Cryo__FileDigest *f = files[job_of[i]];
+
+		memcpy(f->sha256.data, jobs[i].sha, CRYO_SHA256_LEN);
+		f->size = jobs[i].size;
 	}
 	for (i = 0; i < m->n_files; i++)
 		cryo__file_digest__free_unpacked(m->files[i], NULL);
@@ -380,14 +443,16 @@ int cryo_manifest_read_at(int dirfd, Cryo__Manifest **ret, struct cryo_error *er
 	return 0;
 }
 
-static int verify_entry(int dirfd, const Cryo__FileDigest *f, struct cryo_error *err)
+/*
+ * Check what a stat can tell about one entry; a regular file whose size
+ * matches is left for the parallel hash (*ret_hash set).
+ */
+static int precheck_entry(int dirfd, const Cryo__FileDigest *f, bool *ret_hash, struct cryo_error *err)
 {
-	uint8_t sha[CRYO_SHA256_LEN];
-	char want[CRYO_SHA256_HEX_LEN], got[CRYO_SHA256_HEX_LEN];
 	struct stat st;
-	uint64_t size = 0;
 	int r;
 
+	*ret_hash = false;
 	if (fstatat(dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno == ENOENT)
 			return cryo_error_setx(err, ENOENT, "file `%s` listed in the manifest is missing", f->name);
@@ -412,14 +477,19 @@ static int verify_entry(int dirfd, const Cryo__FileDigest *f, struct cryo_error 
 		return cryo_error_setx(err, EBADMSG, "file `%s` is %llu bytes, the manifest says %llu (%s)", f->name,
 				       (unsigned long long)st.st_size, (unsigned long long)f->size,
 				       (uint64_t)st.st_size < f->size ? "truncated" : "grown");
-	r = cryo_digest_file_at(dirfd, f->name, sha, &size, err);
-	if (r < 0)
-		return r;
-	if (size != f->size)
+	*ret_hash = true;
+	return 0;
+}
+
+static int check_hashed(const Cryo__FileDigest *f, const struct cryo_digest_job *j, struct cryo_error *err)
+{
+	char want[CRYO_SHA256_HEX_LEN], got[CRYO_SHA256_HEX_LEN];
+
+	if (j->size != f->size)
 		return cryo_error_setx(err, EBADMSG, "file `%s` changed size while being verified", f->name);
-	if (memcmp(sha, f->sha256.data, CRYO_SHA256_LEN) != 0) {
+	if (memcmp(j->sha, f->sha256.data, CRYO_SHA256_LEN) != 0) {
 		cryo_digest_hex(f->sha256.data, want);
-		cryo_digest_hex(sha, got);
+		cryo_digest_hex(j->sha, got);
 		return cryo_error_setx(err, EBADMSG, "file `%s` is corrupted: sha256 %.16s…, the manifest says %.16s…",
 				       f->name, got, want);
 	}
@@ -430,7 +500,9 @@ int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_erro
 {
 	_cleanup_(strv_freep) char **present = NULL;
 	_cleanup_free_ char **listed = NULL;
-	size_t n = 0, i;
+	_cleanup_free_ struct cryo_digest_job *jobs = NULL;
+	_cleanup_free_ size_t *file_of = NULL;
+	size_t n = 0, nj = 0, i;
 	int r;
 
 	r = check_manifest(m, err);
@@ -440,7 +512,9 @@ int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_erro
 	if (r < 0)
 		return r;
 	listed = calloc(m->n_files + 1, sizeof(*listed));
-	if (!listed)
+	jobs = calloc(m->n_files + 1, sizeof(*jobs));
+	file_of = calloc(m->n_files + 1, sizeof(*file_of));
+	if (!listed || !jobs || !file_of)
 		return cryo_error_set(err, ENOMEM, "verify image");
 	for (i = 0; i < m->n_files; i++)
 		listed[i] = m->files[i]->name;
@@ -450,12 +524,26 @@ int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_erro
 		if (!bsearch(&present[i], listed, m->n_files, sizeof(*listed), cmp_strp))
 			return cryo_error_setx(err, EBADMSG, "unexpected file `%s` that the manifest does not list",
 					       present[i]);
+	/* then everything a stat can refuse, before reading a byte */
 	for (i = 0; i < m->n_files; i++) {
-		r = verify_entry(dirfd, m->files[i], err);
+		bool hash = false;
+
+		r = precheck_entry(dirfd, m->files[i], &hash, err);
 		if (r < 0)
 			return r;
+		if (hash) {
+			jobs[nj].name = m->files[i]->name;
+			jobs[nj].size_hint = m->files[i]->size;
+			file_of[nj++] = i;
+		}
 	}
-	return 0;
+	r = cryo_digest_files_at(dirfd, jobs, nj, 0, err);
+	if (r >= 0)
+		r = first_job_error(jobs, nj, err);
+	for (i = 0; r >= 0 && i < nj; i++)
+		r = check_hashed(m->files[file_of[i]], &jobs[i], err);
+	cryo_digest_jobs_clear(jobs, nj);
+	return r;
 }
 
 int cryo_manifest_load_verified(const char *dir, Cryo__Manifest **ret, struct cryo_error *err)

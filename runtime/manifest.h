@@ -42,6 +42,10 @@ int cryo_manifest_add_timing(Cryo__Manifest *m, const char *step, uint64_t start
  */
 int cryo_manifest_hash_dir(Cryo__Manifest *m, int dirfd, struct cryo_error *err);
 
+/* The same, taking the digests a cryo_imghash made while the files were written. */
+struct cryo_imghash;
+int cryo_manifest_hash_dir_with(Cryo__Manifest *m, int dirfd, struct cryo_imghash *cache, struct cryo_error *err);
+
 /* Write m as dirfd/manifest.pb (0600, fsync'd, via a temp file + rename). */
 int cryo_manifest_write_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err);
 

@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 SRC=$PWD
 
 bash tests/setup.sh
+# CRIU 4 for the host tests that checkpoint (Debian's 3.17 fails on kernels >= 6.13)
+bash tests/setup-criu4.sh
 
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRYO_WERROR=ON >/dev/null

@@ -13,6 +13,8 @@ PKGS=(
 	libjson-c-dev libcmocka-dev libssl-dev
 	# quality
 	clang-tidy cppcheck valgrind
+	# packaging: man pages, .deb lint, completion tests (tests/host/package_*.sh)
+	scdoc lintian zsh fish
 	# runtime + tests on this host
 	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 iputils-ping procps kmod
 	# CRIU locks the network of --tcp-established dumps with iptables-restore (runc needs it too)

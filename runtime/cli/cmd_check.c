@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -7,6 +9,7 @@
 #include "criu.h"
 #include "cli.h"
 #include "kmod.h"
+#include "util.h"
 
 /* Which backend holds freezes: cryo_freezer.ko, or FIFREEZE + watchdog. */
 static void print_freezer_backend(void)
@@ -28,6 +31,82 @@ static void print_freezer_backend(void)
 	}
 	if (fd >= 0)
 		close(fd);
+}
+
+/* Where tests/setup-criu4.sh installs CRIU: CRYO_CRIU4_PREFIX as it reads it. */
+#define CRIU4_PREFIX "/opt/cryo-criu4"
+
+/*
+ * The setup-criu4 script for this cryo: beside an installed binary
+ * (<prefix>/libexec/cryo/setup-criu4, from the .deb or `cmake --install`),
+ * else in the source tree this binary was built from. NULL if neither.
+ */
+static char *find_setup_criu4(void)
+{
+	char exe[PATH_MAX], *slash, *path = NULL;
+	ssize_t n;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = '\0';
+		slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = '\0';
+			if (asprintf(&path, "%s/../libexec/cryo/setup-criu4", exe) < 0)
+				path = NULL;
+			else if (access(path, X_OK) == 0)
+				return path;
+			free(path);
+			path = NULL;
+		}
+	}
+#ifdef CRYO_SOURCE_DIR
+	if (access(CRYO_SOURCE_DIR "/tests/setup-criu4.sh", R_OK) == 0)
+		return strdup("bash " CRYO_SOURCE_DIR "/tests/setup-criu4.sh");
+#endif
+	return NULL;
+}
+
+/* CRIU < 4 fails on this kernel: say exactly what to run. */
+static void print_criu4_howto(const char *release)
+{
+	const char *env = getenv("CRYO_CRIU"), *prefix = getenv("CRYO_CRIU4_PREFIX");
+	_cleanup_free_ char *bin = NULL, *setup = NULL;
+
+	if (!prefix || !*prefix)
+		prefix = CRIU4_PREFIX;
+	if (asprintf(&bin, "%s/sbin/criu", prefix) < 0) {
+		bin = NULL;
+		return;
+	}
+	printf("to fix: this kernel (%s) needs CRIU >= 4.\n", release);
+	if (access(bin, X_OK) == 0 && !(env && strcmp(env, bin) == 0)) {
+		printf("  CRIU 4 is installed at %s; run cryo with it:\n"
+		       "    sudo CRYO_CRIU=%s cryo check\n", bin, bin);
+		return;
+	}
+	setup = find_setup_criu4();
+	if (setup && strcmp(prefix, CRIU4_PREFIX) != 0)
+		printf("  build it from Debian trixie's source into %s (about a minute on two cores):\n"
+		       "    sudo CRYO_CRIU4_PREFIX=%s %s\n", prefix, prefix, setup);
+	else if (setup)
+		printf("  build it from Debian trixie's source into %s (about a minute on two cores):\n"
+		       "    sudo %s\n", prefix, setup);
+	else
+		printf("  build it into %s with tests/setup-criu4.sh of cryo's source tree\n", prefix);
+	printf("  then run cryo with it:\n"
+	       "    sudo CRYO_CRIU=%s cryo check\n"
+	       "  (or install criu >= 4 from the distribution: Debian trixie and later ship it)\n", bin);
+}
+
+/* Kernels >= 6.13 changed the vDSO layout that CRIU < 4 parses. */
+static bool kernel_needs_criu4(const char *release)
+{
+	unsigned major = 0, minor = 0;
+
+	if (sscanf(release, "%u.%u", &major, &minor) != 2)
+		return false;
+	return major > 6 || (major == 6 && minor >= 13);
 }
 
 /*
@@ -54,10 +133,14 @@ int cmd_check(struct cryo_cli *cli, int argc, char **argv)
 		return cli_fail(&err);
 	if (uname(&u) == 0)
 		printf("kernel: %s %s\n", u.sysname, u.release);
+	else
+		snprintf(u.release, sizeof(u.release), "?");
 	print_freezer_backend();
 	if (!h.found) {
 		printf("criu: not found (libcriu could not run `criu`)\n");
 		printf("checkpoint/restore: NOT available: install the criu package\n");
+		if (kernel_needs_criu4(u.release))
+			print_criu4_howto(u.release);
 		return 1;
 	}
 	printf("criu: %u.%u.%u\n", h.version.major, h.version.minor, h.version.sublevel);
@@ -83,6 +166,8 @@ int cmd_check(struct cryo_cli *cli, int argc, char **argv)
 	       h.check_errors && strstr(h.check_errors, "vdso") ?
 		       " (its vDSO parser predates this kernel's vDSO layout; use CRIU >= 4 or a kernel < 6.13)" :
 		       "");
+	if (h.version.major < 4)
+		print_criu4_howto(u.release);
 	cryo_criu_host_done(&h);
 	return 1;
 }

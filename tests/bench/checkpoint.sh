@@ -18,15 +18,32 @@
 #
 #   tests/bench/checkpoint.sh [REPS] [MEM_MIB...]   (default 3, 64 512)
 #
-# Re-runs itself in the VM (CRYO_VM_MEM=3072 by default). Absolute times
-# are TCG's (~10x slower than the host): read the ratios.
+# Runs on the host when CRIU works there (CRIU 4 from tests/setup-criu4.sh:
+# CRYO_CRIU defaults to /opt/cryo-criu4/sbin/criu when present; bare criu
+# and runc get the same binary with CRIU_FAULT=130), otherwise re-runs itself
+# in the VM (CRYO_VM_MEM=3072 by default), where absolute times are TCG's
+# (~10x slower than the host): read the ratios. CRYO_BENCH_WHERE=vm forces
+# the VM.
 : "${CRYO_VM_MEM:=3072}" "${CRYO_VM_TIMEOUT:=3000}"
 export CRYO_VM_MEM CRYO_VM_TIMEOUT
-source "$(dirname "$0")/../vm/lib.sh"
-source "$(dirname "$0")/../lib/common.sh"
-vm_containers_setup
+_here=$(cd "$(dirname "$0")" && pwd)
+if [ -z "${CRYO_CRIU:-}" ] && [ -x /opt/cryo-criu4/sbin/criu ]; then
+	export CRYO_CRIU=/opt/cryo-criu4/sbin/criu
+fi
+WHERE=vm
+if [ ! -e /run/cryo-vm/config ] && [ "${CRYO_BENCH_WHERE:-}" != vm ] && [ -n "${CRYO_CRIU:-}" ] &&
+	"${CRYO_BIN:-$_here/../../build/cryo}" check >/dev/null 2>&1; then
+	WHERE=host
+	export CRIU_FAULT=130
+else
+	unset CRYO_CRIU
+	source "$_here/../vm/lib.sh"
+fi
+source "$_here/../lib/common.sh"
+[ $WHERE = vm ] && vm_containers_setup
+CRIU=${CRYO_CRIU:-criu}
 . "$CRYO_SRC/tests/lib/bundle.sh"
-need_cmd criu
+command -v "$CRIU" >/dev/null || skip "no criu"
 
 REPS=${1:-3}
 shift || true
@@ -54,19 +71,33 @@ wait_counting() { # STATUS_FILE MIN
 }
 count_of() { status_of "$1" | awk '{ print $1 }'; }
 
+tree_pids() { # PID: it and its descendants
+	local p
+	echo "$1"
+	for p in $(cat /proc/"$1"/task/*/children 2>/dev/null); do tree_pids "$p"; done
+}
+
 bench_bare() { # MEM REP
-	local d=$T/bare-$1-$2 pid t0 c
+	local d=$T/bare-$1-$2 pid t0 c tree alive p
 	mkdir -p "$d/img"
 	setsid "$CNT" "$d/status" "$1" </dev/null >/dev/null 2>&1 &
 	pid=$!
 	wait_counting "$d/status" 20
+	tree=$(tree_pids "$pid")
 	t0=$(now_ms)
-	criu dump -t "$pid" -D "$d/img" -o dump.log >/dev/null 2>&1 || fail "bare criu dump: $(grep Error "$d/img/dump.log" | head -3)"
+	"$CRIU" dump -t "$pid" -D "$d/img" -o dump.log >/dev/null 2>&1 || fail "bare criu dump: $(grep Error "$d/img/dump.log" | head -3)"
 	rec bare dump "$1" $(($(now_ms) - t0))
 	wait "$pid" 2>/dev/null
+	# restore takes the same pids: wait until the dumped tree is reaped
+	for _ in $(seq 100); do
+		alive=0
+		for p in $tree; do [ -e "/proc/$p" ] && alive=1; done
+		[ $alive = 0 ] && break
+		sleep 0.05
+	done
 	c=$(count_of "$d/status")
 	t0=$(now_ms)
-	criu restore -D "$d/img" -d -o restore.log >/dev/null 2>&1 || fail "bare criu restore: $(grep Error "$d/img/restore.log" | head -3)"
+	"$CRIU" restore -D "$d/img" -d -o restore.log >/dev/null 2>&1 || fail "bare criu restore: $(grep Error "$d/img/restore.log" | head -3)"
 	rec bare restore "$1" $(($(now_ms) - t0))
 	wait_counting "$d/status" $((c + 20))
 	kill -KILL -- "-$pid" 2>/dev/null
@@ -111,7 +142,7 @@ for s in ("criu-dump", "snapshot-rootfs", "manifest", "commit"):
 }
 
 bench_runc() { # MEM REP BUNDLE
-	local id img=$T/runc-img t0 c r=(runc --root "$T/runc")
+	local id img=$T/runc-img t0 c r=(runc --root "$T/runc" --criu "$CRIU")
 	id=$(basename "$3")
 	rm -rf "$img"
 	"${r[@]}" run -d --bundle "$3" "$id" </dev/null >"$T/runc.out" 2>&1 || fail "runc run: $(cat "$T/runc.out")"
@@ -151,7 +182,7 @@ for mem in $SIZES; do
 	done
 done
 
-python3 - "$T/times" <<'PY'
+python3 - "$T/times" "$WHERE" <<'PY'
 import statistics, sys
 t = {}
 for line in open(sys.argv[1]):
@@ -161,7 +192,7 @@ def med(k):
     v = t.get(k)
     return statistics.median(v) if v else None
 mems = sorted({k[2] for k in t})
-print("\n# median ms (TCG), ratio to bare criu")
+print("\n# median ms (%s), ratio to bare criu" % sys.argv[2])
 print("%-6s %-8s %10s %10s %8s %10s %8s" % ("MiB", "op", "bare", "cryo", "cryo/b", "runc", "runc/b"))
 for mem in mems:
     for op in ("dump", "restore"):

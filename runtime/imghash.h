@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Hash image files while CRIU writes them. A thread watches the staging
+ * dir with inotify and hashes each file when its writer closes it
+ * (IN_CLOSE_WRITE), on the core CRIU leaves idle; the manifest then takes
+ * those digests instead of reading 1 GB of page images again after the
+ * dump.
+ *
+ * Why it can't go stale: every close of a written file queues an event.
+ * A digest counts only if no event for that file arrived after the hash
+ * began (its generation is unchanged). cryo_imghash_finish() is called
+ * after CRIU returned, so every close has happened and every event is
+ * already queued; finish drains them all before it answers, and a file
+ * rewritten after its hash is hashed again. An overflowed event queue
+ * drops every cached digest (the manifest hashes everything itself).
+ */
+#ifndef CRYO_IMGHASH_H
+#define CRYO_IMGHASH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "digest.h"
+#include "error.h"
+
+struct cryo_imghash;
+
+/* Watch dirfd (flat, as CRIU's image dir is) and hash what is there and what comes. */
+int cryo_imghash_start(int dirfd, struct cryo_imghash **ret, struct cryo_error *err);
+
+/* The writer is done: hash what is pending and stop the thread. */
+int cryo_imghash_finish(struct cryo_imghash *h, struct cryo_error *err);
+
+/*
+ * After finish: the digest of `name` if it was hashed after its last
+ * write and its size still is what was hashed. false = hash it yourself.
+ */
+bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, uint8_t ret_sha[CRYO_SHA256_LEN],
+			 uint64_t *ret_size);
+
+/* Bytes hashed by the thread, and files (for the manifest's timings). */
+void cryo_imghash_stats(const struct cryo_imghash *h, uint64_t *ret_bytes, unsigned int *ret_files);
+
+/* Stop (if running) and free. Accepts NULL. */
+void cryo_imghash_free(struct cryo_imghash *h);
+
+static inline void cryo_imghash_freep(struct cryo_imghash **h)
+{
+	cryo_imghash_free(*h);
+}
+
+#endif
