@@ -52,9 +52,9 @@ static void usage(FILE *out)
 		"commit resumes it here exactly as it was and the destination removes all it made.\n"
 		"\n"
 		"DEST:\n"
-		"  ssh://[user@]host[:port]  runs `cryo receive --stdio` there through ssh(1)\n"
+		"  ssh://[user@]host[:port]  runs `cryo receive` there through ssh(1)\n"
 		"                            (your keys, known_hosts and ssh_config apply)\n"
-		"  tls://host:port           a `cryo receive --listen` there, mutual TLS\n"
+		"  tls://host:port           a `cryo receive` listening there, mutual TLS\n"
 		"\n"
 		"Options:\n"
 		"  --dry-run                 check both ends (kernel, CRIU, cgroups, space, rootfs)\n"
@@ -76,9 +76,9 @@ static void usage(FILE *out)
 		"Exit status: 0 migrated (runs there, stopped here); 1 failed, the container\n"
 		"runs here as before; 2 usage; 3 --dry-run: an end is not ready; 4 in doubt: the\n"
 		"commit was sent but not confirmed, the container is left PAUSED here (check the\n"
-		"destination, then `cryo resume` or `cryo delete -f` it here); 5 failed and the\n"
+		"destination, then resume or delete it here); 5 failed and the\n"
 		"container could not be resumed here (see the warnings); 6 migrated, but the\n"
-		"copy here could not be stopped: it is left frozen here (`cryo delete -f` it).\n");
+		"copy here could not be stopped: it is left frozen here (delete it).\n");
 }
 
 void cli_migrate_progress(const struct cryo_migrate_progress *p, void *userdata)
