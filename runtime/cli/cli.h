@@ -81,6 +81,15 @@ int cmd_ps(struct cryo_cli *cli, int argc, char **argv);
 int cmd_spec(struct cryo_cli *cli, int argc, char **argv);
 int cmd_update(struct cryo_cli *cli, int argc, char **argv);
 int cmd_events(struct cryo_cli *cli, int argc, char **argv);
+int cmd_migrate(struct cryo_cli *cli, int argc, char **argv);
+int cmd_receive(struct cryo_cli *cli, int argc, char **argv);
+
+/* Progress of `migrate` and `receive` on stderr (userdata: a struct cli_progress). */
+struct cli_progress {
+	bool json, tty, quiet, line_open;
+};
+struct cryo_migrate_progress;
+void cli_migrate_progress(const struct cryo_migrate_progress *p, void *userdata);
 
 struct cryo_create_opts;
 /* create/run option parsing; <0 = help printed, >0 = exit status */

@@ -50,6 +50,8 @@ static const struct cli_command commands[] = {
 	{ "restore", "restore a container from a checkpoint image", cmd_restore },
 	{ "inspect", "print a checkpoint image's manifest", cmd_inspect },
 	{ "check", "can this host checkpoint and restore? (CRIU, kernel, breakpoints)", cmd_check },
+	{ "migrate", "move a running container to another host (ssh:// or tls://)", cmd_migrate },
+	{ "receive", "the destination end of `cryo migrate`", cmd_receive },
 	/* misc */
 	GROUP("Other"),
 	{ "features", "print what this build and host support (JSON)", cmd_features },

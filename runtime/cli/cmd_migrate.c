@@ -1,0 +1,282 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cryo migrate ID DEST: move a running container to another host (see
+ * runtime/migrate.h for the phases and what a failure leaves behind).
+ * Progress goes to stderr: a live line on a terminal, JSON records with
+ * --log-format json, one line per phase otherwise.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "criu-flags.h"
+#include "migrate.h"
+#include "util.h"
+
+enum {
+	OPT_SSH = 0x200,
+	OPT_REMOTE_CRYO,
+	OPT_REMOTE_OPTS,
+	OPT_CERT,
+	OPT_KEY,
+	OPT_CA,
+	OPT_SIGN_KEY,
+	OPT_DRY_RUN,
+	OPT_FREEZE_DEADLINE,
+	OPT_TIMEOUT,
+	OPT_PRE_COPY,
+	OPT_LAZY,
+	OPT_LIST_STEPS,
+};
+
+/* exit statuses (documented in usage) */
+#define EXIT_FAILED 1
+#define EXIT_NOT_READY 3
+#define EXIT_IN_DOUBT 4
+#define EXIT_NOT_RESUMED 5
+#define EXIT_STOP_FAILED 6
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: cryo migrate [OPTIONS] ID DEST\n"
+		"\n"
+		"Move a running container to another host: freeze it (held, with a deadline),\n"
+		"checkpoint it, send the image to `cryo receive` there, which verifies and\n"
+		"restores it into a bundle of its own, keeps it frozen until this side commits,\n"
+		"then runs it; only then is the container stopped here. Any failure before the\n"
+		"commit resumes it here exactly as it was and the destination removes all it made.\n"
+		"\n"
+		"DEST:\n"
+		"  ssh://[user@]host[:port]  runs `cryo receive` there through ssh(1)\n"
+		"                            (your keys, known_hosts and ssh_config apply)\n"
+		"  tls://host:port           a `cryo receive` listening there, mutual TLS\n"
+		"\n"
+		"Options:\n"
+		"  --dry-run                 check both ends (kernel, CRIU, cgroups, space, rootfs)\n"
+		"                            and stop\n"
+		"  --cert FILE --key FILE --ca FILE\n"
+		"                            tls://: our certificate and key, and the CA the\n"
+		"                            destination's certificate must chain to\n"
+		"  --ssh PROG                ssh program (default ssh)\n"
+		"  --remote-cryo CMD         cryo on the destination (default `cryo`; may carry\n"
+		"                            global options: `cryo --root /run/cryo`)\n"
+		"  --remote-opts OPTS        more options for the remote `receive`\n"
+		"  --sign-key FILE           sign the image (the destination verifies it)\n"
+		"  --freeze-deadline MS      thaw here by itself if not committed by then\n"
+		"                            (default 300000)\n"
+		"  --timeout MS              longest wait for the destination (default 120000)\n"
+		"  --list-steps              print the phases (CRYO_FAULT=migrate:<phase>)\n"
+		CLI_CRIU_FLAG_HELP
+		"\n"
+		"Exit status: 0 migrated (runs there, stopped here); 1 failed, the container\n"
+		"runs here as before; 2 usage; 3 --dry-run: an end is not ready; 4 in doubt: the\n"
+		"commit was sent but not confirmed, the container is left PAUSED here (check the\n"
+		"destination, then resume or delete it here); 5 failed and the\n"
+		"container could not be resumed here (see the warnings); 6 migrated, but the\n"
+		"copy here could not be stopped: it is left frozen here (delete it).\n");
+}
+
+void cli_migrate_progress(const struct cryo_migrate_progress *p, void *userdata)
+{
+	struct cli_progress *pc = userdata;
+	double secs = (double)p->phase_us / 1e6;
+	double rate = secs > 0 ? (double)p->bytes / secs : 0;
+
+	if (pc->quiet)
+		return;
+	if (pc->json) {
+		fprintf(stderr,
+			"{\"progress\":{\"side\":\"%s\",\"phase\":\"%s\",\"done\":%s,\"bytes\":%" PRIu64
+			",\"total\":%" PRIu64 ",\"rate_bps\":%.0f,\"elapsed_ms\":%.1f}}\n",
+			p->side, p->phase, p->phase_done ? "true" : "false", p->bytes, p->total, rate,
+			(double)p->phase_us / 1e3);
+		return;
+	}
+	if (pc->tty) {
+		if (p->phase_done) {
+			fprintf(stderr, "\r\033[K%s: %-10s done in %.1f ms\n", p->side, p->phase, (double)p->phase_us / 1e3);
+			pc->line_open = false;
+		} else if (p->bytes || p->total) {
+			double eta = rate > 0 && p->total > p->bytes ? (double)(p->total - p->bytes) / rate : 0;
+
+			fprintf(stderr, "\r\033[K%s: %-10s %.1f/%.1f MiB  %.1f MiB/s  ETA %.0f s", p->side, p->phase,
+				(double)p->bytes / 1048576.0, (double)p->total / 1048576.0, rate / 1048576.0, eta);
+			pc->line_open = true;
+		} else {
+			fprintf(stderr, "\r\033[K%s: %-10s ...", p->side, p->phase);
+			pc->line_open = true;
+		}
+		fflush(stderr);
+		return;
+	}
+	if (p->phase_done)
+		fprintf(stderr, "%s: %s done in %.1f ms\n", p->side, p->phase, (double)p->phase_us / 1e3);
+	else if (p->bytes && p->total && p->bytes == p->total)
+		fprintf(stderr, "%s: %s %.1f MiB at %.1f MiB/s\n", p->side, p->phase, (double)p->bytes / 1048576.0,
+			rate / 1048576.0);
+}
+
+static void print_facts(const char *end, const struct cryo_migrate_facts *f)
+{
+	printf("%-12s kernel %s, CRIU %s%s, cryo %s, cgroups %s", end, f->kernel[0] ? f->kernel : "?",
+	       f->criu_version[0] ? f->criu_version : "none",
+	       f->criu_checked ? (f->criu_check_ok ? " (check ok)" : " (check FAILS)") : "", f->cryo_version,
+	       f->cgroup_layout);
+	if (f->rootfs_kind[0])
+		printf(", rootfs %s, freezer %s, ~%" PRIu64 " MiB to send", f->rootfs_kind, f->freezer_backend,
+		       f->need_bytes >> 20);
+	else
+		printf(", %" PRIu64 " MiB free", f->free_bytes >> 20);
+	printf(", soft-dirty %s (pre-copy), userfaultfd %s (lazy pages)\n", f->soft_dirty ? "yes" : "NO",
+	       f->userfaultfd ? "yes" : "NO");
+}
+
+int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "ssh", required_argument, NULL, OPT_SSH },
+		{ "remote-cryo", required_argument, NULL, OPT_REMOTE_CRYO },
+		{ "remote-opts", required_argument, NULL, OPT_REMOTE_OPTS },
+		{ "cert", required_argument, NULL, OPT_CERT },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "ca", required_argument, NULL, OPT_CA },
+		{ "sign-key", required_argument, NULL, OPT_SIGN_KEY },
+		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
+		{ "freeze-deadline", required_argument, NULL, OPT_FREEZE_DEADLINE },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "pre-copy", required_argument, NULL, OPT_PRE_COPY },
+		{ "lazy", no_argument, NULL, OPT_LAZY },
+		{ "list-steps", no_argument, NULL, OPT_LIST_STEPS },
+		CLI_CRIU_FLAG_OPTIONS,
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_migrate_opts o = { .root = cli->root };
+	struct cryo_migrate_result res;
+	struct cli_progress pc = { .json = cli->log_json, .tty = isatty(STDERR_FILENO) };
+	const char *remote_cryo = "cryo", *remote_opts = NULL;
+	_cleanup_free_ char *remote_cmd = NULL;
+	uint64_t v;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		int rc = cli_criu_flag("migrate", c, optarg, &o.criu);
+
+		if (rc >= 0) {
+			if (rc > 0)
+				return rc;
+			continue;
+		}
+		switch (c) {
+		case OPT_SSH:
+			o.ssh = optarg;
+			break;
+		case OPT_REMOTE_CRYO:
+			remote_cryo = optarg;
+			break;
+		case OPT_REMOTE_OPTS:
+			remote_opts = optarg;
+			break;
+		case OPT_CERT:
+			o.tls.cert = optarg;
+			break;
+		case OPT_KEY:
+			o.tls.key = optarg;
+			break;
+		case OPT_CA:
+			o.tls.ca = optarg;
+			break;
+		case OPT_SIGN_KEY:
+			o.sign_key = optarg;
+			break;
+		case OPT_DRY_RUN:
+			o.dry_run = true;
+			break;
+		case OPT_FREEZE_DEADLINE:
+			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &v) < 0 || v < 1000)
+				return cli_usage_error("migrate", "--freeze-deadline takes milliseconds (>= 1000), not `%s`", optarg);
+			o.freeze_deadline_ms = (int64_t)v;
+			break;
+		case OPT_TIMEOUT:
+			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &v) < 0 || v == 0)
+				return cli_usage_error("migrate", "--timeout takes milliseconds, not `%s`", optarg);
+			o.timeout_ms = (int64_t)v;
+			break;
+		case OPT_PRE_COPY:
+		case OPT_LAZY:
+			return cli_usage_error("migrate", "--pre-copy and --lazy are not implemented yet");
+		case OPT_LIST_STEPS:
+			for (const char *const *s = cryo_migrate_steps; *s; s++)
+				printf("%s\n", *s);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind + 2 != argc)
+		return cli_usage_error("migrate", "expects a container id and a destination");
+	o.id = argv[optind];
+	o.dest = argv[optind + 1];
+	if (asprintf(&remote_cmd, "%s receive --stdio%s%s", remote_cryo, remote_opts ? " " : "",
+		     remote_opts ? remote_opts : "") < 0)
+		return cli_usage_error("migrate", "out of memory");
+	o.remote_cmd = remote_cmd;
+	o.progress = cli_migrate_progress;
+	o.userdata = &pc;
+
+	/* a peer that hangs up is an error to report, not a signal to die of */
+	signal(SIGPIPE, SIG_IGN);
+	r = cryo_migrate(&o, &res, &err);
+	if (pc.line_open)
+		fputc('\n', stderr);
+	if (o.dry_run && (res.local.kernel[0] || res.remote.kernel[0])) {
+		print_facts("here:", &res.local);
+		if (res.remote.kernel[0])
+			print_facts("destination:", &res.remote);
+	}
+	if (r < 0) {
+		bool in_doubt = res.in_doubt, not_resumed = res.resume_failed;
+
+		if (res.stop_failed) {
+			fprintf(stderr, "cryo migrate: `%s` runs at %s, but stopping it here failed: it is left frozen here\n",
+				o.id, o.dest);
+			cryo_migrate_result_done(&res);
+			cli_fail(&err);
+			return EXIT_STOP_FAILED;
+		}
+
+		fprintf(stderr, "cryo migrate: failed at %s%s%s%s; %s\n", res.failed_phase ? res.failed_phase : "?",
+			res.peer_phase ? " (the destination at " : "", res.peer_phase ? res.peer_phase : "",
+			res.peer_phase ? ")" : "", in_doubt ? "the container is left PAUSED here (in doubt)"
+				 : not_resumed ? "the container could NOT be resumed here"
+					       : "the container runs here as before");
+		cryo_migrate_result_done(&res);
+		cli_fail(&err);
+		if (in_doubt)
+			return EXIT_IN_DOUBT;
+		if (not_resumed)
+			return EXIT_NOT_RESUMED;
+		return o.dry_run ? EXIT_NOT_READY : EXIT_FAILED;
+	}
+	if (o.dry_run) {
+		printf("dry run: both ends are ready\n");
+	} else if (cli->log_json) {
+		printf("{\"migrated\":\"%s\",\"dest\":\"%s\",\"downtime_usec\":%" PRIu64 ",\"total_usec\":%" PRIu64
+		       ",\"bytes\":%" PRIu64 "}\n",
+		       o.id, o.dest, res.downtime_us, res.total_us, res.bytes);
+	} else {
+		printf("migrated `%s` to %s: downtime %.1f ms, total %.1f ms, %.1f MiB sent\n", o.id, o.dest,
+		       (double)res.downtime_us / 1e3, (double)res.total_us / 1e3, (double)res.bytes / 1048576.0);
+	}
+	cryo_migrate_result_done(&res);
+	return 0;
+}

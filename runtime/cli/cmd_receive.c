@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * cryo receive: the destination of `cryo migrate`. One migration per
+ * run: over ssh (--stdio, started by the source through sshd) or on a
+ * mutual-TLS socket (--listen). With --stdio, stdout is the channel:
+ * nothing else may be written there.
+ */
+#include <getopt.h>
+#include <signal.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "migrate.h"
+#include "util.h"
+
+enum {
+	OPT_STDIO = 0x200,
+	OPT_LISTEN,
+	OPT_CERT,
+	OPT_KEY,
+	OPT_CA,
+	OPT_BUNDLE_DIR,
+	OPT_VERIFY_KEY,
+	OPT_ALLOW_UNSIGNED,
+	OPT_TIMEOUT,
+	OPT_ACCEPT_TIMEOUT,
+	OPT_LIST_STEPS,
+};
+
+#define DEFAULT_BUNDLE_DIR "/var/lib/cryo/bundles"
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: cryo receive --stdio [OPTIONS]\n"
+		"       cryo receive --listen ADDR --cert FILE --key FILE --ca FILE [OPTIONS]\n"
+		"\n"
+		"Take one container migrated by `cryo migrate`: check this host can run it,\n"
+		"receive the image, verify it, restore it into <bundle-dir>/<ID> (this host's\n"
+		"bundle; nothing in the image names a path here) and keep it frozen until the\n"
+		"source commits; then run it. On any failure everything made here is removed.\n"
+		"\n"
+		"Options:\n"
+		"  --stdio                   the channel is stdin/stdout (run by ssh)\n"
+		"  --listen ADDR             accept one mutual-TLS connection on host:port\n"
+		"  --cert FILE --key FILE    our certificate and key\n"
+		"  --ca FILE                 the CA a client certificate must chain to; a client\n"
+		"                            without one is refused before it can send anything\n"
+		"  --bundle-dir DIR          where bundles of received containers go\n"
+		"                            (default " DEFAULT_BUNDLE_DIR ")\n"
+		"  --verify-key FILE         the key the image's signature must verify with\n"
+		"  --allow-unsigned          accept an image without a signature\n"
+		"  --timeout MS              longest wait for the source (default 120000)\n"
+		"  --accept-timeout MS       --listen: give up when no one connects (default: wait)\n"
+		"  --list-steps              print the phases (CRYO_FAULT=receive:<phase>)\n"
+		"\n"
+		"Refused: a config.json with hooks, bind mounts, namespace paths or devices,\n"
+		"an absolute or escaping root.path, an id that exists here.\n"
+		"\n"
+		"Exit status: 0 received (running here), or a dry run answered; 1 failed,\n"
+		"nothing is left here; 2 usage.\n");
+}
+
+static void listening(unsigned port, void *userdata)
+{
+	fprintf(stderr, "cryo receive: listening on port %u\n", port);
+}
+
+int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "stdio", no_argument, NULL, OPT_STDIO },
+		{ "listen", required_argument, NULL, OPT_LISTEN },
+		{ "cert", required_argument, NULL, OPT_CERT },
+		{ "key", required_argument, NULL, OPT_KEY },
+		{ "ca", required_argument, NULL, OPT_CA },
+		{ "bundle-dir", required_argument, NULL, OPT_BUNDLE_DIR },
+		{ "verify-key", required_argument, NULL, OPT_VERIFY_KEY },
+		{ "allow-unsigned", no_argument, NULL, OPT_ALLOW_UNSIGNED },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "accept-timeout", required_argument, NULL, OPT_ACCEPT_TIMEOUT },
+		{ "list-steps", no_argument, NULL, OPT_LIST_STEPS },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_receive_opts o = { .root = cli->root, .bundle_dir = DEFAULT_BUNDLE_DIR };
+	struct cryo_receive_result res;
+	struct cli_progress pc = { .json = cli->log_json, .tty = isatty(STDERR_FILENO) };
+	uint64_t v;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case OPT_STDIO:
+			o.stdio = true;
+			break;
+		case OPT_LISTEN:
+			o.listen = optarg;
+			break;
+		case OPT_CERT:
+			o.tls.cert = optarg;
+			break;
+		case OPT_KEY:
+			o.tls.key = optarg;
+			break;
+		case OPT_CA:
+			o.tls.ca = optarg;
+			break;
+		case OPT_BUNDLE_DIR:
+			o.bundle_dir = optarg;
+			break;
+		case OPT_VERIFY_KEY:
+			o.verify_key = optarg;
+			break;
+		case OPT_ALLOW_UNSIGNED:
+			o.allow_unsigned = true;
+			break;
+		case OPT_TIMEOUT:
+		case OPT_ACCEPT_TIMEOUT:
+			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &v) < 0 || v == 0)
+				return cli_usage_error("receive", "--%s takes milliseconds, not `%s`",
+						       c == OPT_TIMEOUT ? "timeout" : "accept-timeout", optarg);
+			if (c == OPT_TIMEOUT)
+				o.timeout_ms = (int64_t)v;
+			else
+				o.accept_timeout_ms = (int64_t)v;
+			break;
+		case OPT_LIST_STEPS:
+			for (const char *const *s = cryo_receive_steps; *s; s++)
+				printf("%s\n", *s);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return 2;
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error("receive", "takes no operands");
+	if (o.stdio == !!o.listen)
+		return cli_usage_error("receive", "give exactly one of --stdio and --listen ADDR");
+	if (o.listen && (!o.tls.cert || !o.tls.key || !o.tls.ca))
+		return cli_usage_error("receive", "--listen needs --cert, --key and --ca (mutual TLS)");
+	if (!o.bundle_dir || o.bundle_dir[0] != '/')
+		return cli_usage_error("receive", "--bundle-dir must be an absolute path");
+	if (!o.verify_key && !o.allow_unsigned)
+		return cli_usage_error("receive", "images from elsewhere must be signed: give --verify-key FILE (or --allow-unsigned)");
+	o.listening = listening;
+	/* under ssh, our stderr is the source's terminal: progress only as JSON records */
+	pc.quiet = o.stdio && !pc.json;
+	o.progress = cli_migrate_progress;
+	o.userdata = &pc;
+
+	/* a peer that hangs up is an error to report, not a signal to die of */
+	signal(SIGPIPE, SIG_IGN);
+	r = cryo_receive(&o, &res, &err);
+	if (pc.line_open)
+		fputc('\n', stderr);
+	if (r < 0) {
+		fprintf(stderr, "cryo receive: failed at %s%s%s%s; nothing is left here\n",
+			res.failed_phase ? res.failed_phase : "?", res.peer_phase ? " (the source at " : "",
+			res.peer_phase ? res.peer_phase : "", res.peer_phase ? ")" : "");
+		cryo_receive_result_done(&res);
+		return cli_fail(&err);
+	}
+	if (res.dry_run)
+		fprintf(stderr, "cryo receive: dry run for `%s` answered\n", res.id ? res.id : "?");
+	else
+		fprintf(stderr, "cryo receive: `%s` runs here; downtime %.1f ms\n", res.id, (double)res.downtime_us / 1e3);
+	cryo_receive_result_done(&res);
+	return 0;
+}

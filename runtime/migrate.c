@@ -1,0 +1,1674 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "checkpoint.h"
+#include "container.h"
+#include "freezer.h"
+#include "hold.h"
+#include "log.h"
+#include "manifest.h"
+#include "migrate.h"
+#include "mountinfo.h"
+#include "restore.h"
+#include "snapshot.h"
+#include "spec.h"
+#include "state.h"
+#include "util.h"
+#include "version.h"
+
+#define DEFAULT_TIMEOUT_MS 120000
+#define DEFAULT_FREEZE_DEADLINE_MS 300000
+#define FREEZE_TIMEOUT_MS 5000
+#define THAW_TIMEOUT_MS 5000
+/* below this much free space (after the image) the destination refuses */
+#define FREE_RESERVE_BYTES (64ULL << 20)
+#define PROGRESS_EVERY_US 200000
+/* Under the state root; a leading dot can't be a container id. */
+#define MIGRATE_OUT_DIR ".migrate-out"
+#define MIGRATE_IN_DIR ".migrate-in"
+
+/*
+ * The step runner. A local copy of checkpoint.c's pattern until the
+ * shared runner (runtime/step.h) lands: a table of named steps, each
+ * with an undo; on failure the undos of the failed step and every step
+ * before it run in reverse.
+ */
+struct mstep {
+	const char *name;
+	int (*run)(void *ctx, struct cryo_error *err);
+	void (*undo)(void *ctx);
+};
+
+struct runner {
+	const char *table;     /* "migrate" / "receive": fault points are <table>:<step> */
+	const struct mstep *steps;
+	size_t n;
+	cryo_migrate_progress_fn progress;
+	void *userdata;
+	const char **current;  /* the step running (for progress from inside it) */
+	int64_t *phase_start;
+	/* called with the error before the undos run */
+	void (*on_fail)(void *ctx, size_t failed, struct cryo_error *err);
+};
+
+static int run_steps(const struct runner *rn, void *ctx, size_t *ret_failed, struct cryo_error *err)
+{
+	size_t i;
+	int r = 0;
+
+	for (i = 0; i < rn->n; i++) {
+		char fault[64];
+		int64_t start = cryo_now_us();
+
+		*rn->current = rn->steps[i].name;
+		*rn->phase_start = start;
+		if (rn->progress) {
+			struct cryo_migrate_progress p = { .side = rn->table, .phase = rn->steps[i].name };
+
+			rn->progress(&p, rn->userdata);
+		}
+		snprintf(fault, sizeof(fault), "%s:%s", rn->table, rn->steps[i].name);
+		if (cryo_fault(fault))
+			r = cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", fault);
+		else
+			r = rn->steps[i].run(ctx, err);
+		if (r < 0) {
+			cryo_error_prefix(err, "%s", rn->steps[i].name);
+			break;
+		}
+		/* a step may end the table early (dry run): it sets *current to NULL */
+		if (!*rn->current)
+			break;
+		if (rn->progress) {
+			struct cryo_migrate_progress p = { .side = rn->table, .phase = rn->steps[i].name,
+							   .phase_done = true,
+							   .phase_us = cryo_now_us() - start };
+
+			rn->progress(&p, rn->userdata);
+		}
+		cryo_debug("%s: %s done in %lld us", rn->table, rn->steps[i].name, (long long)(cryo_now_us() - start));
+	}
+	if (r < 0) {
+		size_t j = i + 1;
+
+		*ret_failed = i;
+		if (rn->on_fail)
+			rn->on_fail(ctx, i, err);
+		while (j-- > 0)
+			if (rn->steps[j].undo)
+				rn->steps[j].undo(ctx);
+	}
+	return r;
+}
+
+/* --- facts both ends exchange ------------------------------------------ */
+
+static bool kernel_has_soft_dirty(void)
+{
+	/* CONFIG_MEM_SOFT_DIRTY: "4" to clear_refs is refused without it */
+	int fd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+	bool ok;
+
+	if (fd < 0)
+		return false;
+	ok = write(fd, "4", 1) == 1;
+	close(fd);
+	return ok;
+}
+
+static bool kernel_has_userfaultfd(void)
+{
+#ifdef SYS_userfaultfd
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (fd >= 0) {
+		close(fd);
+		return true;
+	}
+	/* EPERM: there, but not for us unprivileged (vm.unprivileged_userfaultfd) */
+	return errno == EPERM || access("/dev/userfaultfd", F_OK) == 0;
+#else
+	return false;
+#endif
+}
+
+static const char *cgroup_layout(void)
+{
+	struct stat st;
+	bool v2 = stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0;
+	bool unified = stat("/sys/fs/cgroup/unified/cgroup.controllers", &st) == 0;
+	bool v1 = stat("/sys/fs/cgroup/freezer", &st) == 0;
+
+	if (v2)
+		return "v2";
+	if (v1 && unified)
+		return "hybrid";
+	return v1 ? "v1" : "none";
+}
+
+static void local_facts(struct cryo_migrate_facts *f, bool criu_check)
+{
+	struct cryo_criu_version v;
+	struct utsname u;
+
+	if (uname(&u) == 0)
+		snprintf(f->kernel, sizeof(f->kernel), "%s", u.release);
+	if (cryo_criu_get_version(&v, NULL) == 0)
+		snprintf(f->criu_version, sizeof(f->criu_version), "%u.%u.%u", v.major, v.minor, v.sublevel);
+	snprintf(f->cryo_version, sizeof(f->cryo_version), "%s", CRYO_VERSION);
+	snprintf(f->cgroup_layout, sizeof(f->cgroup_layout), "%s", cgroup_layout());
+	f->soft_dirty = kernel_has_soft_dirty();
+	f->userfaultfd = kernel_has_userfaultfd();
+	if (criu_check) {
+		struct cryo_criu_host h = { 0 };
+
+		f->criu_checked = true;
+		f->criu_check_ok = cryo_criu_check_host(&h, NULL) == 0 && h.found && h.check_ok;
+		cryo_criu_host_done(&h);
+	}
+}
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+static int facts_to_hello(const struct cryo_migrate_facts *f, const char *id, bool dry_run, bool was_paused,
+			  Cryo__MigrateHello *h)
+{
+	cryo__migrate_hello__init(h);
+	h->protocol_version = CRYO_MIGRATE_PROTOCOL_VERSION;
+	h->container_id = dup_or_empty(id);
+	h->kernel_release = dup_or_empty(f->kernel);
+	h->criu_version = dup_or_empty(f->criu_version);
+	h->cryo_version = dup_or_empty(f->cryo_version);
+	h->cgroup_layout = dup_or_empty(f->cgroup_layout);
+	h->freezer_backend = dup_or_empty(f->freezer_backend);
+	h->rootfs_kind = dup_or_empty(f->rootfs_kind);
+	h->has_need_bytes = h->has_free_bytes = h->has_dry_run = h->has_was_paused = 1;
+	h->need_bytes = f->need_bytes;
+	h->free_bytes = f->free_bytes;
+	h->dry_run = dry_run;
+	h->was_paused = was_paused;
+	h->has_soft_dirty = h->has_userfaultfd = 1;
+	h->soft_dirty = f->soft_dirty;
+	h->userfaultfd = f->userfaultfd;
+	if (f->criu_checked) {
+		h->has_criu_check = 1;
+		h->criu_check = f->criu_check_ok;
+	}
+	if (!h->container_id || !h->kernel_release || !h->criu_version || !h->cryo_version || !h->cgroup_layout ||
+	    !h->freezer_backend || !h->rootfs_kind)
+		return -ENOMEM;
+	return 0;
+}
+
+static void hello_strings_free(Cryo__MigrateHello *h)
+{
+	free(h->container_id);
+	free(h->kernel_release);
+	free(h->criu_version);
+	free(h->cryo_version);
+	free(h->cgroup_layout);
+	free(h->freezer_backend);
+	free(h->rootfs_kind);
+}
+
+static void hello_to_facts(const Cryo__MigrateHello *h, struct cryo_migrate_facts *f)
+{
+	snprintf(f->kernel, sizeof(f->kernel), "%s", h->kernel_release ? h->kernel_release : "");
+	snprintf(f->criu_version, sizeof(f->criu_version), "%s", h->criu_version ? h->criu_version : "");
+	snprintf(f->cryo_version, sizeof(f->cryo_version), "%s", h->cryo_version ? h->cryo_version : "");
+	snprintf(f->cgroup_layout, sizeof(f->cgroup_layout), "%s", h->cgroup_layout ? h->cgroup_layout : "");
+	snprintf(f->freezer_backend, sizeof(f->freezer_backend), "%s", h->freezer_backend ? h->freezer_backend : "");
+	snprintf(f->rootfs_kind, sizeof(f->rootfs_kind), "%s", h->rootfs_kind ? h->rootfs_kind : "");
+	f->need_bytes = h->need_bytes;
+	f->free_bytes = h->free_bytes;
+	f->soft_dirty = h->soft_dirty;
+	f->userfaultfd = h->userfaultfd;
+	f->criu_checked = h->has_criu_check;
+	f->criu_check_ok = h->criu_check;
+}
+
+static int send_hello(struct cryo_transport *t, const struct cryo_migrate_facts *f, const char *id, bool dry_run,
+		      bool was_paused, struct cryo_error *err)
+{
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateHello h;
+	int r;
+
+	r = facts_to_hello(f, id, dry_run, was_paused, &h);
+	if (r < 0) {
+		hello_strings_free(&h);
+		return cryo_error_set(err, ENOMEM, "hello");
+	}
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_HELLO;
+	fr.hello = &h;
+	r = cryo_transport_send(t, &fr, err);
+	hello_strings_free(&h);
+	return r;
+}
+
+static int send_result(struct cryo_transport *t, int status, const char *phase, const char *msg, uint64_t downtime_us,
+		       struct cryo_error *err)
+{
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateResult res = CRYO__MIGRATE_RESULT__INIT;
+	char m[CRYO_MIGRATE_STRING_MAX];
+
+	snprintf(m, sizeof(m), "%s", msg ? msg : "");
+	res.status = status;
+	res.phase = (char *)(phase ? phase : "");
+	res.message = m;
+	if (downtime_us) {
+		res.has_downtime_usec = 1;
+		res.downtime_usec = downtime_us;
+	}
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_RESULT;
+	fr.result = &res;
+	return cryo_transport_send(t, &fr, err);
+}
+
+/* Receive a frame of kind want; a Result with status < 0 is the peer's failure. */
+static int recv_expect(struct cryo_transport *t, int64_t timeout_ms, Cryo__MigrateFrame__BodyCase want,
+		       char **ret_peer_phase, Cryo__MigrateFrame **ret, struct cryo_error *err)
+{
+	Cryo__MigrateFrame *f = NULL;
+	int r;
+
+	r = cryo_transport_recv(t, timeout_ms, &f, err);
+	if (r < 0)
+		return r;
+	if (f->body_case == CRYO__MIGRATE_FRAME__BODY_RESULT && f->result->status < 0 &&
+	    want != CRYO__MIGRATE_FRAME__BODY_RESULT) {
+		int st = f->result->status < -4095 ? EPROTO : -f->result->status;
+
+		if (ret_peer_phase && f->result->phase && f->result->phase[0])
+			*ret_peer_phase = strdup(f->result->phase);
+		r = cryo_error_setx(err, st, "%s failed at %s: %s", t->peer,
+				    f->result->phase && f->result->phase[0] ? f->result->phase : "?",
+				    f->result->message ? f->result->message : "");
+		cryo_migrate_frame_free(f);
+		return r;
+	}
+	if (f->body_case != want) {
+		r = cryo_error_setx(err, EBADMSG, "%s sent an unexpected frame (kind %d, expected %d)", t->peer,
+				    (int)f->body_case, (int)want);
+		cryo_migrate_frame_free(f);
+		return r;
+	}
+	*ret = f;
+	return 0;
+}
+
+/* --- the source: cryo migrate ------------------------------------------ */
+
+struct mctx {
+	const struct cryo_migrate_opts *o;
+	struct cryo_migrate_result *res;
+	struct cryo_dest dest;
+	struct cryo_transport *t;
+	struct cryo_state *st;
+	struct cryo_freezer *fz;
+	struct cryo_hold *hold;
+	bool was_paused, frozen;
+	bool image_made;
+	bool commit_sent, confirmed, peer_failed;
+	int64_t frozen_at, t0;
+	char *out_dir;           /* <root>/.migrate-out/<id> */
+	char *out_rel;           /* .migrate-out/<id> */
+	const char *step;
+	int64_t step_start;
+	struct cryo_error fail;  /* the error that failed the run, for the abort frame */
+};
+
+static void mprogress(struct mctx *c, uint64_t bytes, uint64_t total)
+{
+	struct cryo_migrate_progress p = {
+		.side = "migrate", .phase = c->step, .bytes = bytes, .total = total,
+		.phase_us = cryo_now_us() - c->step_start,
+	};
+
+	if (c->o->progress)
+		c->o->progress(&p, c->o->userdata);
+}
+
+static int64_t mtimeout(const struct mctx *c)
+{
+	return c->o->timeout_ms > 0 ? c->o->timeout_ms : DEFAULT_TIMEOUT_MS;
+}
+
+/* A frame from the destination; its failure report marks it as the one that failed. */
+static int mrecv(struct mctx *c, Cryo__MigrateFrame__BodyCase want, Cryo__MigrateFrame **ret, struct cryo_error *err)
+{
+	int r = recv_expect(c->t, mtimeout(c), want, &c->res->peer_phase, ret, err);
+
+	if (r < 0 && c->res->peer_phase)
+		c->peer_failed = true;
+	return r;
+}
+
+/*
+ * While we only send (checkpoint, transfer), the destination may have
+ * failed and said so: read its report before sending into a closed
+ * connection. timeout_ms bounds the wait for a frame that started.
+ */
+static int check_peer(struct mctx *c, int64_t timeout_ms, struct cryo_error *err)
+{
+	Cryo__MigrateFrame *f = NULL;
+	int r;
+
+	if (!c->t || !cryo_transport_pending(c->t))
+		return 0;
+	r = cryo_transport_recv(c->t, timeout_ms, &f, err);
+	if (r == -ETIMEDOUT) {
+		cryo_error_clear(err);
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	if (f->body_case == CRYO__MIGRATE_FRAME__BODY_RESULT && f->result->status < 0) {
+		c->peer_failed = true;
+		free(c->res->peer_phase);
+		c->res->peer_phase = f->result->phase && f->result->phase[0] ? strdup(f->result->phase) : NULL;
+		r = cryo_error_setx(err, f->result->status > -4096 ? -f->result->status : EPROTO,
+				    "%s failed at %s: %s", c->t->peer, c->res->peer_phase ? c->res->peer_phase : "?",
+				    f->result->message ? f->result->message : "");
+	} else {
+		r = cryo_error_setx(err, EBADMSG, "%s sent an unexpected frame (kind %d)", c->t->peer, (int)f->body_case);
+	}
+	cryo_migrate_frame_free(f);
+	return r;
+}
+
+static int step_connect(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	int r;
+
+	r = cryo_dest_parse(c->o->dest, &c->dest, err);
+	if (r < 0)
+		return r;
+	if (c->dest.kind == CRYO_DEST_TLS)
+		r = cryo_transport_tls_connect(&c->dest, &c->o->tls, mtimeout(c), &c->t, err);
+	else
+		r = cryo_transport_ssh(&c->dest, c->o->ssh, c->o->remote_cmd ? c->o->remote_cmd : "cryo receive --stdio",
+				       &c->t, err);
+	if (r < 0)
+		return r;
+	c->t->io_timeout_ms = mtimeout(c);
+	return 0;
+}
+
+/* Before closing after a failure: tell the destination which phase failed and why. */
+static void undo_connect(void *ctx)
+{
+	struct mctx *c = ctx;
+
+	if (c->t && !c->peer_failed && c->fail.msg) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (send_result(c->t, -(c->fail.status ? c->fail.status : EIO), c->res->failed_phase, c->fail.msg, 0,
+				&e) < 0)
+			cryo_debug("migrate: could not tell the destination: %s", e.msg);
+		cryo_error_clear(&e);
+	}
+	cryo_transport_close(c->t);
+	c->t = NULL;
+}
+
+static uint64_t read_u64_file(const char *path)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	uint64_t v = 0;
+
+	if (cryo_read_file_at(AT_FDCWD, path, 64, &buf, &len) < 0)
+		return 0;
+	if (sscanf(buf, "%" SCNu64, &v) != 1)
+		return 0;
+	return v;
+}
+
+/* The image is about the container's memory plus, for an own fs, its image file. */
+static void estimate_need(struct mctx *c, const struct cryo_mount *mnt, bool own_fs)
+{
+	_cleanup_free_ char *p = NULL, *backing = NULL;
+	struct stat s;
+	uint64_t mem = 0;
+
+	if (c->st->cgroup_v2 && asprintf(&p, "%s/memory.current", c->st->cgroup_v2) >= 0)
+		mem = read_u64_file(p);
+	free(p);
+	p = NULL;
+	if (!mem && c->st->cgroup_path && asprintf(&p, "/sys/fs/cgroup/memory/%s/memory.usage_in_bytes",
+						     c->st->cgroup_path) >= 0)
+		mem = read_u64_file(p);
+	c->res->local.need_bytes = mem;
+	if (own_fs && mnt->source && cryo_loop_backing_file(mnt->source, &backing, NULL) == 0 &&
+	    stat(backing, &s) == 0)
+		c->res->local.need_bytes += (uint64_t)s.st_blocks * 512;
+}
+
+static int step_preflight(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	struct cryo_migrate_facts *lf = &c->res->local;
+	enum cryo_freezer_state fs;
+	struct cryo_mount mnt = { 0 };
+	Cryo__MigrateFrame *f = NULL;
+	bool own_fs = false, loop = false;
+	int r;
+
+	r = cryo_container_load(c->o->root, c->o->id, &c->st, err);
+	if (r < 0)
+		return r;
+	if (c->st->status != CRYO_STATUS_RUNNING && c->st->status != CRYO_STATUS_PAUSED)
+		return cryo_error_setx(err, EINVAL, "container is %s: only a running or paused container migrates",
+				       cryo_status_names[c->st->status]);
+	r = cryo_freezer_open_for(c->st->freezer_backend, c->st->cgroup_v2, c->st->cgroup_v1_freezer, &c->fz, err);
+	if (r < 0)
+		return r;
+	r = cryo_freezer_get_state(c->fz, &fs, err);
+	if (r < 0)
+		return r;
+	c->was_paused = fs == CRYO_FREEZER_FROZEN;
+	if (fs == CRYO_FREEZER_FREEZING)
+		return cryo_error_setx(err, EBUSY, "container is FREEZING: thaw it or let the freeze finish first");
+
+	local_facts(lf, c->o->dry_run);
+	snprintf(lf->freezer_backend, sizeof(lf->freezer_backend), "%s",
+		 cryo_freezer_backend_names[cryo_freezer_backend_of(c->fz)]);
+	if (cryo_mountinfo_find(c->st->rootfs, &mnt, NULL) == 0) {
+		own_fs = strcmp(mnt.mountpoint, c->st->rootfs) == 0 && strcmp(mnt.root, "/") == 0;
+		loop = own_fs && mnt.source && strncmp(mnt.source, "/dev/loop", 9) == 0;
+	}
+	snprintf(lf->rootfs_kind, sizeof(lf->rootfs_kind), "%s", loop ? "image" : "dir");
+	estimate_need(c, &mnt, own_fs);
+	cryo_mount_done(&mnt);
+	if (!lf->criu_version[0])
+		return cryo_error_setx(err, ENOENT, "no working CRIU on this host");
+	if (lf->criu_checked && !lf->criu_check_ok)
+		return cryo_error_setx(err, EOPNOTSUPP, "`criu check` fails on this host (see `cryo check`)");
+
+	r = send_hello(c->t, lf, c->o->id, c->o->dry_run, c->was_paused, err);
+	if (r < 0)
+		return r;
+	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_HELLO, &f, err);
+	if (r < 0)
+		return r;
+	if (f->hello->protocol_version != CRYO_MIGRATE_PROTOCOL_VERSION) {
+		r = cryo_error_setx(err, EPROTO, "the destination speaks protocol %u, we speak %u",
+				    f->hello->protocol_version, (unsigned)CRYO_MIGRATE_PROTOCOL_VERSION);
+		cryo_migrate_frame_free(f);
+		return r;
+	}
+	hello_to_facts(f->hello, &c->res->remote);
+	cryo_migrate_frame_free(f);
+	f = NULL;
+	/* the destination's verdict on what it was told */
+	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_RESULT, &f, err);
+	if (r < 0)
+		return r;
+	if (f->result->status < 0) {
+		c->peer_failed = true;
+		r = cryo_error_setx(err, -f->result->status, "the destination refuses: %s",
+				    f->result->message ? f->result->message : "");
+		cryo_migrate_frame_free(f);
+		return r;
+	}
+	cryo_migrate_frame_free(f);
+	if (strcmp(c->res->remote.criu_version, lf->criu_version) != 0)
+		cryo_warn("migrate `%s`: CRIU %s here, %s there", c->o->id, lf->criu_version,
+			  c->res->remote.criu_version);
+	if (strcmp(c->res->remote.kernel, lf->kernel) != 0)
+		cryo_debug("migrate `%s`: kernel %s here, %s there", c->o->id, lf->kernel, c->res->remote.kernel);
+	if (c->o->dry_run) {
+		c->res->dry_run_ready = true;
+		c->step = NULL; /* the dry run ends here */
+	}
+	return 0;
+}
+
+/*
+ * Freeze with a hold: if cryo dies or the deadline passes before the
+ * commit, the watchdog thaws the container, which is how it was. A
+ * container the user had paused is left as it is (no hold: it stays
+ * paused whatever happens).
+ */
+static int step_freeze(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	int64_t deadline = c->o->freeze_deadline_ms > 0 ? c->o->freeze_deadline_ms : DEFAULT_FREEZE_DEADLINE_MS;
+	unsigned flags = cryo_freezer_backend_of(c->fz) == CRYO_FREEZER_V1 ? CRYO_FREEZER_THAW_RETRY : 0;
+	int r;
+
+	c->frozen_at = cryo_now_us();
+	if (c->was_paused)
+		return 0;
+	/*
+	 * A journal hold, not the kmod's: before the commit the hold must be
+	 * given up while the cgroup stays frozen, and the kmod can only end
+	 * its hold by thawing.
+	 */
+	r = cryo_hold_acquire(c->o->root, c->o->id, CRYO_HOLD_CGROUP_THAW, cryo_freezer_path(c->fz),
+			      cryo_freezer_backend_names[cryo_freezer_backend_of(c->fz)], (uint64_t)deadline,
+			      CRYO_HOLD_UNDO_ON_EXIT, cryo_freezer_hold_undo, &c->hold, err);
+	if (r < 0)
+		return r;
+	r = cryo_freezer_freeze(c->fz, FREEZE_TIMEOUT_MS, flags, err);
+	if (r < 0)
+		return r;
+	c->frozen = true;
+	return 0;
+}
+
+static void undo_freeze(void *ctx)
+{
+	struct mctx *c = ctx;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	/* in doubt or done: the container must not run here again */
+	if (c->res->in_doubt || c->confirmed)
+		return;
+	if (!c->was_paused && c->fz && cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, &e) < 0) {
+		cryo_warn("migrate `%s`: undo: thaw: %s", c->o->id, e.msg);
+		c->res->resume_failed = true;
+		cryo_error_clear(&e);
+	}
+	if (c->hold && cryo_hold_release(c->hold, &e) < 0 && e.status != ETIME)
+		cryo_warn("migrate `%s`: undo: release the hold: %s", c->o->id, e.msg);
+	cryo_error_clear(&e);
+	c->hold = NULL;
+	c->frozen = false;
+}
+
+static int rm_under_root(const char *root, const char *rel)
+{
+	_cleanup_close_ int rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (rfd < 0)
+		return -errno;
+	return cryo_rm_rf_at(rfd, rel);
+}
+
+/*
+ * The image of the frozen container. cryo_checkpoint() finds the cgroup
+ * frozen (by us) and, with leave-running, leaves it so: the tasks are
+ * all there for a resume, and nothing of them runs meanwhile.
+ */
+static int step_checkpoint(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	_cleanup_free_ char *parent = NULL;
+	struct cryo_checkpoint_opts co = {
+		.root = c->o->root,
+		.id = c->o->id,
+		.leave_running = true,
+		.criu = c->o->criu,
+		.fs_freeze = CRYO_FS_FREEZE_AUTO,
+	};
+	int r;
+
+	if (asprintf(&parent, "%s/" MIGRATE_OUT_DIR, c->o->root) < 0 ||
+	    asprintf(&c->out_rel, MIGRATE_OUT_DIR "/%s", c->o->id) < 0 ||
+	    asprintf(&c->out_dir, "%s/%s", c->o->root, c->out_rel) < 0)
+		return cryo_error_set(err, ENOMEM, "image dir");
+	r = cryo_mkdir_p(parent, 0700);
+	if (r < 0)
+		return cryo_error_set(err, -r, "create `%s`", parent);
+	/* a leftover of a migrate that was killed is ours to replace */
+	(void)rm_under_root(c->o->root, c->out_rel);
+	co.image_path = c->out_dir;
+	c->image_made = true;
+	r = cryo_checkpoint(&co, err);
+	if (r < 0)
+		return r;
+	if (c->o->sign_key) {
+		/*
+		 * TODO(sign): the image is signed here once runtime/sign.h is
+		 * merged: r = cryo_image_sign(c->out_dir, c->o->sign_key, err);
+		 */
+		return cryo_error_setx(err, EOPNOTSUPP, "--sign-key: image signing (runtime/sign.h) is not in this build");
+	}
+	return 0;
+}
+
+static void undo_checkpoint(void *ctx)
+{
+	struct mctx *c = ctx;
+
+	if (c->image_made && c->out_rel)
+		(void)rm_under_root(c->o->root, c->out_rel);
+}
+
+struct file_ent {
+	char *name;
+	uint64_t size;
+	uint32_t mode;
+};
+
+static int cmp_ent(const void *a, const void *b)
+{
+	const struct file_ent *x = a, *y = b;
+	bool mx = strcmp(x->name, CRYO_MANIFEST_NAME) == 0, my = strcmp(y->name, CRYO_MANIFEST_NAME) == 0;
+
+	/* the manifest last: the destination has every file it lists before it */
+	if (mx != my)
+		return mx ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static void ents_free(struct file_ent *e, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		free(e[i].name);
+	free(e);
+}
+
+static int list_image(int dirfd, struct file_ent **ret, size_t *ret_n, uint64_t *ret_total, struct cryo_error *err)
+{
+	DIR *d = cryo_opendir_at(dirfd, ".");
+	struct file_ent *v = NULL;
+	size_t n = 0, cap = 0;
+	uint64_t total = 0;
+	struct dirent *de;
+
+	if (!d)
+		return cryo_error_set(err, errno, "list the image");
+	while ((de = readdir(d))) {
+		struct stat s;
+
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		if (fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(s.st_mode)) {
+			closedir(d);
+			ents_free(v, n);
+			return cryo_error_setx(err, EINVAL, "image entry `%s` is not a regular file", de->d_name);
+		}
+		if (n == cap) {
+			struct file_ent *nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+
+			if (!nv) {
+				closedir(d);
+				ents_free(v, n);
+				return cryo_error_set(err, ENOMEM, "list the image");
+			}
+			v = nv;
+		}
+		v[n].name = strdup(de->d_name);
+		v[n].size = (uint64_t)s.st_size;
+		v[n].mode = s.st_mode & 0777;
+		if (!v[n].name) {
+			closedir(d);
+			ents_free(v, n);
+			return cryo_error_set(err, ENOMEM, "list the image");
+		}
+		total += v[n].size;
+		n++;
+	}
+	closedir(d);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_ent);
+	*ret = v;
+	*ret_n = n;
+	*ret_total = total;
+	return 0;
+}
+
+static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint64_t *sent, uint64_t total,
+		     int64_t *last_report, uint8_t *buf, struct cryo_error *err)
+{
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
+	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
+	_cleanup_close_ int fd = -1;
+	uint64_t left = e->size;
+	int r;
+
+	r = check_peer(c, 100, err);
+	if (r < 0)
+		return r;
+	fd = openat(dirfd, e->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", e->name);
+	fm.name = e->name;
+	fm.size = e->size;
+	fm.has_mode = fm.has_round = 1;
+	fm.mode = e->mode;
+	fm.round = 0;
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
+	fr.file = &fm;
+	r = cryo_transport_send(c->t, &fr, err);
+	if (r < 0)
+		return r;
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
+	fr.chunk = &ch;
+	while (left > 0) {
+		size_t want = left > CRYO_MIGRATE_CHUNK_SIZE ? CRYO_MIGRATE_CHUNK_SIZE : (size_t)left;
+		ssize_t n = read(fd, buf, want);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return cryo_error_set(err, n < 0 ? errno : EIO, "read `%s`", e->name);
+		ch.data.data = buf;
+		ch.data.len = (size_t)n;
+		r = cryo_transport_send(c->t, &fr, err);
+		if (r < 0)
+			return r;
+		left -= (uint64_t)n;
+		*sent += (uint64_t)n;
+		if ((*sent / CRYO_MIGRATE_CHUNK_SIZE) % 16 == 0) {
+			r = check_peer(c, 100, err);
+			if (r < 0)
+				return r;
+		}
+		if (cryo_now_us() - *last_report > PROGRESS_EVERY_US) {
+			*last_report = cryo_now_us();
+			mprogress(c, *sent, total);
+		}
+	}
+	return 0;
+}
+
+static int step_transfer(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateDone done = CRYO__MIGRATE_DONE__INIT;
+	_cleanup_close_ int dirfd = -1;
+	uint8_t *buf;
+	struct file_ent *ents = NULL;
+	uint64_t total = 0, sent = 0;
+	int64_t last = 0;
+	size_t n = 0, i;
+	int r;
+
+	dirfd = open(c->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dirfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", c->out_dir);
+	r = list_image(dirfd, &ents, &n, &total, err);
+	if (r < 0)
+		return r;
+	buf = malloc(CRYO_MIGRATE_CHUNK_SIZE);
+	if (!buf) {
+		ents_free(ents, n);
+		return cryo_error_set(err, ENOMEM, "transfer");
+	}
+	for (i = 0; i < n && r >= 0; i++)
+		r = send_file(c, dirfd, &ents[i], &sent, total, &last, buf, err);
+	free(buf);
+	ents_free(ents, n);
+	if (r < 0)
+		return r;
+	mprogress(c, sent, total);
+	c->res->bytes = sent;
+	done.round = 0;
+	done.has_final = 1;
+	done.final = true;
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_DONE;
+	fr.done = &done;
+	return cryo_transport_send(c->t, &fr, err);
+}
+
+/* The destination verifies, restores and keeps the container frozen; it says when. */
+static int step_remote_restore(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	Cryo__MigrateFrame *f = NULL;
+	int r;
+
+	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_RESULT, &f, err);
+	if (r < 0)
+		return r;
+	if (f->result->status < 0) {
+		c->peer_failed = true;
+		free(c->res->peer_phase);
+		c->res->peer_phase = f->result->phase && f->result->phase[0] ? strdup(f->result->phase) : NULL;
+		r = cryo_error_setx(err, -f->result->status, "destination: %s", f->result->message ? f->result->message : "");
+	}
+	cryo_migrate_frame_free(f);
+	return r;
+}
+
+/*
+ * The point of no return. The hold goes first: its watchdog must not
+ * be able to thaw the container here once the destination may run it.
+ * If it already did (the deadline passed), the source runs again and
+ * the migration is called off.
+ */
+static int step_commit(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateCommit cm = CRYO__MIGRATE_COMMIT__INIT;
+	int r;
+
+	if (c->hold) {
+		r = cryo_hold_release(c->hold, err);
+		c->hold = NULL;
+		if (r == -ETIME)
+			return cryo_error_setx(err, ETIME, "the freeze deadline passed and the container was thawed here: not committing");
+		if (r < 0)
+			return r;
+	}
+	cm.go = true;
+	cm.has_frozen_usec = 1;
+	cm.frozen_usec = (uint64_t)(cryo_now_us() - c->frozen_at);
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_COMMIT;
+	fr.commit = &cm;
+	/* from here on, a silence means the destination may be running it */
+	c->commit_sent = true;
+	r = cryo_transport_send(c->t, &fr, err);
+	if (r < 0 && r != -ETIMEDOUT) {
+		/* the frame did not leave whole: the destination can't have committed */
+		c->commit_sent = false;
+	}
+	return r;
+}
+
+static int step_confirm(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	Cryo__MigrateFrame *f = NULL;
+	int r;
+
+	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_RESULT, &f, err);
+	if (r < 0)
+		return r;
+	if (f->result->status < 0) {
+		/* it says it failed and removed what it made: resuming is right */
+		c->peer_failed = true;
+		c->commit_sent = false;
+		free(c->res->peer_phase);
+		c->res->peer_phase = f->result->phase && f->result->phase[0] ? strdup(f->result->phase) : NULL;
+		r = cryo_error_setx(err, -f->result->status, "destination: %s", f->result->message ? f->result->message : "");
+		cryo_migrate_frame_free(f);
+		return r;
+	}
+	cryo_migrate_frame_free(f);
+	c->confirmed = true;
+	c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at);
+	return 0;
+}
+
+/* It runs there: end it here (killed while frozen, nothing runs after the dump). */
+static int step_stop(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	int r;
+
+	r = cryo_freezer_kill_all(c->fz, SIGKILL, THAW_TIMEOUT_MS, err);
+	if (r < 0)
+		return r;
+	/* empty now: a cgroup left frozen would freeze whatever comes next */
+	r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
+	if (r < 0)
+		return r;
+	c->st->status = CRYO_STATUS_STOPPED;
+	r = cryo_state_save(c->o->root, c->st, err);
+	if (r < 0)
+		return r;
+	undo_checkpoint(c);
+	return 0;
+}
+
+static const struct mstep migrate_steps[] = {
+	{ "connect", step_connect, undo_connect },
+	{ "preflight", step_preflight, NULL },
+	{ "freeze", step_freeze, undo_freeze },
+	{ "checkpoint", step_checkpoint, undo_checkpoint },
+	{ "transfer", step_transfer, NULL },
+	{ "restore", step_remote_restore, NULL },
+	{ "commit", step_commit, NULL },
+	{ "confirm", step_confirm, NULL },
+	{ "stop", step_stop, NULL },
+};
+
+const char *const cryo_migrate_steps[] = {
+	"connect", "preflight", "freeze", "checkpoint", "transfer", "restore", "commit", "confirm", "stop", NULL,
+};
+
+void cryo_migrate_result_done(struct cryo_migrate_result *r)
+{
+	free(r->peer_phase);
+	r->peer_phase = NULL;
+}
+
+static void migrate_failed(void *ctx, size_t failed, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+
+	/* the connection broke under us: the destination may have said why */
+	if (!c->peer_failed && c->t && (err->status == EPIPE || err->status == ECONNRESET)) {
+		struct cryo_error pe = CRYO_ERROR_INIT;
+
+		if (check_peer(c, 1000, &pe) < 0 && c->peer_failed)
+			cryo_error_move(err, &pe);
+		cryo_error_clear(&pe);
+	}
+
+	c->res->failed_phase = migrate_steps[failed].name;
+	/* a commit sent and never answered: the destination may run it */
+	if (c->commit_sent && !c->confirmed && !c->peer_failed) {
+		c->res->in_doubt = true;
+		cryo_warn("migrate `%s`: the commit was sent but not confirmed: the container is left PAUSED here; "
+			  "check the destination, then `cryo resume %s` (not running there) or `cryo delete -f %s` "
+			  "(running there)", c->o->id, c->o->id, c->o->id);
+	}
+	c->res->stop_failed = c->confirmed;
+	/* for the abort frame undo_connect sends (none once it runs there) */
+	if (c->confirmed)
+		c->peer_failed = true;
+	c->fail.status = err->status;
+	c->fail.msg = err->msg ? strdup(err->msg) : NULL;
+}
+
+int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *res, struct cryo_error *err)
+{
+	struct mctx c = { .o = o, .res = res };
+	struct runner rn = {
+		.table = "migrate", .steps = migrate_steps, .n = ARRAY_SIZE(migrate_steps),
+		.progress = o->progress, .userdata = o->userdata, .current = &c.step, .phase_start = &c.step_start,
+		.on_fail = migrate_failed,
+	};
+	size_t failed = 0;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	r = cryo_validate_id(o->id, err);
+	if (r < 0)
+		return r;
+	c.t0 = cryo_now_us();
+	r = run_steps(&rn, &c, &failed, err);
+	if (r < 0 && c.st && res->in_doubt) {
+		c.st->status = CRYO_STATUS_PAUSED;
+		(void)cryo_state_save(o->root, c.st, NULL);
+	}
+	res->total_us = (uint64_t)(cryo_now_us() - c.t0);
+	if (c.t)
+		cryo_transport_close(c.t);
+	if (c.hold)
+		cryo_hold_free(c.hold);
+	cryo_freezer_close(c.fz);
+	cryo_state_free(c.st);
+	cryo_dest_done(&c.dest);
+	free(c.out_dir);
+	free(c.out_rel);
+	cryo_error_clear(&c.fail);
+	if (r < 0)
+		return cryo_error_prefix(err, "migrate `%s`", o->id);
+	return 0;
+}
+
+/* --- the destination: cryo receive ------------------------------------- */
+
+struct rctx {
+	const struct cryo_receive_opts *o;
+	struct cryo_receive_result *res;
+	struct cryo_transport *t;
+	char *id;
+	bool dry_run, was_paused;
+	char *in_rel, *in_dir;      /* .migrate-in/<id>, <root>/.migrate-in/<id> */
+	int in_fd;
+	bool staged;
+	char *bundle;               /* <bundle_dir>/<id> */
+	bool bundle_made;
+	Cryo__Manifest *m;
+	struct cryo_spec *spec;
+	bool restored, committed, peer_failed;
+	int64_t commit_at;
+	uint64_t frozen_usec;
+	const char *step;
+	int64_t step_start;
+	struct cryo_error fail;
+};
+
+static int64_t rtimeout(const struct rctx *c)
+{
+	return c->o->timeout_ms > 0 ? c->o->timeout_ms : DEFAULT_TIMEOUT_MS;
+}
+
+static void rprogress(struct rctx *c, uint64_t bytes, uint64_t total)
+{
+	struct cryo_migrate_progress p = {
+		.side = "receive", .phase = c->step, .bytes = bytes, .total = total,
+		.phase_us = cryo_now_us() - c->step_start,
+	};
+
+	if (c->o->progress)
+		c->o->progress(&p, c->o->userdata);
+}
+
+static int rstep_accept(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	int r;
+
+	if (c->o->stdio)
+		r = cryo_transport_fds(STDIN_FILENO, STDOUT_FILENO, "the source (stdio)", &c->t, err);
+	else
+		r = cryo_transport_tls_accept(c->o->listen, &c->o->tls, c->o->accept_timeout_ms, c->o->listening,
+					      c->o->userdata, &c->t, err);
+	if (r < 0)
+		return r;
+	c->t->io_timeout_ms = rtimeout(c);
+	return 0;
+}
+
+static void rundo_accept(void *ctx)
+{
+	struct rctx *c = ctx;
+
+	if (c->t && !c->peer_failed && c->fail.msg) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (send_result(c->t, -(c->fail.status ? c->fail.status : EIO), c->res->failed_phase, c->fail.msg, 0,
+				&e) < 0)
+			cryo_debug("receive: could not tell the source: %s", e.msg);
+		cryo_error_clear(&e);
+	}
+	cryo_transport_close(c->t);
+	c->t = NULL;
+}
+
+static uint64_t free_bytes_at(const char *path)
+{
+	struct statvfs s;
+
+	if (statvfs(path, &s) < 0)
+		return 0;
+	return (uint64_t)s.f_bavail * s.f_frsize;
+}
+
+/* What this host can't take, as a sentence; NULL when it can. */
+static int judge(struct rctx *c, const Cryo__MigrateHello *h, char *why, size_t len)
+{
+	struct cryo_state *st = NULL;
+	_cleanup_free_ char *bundle = NULL;
+	struct stat s;
+	const struct cryo_migrate_facts *lf = &c->res->local;
+	int r;
+
+	if (h->protocol_version != CRYO_MIGRATE_PROTOCOL_VERSION) {
+		snprintf(why, len, "protocol %u is not ours (%u)", h->protocol_version, (unsigned)CRYO_MIGRATE_PROTOCOL_VERSION);
+		return -EPROTO;
+	}
+	if (cryo_validate_id(h->container_id, NULL) < 0) {
+		snprintf(why, len, "`%.64s` is not a valid container id", h->container_id);
+		return -EINVAL;
+	}
+	r = cryo_state_load(c->o->root, h->container_id, &st, NULL);
+	cryo_state_free(st);
+	if (r != -ENOENT) {
+		snprintf(why, len, "a container `%s` exists here", h->container_id);
+		return -EEXIST;
+	}
+	if (asprintf(&bundle, "%s/%s", c->o->bundle_dir, h->container_id) < 0)
+		return -ENOMEM;
+	if (lstat(bundle, &s) == 0) {
+		snprintf(why, len, "the bundle `%s` exists here", bundle);
+		return -EEXIST;
+	}
+	if (!lf->criu_version[0]) {
+		snprintf(why, len, "no working CRIU here");
+		return -ENOENT;
+	}
+	if (lf->criu_checked && !lf->criu_check_ok) {
+		snprintf(why, len, "`criu check` fails here");
+		return -EOPNOTSUPP;
+	}
+	/*
+	 * A loop-mounted image is put back by writing the image file where
+	 * the manifest says it was: a host path named by the image. Until
+	 * restore takes that place from the bundle (issue 11.1), refuse.
+	 */
+	if (h->rootfs_kind && strcmp(h->rootfs_kind, "image") == 0) {
+		snprintf(why, len, "a rootfs on its own image file can't be received yet (restore would write it to the source's host path)");
+		return -EOPNOTSUPP;
+	}
+	if (h->freezer_backend && strcmp(h->freezer_backend, "v2") == 0 && strcmp(lf->cgroup_layout, "v1") == 0) {
+		snprintf(why, len, "the container uses the cgroup2 freezer, this host has none");
+		return -EOPNOTSUPP;
+	}
+	if (h->freezer_backend && strcmp(h->freezer_backend, "v1") == 0 && strcmp(lf->cgroup_layout, "v2") == 0) {
+		snprintf(why, len, "the container uses the cgroup v1 freezer, this host has none");
+		return -EOPNOTSUPP;
+	}
+	if (h->need_bytes + FREE_RESERVE_BYTES > lf->free_bytes) {
+		snprintf(why, len, "%" PRIu64 " MiB free here, the image needs about %" PRIu64 " MiB (+%llu reserved)",
+			 lf->free_bytes >> 20, (uint64_t)h->need_bytes >> 20, FREE_RESERVE_BYTES >> 20);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static int rstep_preflight(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	Cryo__MigrateFrame *f = NULL;
+	char why[512] = "";
+	int r, verdict;
+
+	r = recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_HELLO, NULL, &f, err);
+	if (r < 0)
+		return r;
+	c->dry_run = f->hello->dry_run;
+	c->res->dry_run = c->dry_run;
+	c->was_paused = f->hello->was_paused;
+	hello_to_facts(f->hello, &c->res->remote);
+	local_facts(&c->res->local, c->dry_run);
+	c->res->local.free_bytes = free_bytes_at(c->o->root);
+	if (c->o->bundle_dir) {
+		uint64_t b = free_bytes_at(c->o->bundle_dir);
+
+		if (b && b < c->res->local.free_bytes)
+			c->res->local.free_bytes = b;
+	}
+	verdict = judge(c, f->hello, why, sizeof(why));
+	if (verdict >= 0) {
+		c->id = strdup(f->hello->container_id);
+		c->res->id = strdup(f->hello->container_id);
+		if (!c->id || !c->res->id)
+			verdict = -ENOMEM;
+	}
+	cryo_migrate_frame_free(f);
+	r = send_hello(c->t, &c->res->local, c->id ? c->id : "", c->dry_run, false, err);
+	if (r < 0)
+		return r;
+	r = send_result(c->t, verdict < 0 ? verdict : 0, "preflight", verdict < 0 ? why : "ready", 0, err);
+	if (r < 0)
+		return r;
+	if (verdict < 0) {
+		/* the source knows: no abort frame for it */
+		c->peer_failed = true;
+		return cryo_error_setx(err, -verdict, "refused: %s", why[0] ? why : strerror(-verdict));
+	}
+	if (c->dry_run)
+		c->step = NULL;
+	return 0;
+}
+
+static int rstep_stage(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	_cleanup_free_ char *parent = NULL;
+	_cleanup_close_ int rfd = -1;
+	int r;
+
+	if (asprintf(&parent, "%s/" MIGRATE_IN_DIR, c->o->root) < 0 ||
+	    asprintf(&c->in_rel, MIGRATE_IN_DIR "/%s", c->id) < 0 ||
+	    asprintf(&c->in_dir, "%s/%s", c->o->root, c->in_rel) < 0)
+		return cryo_error_set(err, ENOMEM, "staging dir");
+	r = cryo_mkdir_p(parent, 0700);
+	if (r < 0)
+		return cryo_error_set(err, -r, "create `%s`", parent);
+	rfd = open(c->o->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", c->o->root);
+	/* a leftover of a receive that was killed: the name is cryo's own */
+	(void)cryo_rm_rf_at(rfd, c->in_rel);
+	if (mkdirat(rfd, c->in_rel, 0700) < 0)
+		return cryo_error_set(err, errno, "create `%s`", c->in_dir);
+	c->staged = true;
+	c->in_fd = openat(rfd, c->in_rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (c->in_fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", c->in_dir);
+	return 0;
+}
+
+static void rundo_stage(void *ctx)
+{
+	struct rctx *c = ctx;
+
+	if (c->in_fd >= 0)
+		close(c->in_fd);
+	c->in_fd = -1;
+	if (c->staged)
+		(void)rm_under_root(c->o->root, c->in_rel);
+	c->staged = false;
+}
+
+/* A file name from the peer: one plain component, nothing hidden. */
+static bool name_ok(const char *n)
+{
+	const char *p;
+
+	if (!n[0] || n[0] == '.' || strlen(n) > CRYO_MIGRATE_NAME_MAX)
+		return false;
+	for (p = n; *p; p++)
+		if (*p == '/' || (unsigned char)*p < 0x21 || (unsigned char)*p > 0x7e)
+			return false;
+	return true;
+}
+
+static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *got, uint64_t *budget,
+			struct cryo_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	uint64_t left = fm->size;
+	int r;
+
+	if (!name_ok(fm->name))
+		return cryo_error_setx(err, EBADMSG, "the source sent a bad file name");
+	if (fm->size > *budget)
+		return cryo_error_setx(err, ENOSPC, "file `%s` of %" PRIu64 " bytes: not that much space here", fm->name,
+				       fm->size);
+	*budget -= fm->size;
+	/* O_EXCL: a name sent twice is refused, nothing is overwritten */
+	fd = openat(c->in_fd, fm->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "create `%s`", fm->name);
+	while (left > 0) {
+		Cryo__MigrateFrame *f = NULL;
+		const uint8_t *p;
+		size_t n;
+
+		r = recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_CHUNK, &c->res->peer_phase, &f, err);
+		if (r < 0) {
+			if (c->res->peer_phase)
+				c->peer_failed = true;
+			return r;
+		}
+		n = f->chunk->data.len;
+		if (n == 0 || n > left) {
+			cryo_migrate_frame_free(f);
+			return cryo_error_setx(err, EBADMSG, "`%s`: more data than announced", fm->name);
+		}
+		p = f->chunk->data.data;
+		left -= n;
+		*got += n;
+		while (n > 0) {
+			ssize_t w = write(fd, p, n);
+
+			if (w < 0 && errno == EINTR)
+				continue;
+			if (w < 0) {
+				r = cryo_error_set(err, errno, "write `%s`", fm->name);
+				cryo_migrate_frame_free(f);
+				return r;
+			}
+			p += w;
+			n -= (size_t)w;
+		}
+		cryo_migrate_frame_free(f);
+	}
+	return 0;
+}
+
+static int rstep_transfer(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	uint64_t got = 0, budget, files = 0;
+	int64_t last = 0;
+	int r;
+
+	budget = free_bytes_at(c->in_dir);
+	budget = budget > FREE_RESERVE_BYTES ? budget - FREE_RESERVE_BYTES : 0;
+	for (;;) {
+		Cryo__MigrateFrame *f = NULL;
+
+		r = cryo_transport_recv(c->t, rtimeout(c), &f, err);
+		if (r < 0)
+			return r;
+		switch (f->body_case) {
+		case CRYO__MIGRATE_FRAME__BODY_FILE:
+			if (++files > CRYO_MANIFEST_MAX_FILES) {
+				cryo_migrate_frame_free(f);
+				return cryo_error_setx(err, EBADMSG, "more than %u files", CRYO_MANIFEST_MAX_FILES);
+			}
+			r = receive_file(c, f->file, &got, &budget, err);
+			break;
+		case CRYO__MIGRATE_FRAME__BODY_DONE:
+			if (f->done->has_final && f->done->final) {
+				cryo_migrate_frame_free(f);
+				rprogress(c, got, got);
+				return 0;
+			}
+			r = cryo_error_setx(err, EOPNOTSUPP, "pre-copy rounds are not supported by this receiver");
+			break;
+		case CRYO__MIGRATE_FRAME__BODY_RESULT:
+			c->peer_failed = true;
+			if (f->result->phase && f->result->phase[0])
+				c->res->peer_phase = strdup(f->result->phase);
+			r = cryo_error_setx(err, f->result->status < 0 && f->result->status > -4096 ? -f->result->status : EPROTO,
+					    "the source failed at %s: %s", f->result->phase ? f->result->phase : "?",
+					    f->result->message ? f->result->message : "");
+			break;
+		default:
+			r = cryo_error_setx(err, EBADMSG, "%s sent an unexpected frame (kind %d)", c->t->peer,
+					    (int)f->body_case);
+			break;
+		}
+		cryo_migrate_frame_free(f);
+		if (r < 0)
+			return r;
+		if (cryo_now_us() - last > PROGRESS_EVERY_US) {
+			last = cryo_now_us();
+			rprogress(c, got, 0);
+		}
+	}
+}
+
+/*
+ * This host's rules for a config.json that came from elsewhere: nothing
+ * in it may name or reach a host path.
+ */
+static int check_foreign_spec(const struct cryo_spec *s, struct cryo_error *err)
+{
+	size_t i;
+
+	if (!s->root_path || s->root_path[0] == '/' || strstr(s->root_path, ".."))
+		return cryo_error_setx(err, EPERM, "root.path `%s` is not a plain path inside the bundle",
+				       s->root_path ? s->root_path : "");
+	for (i = 0; i < _CRYO_HOOK_KIND_MAX; i++)
+		if (s->hooks.n[i])
+			return cryo_error_setx(err, EPERM, "the config has hooks (host programs): refused");
+	for (i = 0; i < s->n_mounts; i++)
+		if (s->mounts[i].bind)
+			return cryo_error_setx(err, EPERM, "the config bind-mounts `%s` (a host path): refused",
+					       s->mounts[i].source ? s->mounts[i].source : "");
+	for (i = 0; i < _CRYO_NS_MAX; i++)
+		if (s->namespaces[i].path)
+			return cryo_error_setx(err, EPERM, "the config joins the namespace `%s` (a host path): refused",
+					       s->namespaces[i].path);
+	if (s->n_devices)
+		return cryo_error_setx(err, EPERM, "the config creates %zu device nodes: refused", s->n_devices);
+	if (s->cgroups_path && strstr(s->cgroups_path, ".."))
+		return cryo_error_setx(err, EPERM, "cgroupsPath `%s` escapes: refused", s->cgroups_path);
+	return 0;
+}
+
+static int rstep_verify(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	int r;
+
+	if (c->o->verify_key) {
+		/*
+		 * TODO(sign): verified here once runtime/sign.h is merged:
+		 * r = cryo_image_verify(c->in_dir, c->o->verify_key, err);
+		 */
+		return cryo_error_setx(err, EOPNOTSUPP, "--verify-key: image signatures (runtime/sign.h) are not in this build");
+	}
+	if (!c->o->allow_unsigned)
+		return cryo_error_setx(err, EPERM, "the image is not signed: pass --verify-key (or --allow-unsigned)");
+	r = cryo_manifest_load_verified(c->in_dir, &c->m, err);
+	if (r < 0)
+		return r;
+	if (!c->m->container_id || strcmp(c->m->container_id, c->id) != 0)
+		return cryo_error_setx(err, EBADMSG, "the image is of container `%s`, not `%s`",
+				       c->m->container_id ? c->m->container_id : "", c->id);
+	if (c->m->criu && c->m->criu->has_pre_dump && c->m->criu->pre_dump)
+		return cryo_error_setx(err, EINVAL, "the image is a pre-dump");
+	if (!c->m->config_json)
+		return cryo_error_setx(err, EBADMSG, "the image has no config.json");
+	r = cryo_spec_parse(c->m->config_json, strlen(c->m->config_json), &c->spec, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "the image's config.json");
+	r = check_foreign_spec(c->spec, err);
+	if (r < 0)
+		return r;
+	if (c->m->rootfs && c->m->rootfs->kind != CRYO__ROOTFS_SNAPSHOT__KIND__NONE &&
+	    c->m->rootfs->kind != CRYO__ROOTFS_SNAPSHOT__KIND__TAR)
+		return cryo_error_setx(err, EOPNOTSUPP, "the rootfs snapshot would be written to a host path named by the image: refused");
+	return 0;
+}
+
+/* The bundle this host restores from: its own dir, config.json, an empty rootfs. */
+static int rstep_bundle(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	_cleanup_close_ int bdfd = -1, bfd = -1;
+	_cleanup_free_ char *rootfs = NULL;
+	int r;
+
+	r = cryo_mkdir_p(c->o->bundle_dir, 0700);
+	if (r < 0)
+		return cryo_error_set(err, -r, "create `%s`", c->o->bundle_dir);
+	if (asprintf(&c->bundle, "%s/%s", c->o->bundle_dir, c->id) < 0 ||
+	    asprintf(&rootfs, "%s/%s/%s", c->o->bundle_dir, c->id, c->spec->root_path) < 0)
+		return cryo_error_set(err, ENOMEM, "bundle");
+	bdfd = open(c->o->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bdfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", c->o->bundle_dir);
+	if (mkdirat(bdfd, c->id, 0700) < 0)
+		return cryo_error_set(err, errno, "create the bundle `%s`", c->bundle);
+	c->bundle_made = true;
+	bfd = openat(bdfd, c->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (bfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", c->bundle);
+	r = cryo_write_new_file_at(bfd, "config.json", c->m->config_json, strlen(c->m->config_json), 0600);
+	if (r < 0)
+		return cryo_error_set(err, -r, "write `%s/config.json`", c->bundle);
+	r = cryo_mkdir_p(rootfs, 0755);
+	if (r < 0)
+		return cryo_error_set(err, -r, "create `%s`", rootfs);
+	return 0;
+}
+
+static void rundo_bundle(void *ctx)
+{
+	struct rctx *c = ctx;
+	_cleanup_close_ int bdfd = -1;
+
+	if (!c->bundle_made)
+		return;
+	bdfd = open(c->o->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bdfd >= 0 && cryo_rm_rf_at(bdfd, c->id) < 0)
+		cryo_warn("receive `%s`: undo: could not remove the bundle `%s`", c->id, c->bundle);
+	c->bundle_made = false;
+}
+
+static int freeze_restored(struct rctx *c, bool freeze, struct cryo_error *err)
+{
+	struct cryo_state *st = NULL;
+	struct cryo_freezer *fz = NULL;
+	int r;
+
+	r = cryo_state_load(c->o->root, c->id, &st, err);
+	if (r < 0)
+		return r;
+	r = cryo_freezer_open_for(st->freezer_backend, st->cgroup_v2, st->cgroup_v1_freezer, &fz, err);
+	if (r >= 0)
+		r = freeze ? cryo_freezer_freeze(fz, FREEZE_TIMEOUT_MS, 0, err) : cryo_freezer_thaw(fz, THAW_TIMEOUT_MS, 0, err);
+	cryo_freezer_close(fz);
+	cryo_state_free(st);
+	return r;
+}
+
+/*
+ * Restore from the staged image into our bundle, and keep it frozen
+ * until the source commits: it must not run here while the source may
+ * still resume. The checkpoint was taken frozen, so restore brings it
+ * back paused.
+ * TODO(merge): with restore's keep_paused (PLAN.md), set it true here.
+ */
+static int rstep_restore(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	struct cryo_restore_opts ro = {
+		.root = c->o->root,
+		.id = c->id,
+		.image_path = c->in_dir,
+		.bundle = c->bundle,
+		.detach = true,
+	};
+	pid_t pid = 0;
+	int r;
+
+	if (c->m->criu) {
+		ro.criu.tcp_established = c->m->criu->tcp_established;
+		ro.criu.ext_unix_sk = c->m->criu->ext_unix_sk;
+		ro.criu.shell_job = c->m->criu->shell_job;
+		ro.criu.file_locks = c->m->criu->file_locks;
+	}
+	r = cryo_restore(&ro, &pid, NULL, err);
+	if (r < 0)
+		return r;
+	c->restored = true;
+	r = freeze_restored(c, true, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "keep the restored container frozen");
+	return send_result(c->t, 0, "restore", "restored, frozen", 0, err);
+}
+
+static void rundo_restore(void *ctx)
+{
+	struct rctx *c = ctx;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (!c->restored || c->committed)
+		return;
+	if (cryo_container_delete(c->o->root, c->id, true, &e) < 0)
+		cryo_warn("receive `%s`: undo: delete the restored container: %s", c->id, e.msg);
+	cryo_error_clear(&e);
+	c->restored = false;
+}
+
+static int record_downtime(struct rctx *c, uint64_t downtime_us, struct cryo_error *err)
+{
+	struct cryo_state *st = NULL;
+	int r;
+
+	r = cryo_state_load(c->o->root, c->id, &st, err);
+	if (r < 0)
+		return r;
+	if (!st->annotations)
+		st->annotations = json_object_new_object();
+	if (st->annotations)
+		json_object_object_add(st->annotations, CRYO_MIGRATE_DOWNTIME_ANNOTATION,
+				       json_object_new_int64((int64_t)downtime_us));
+	st->status = c->was_paused ? CRYO_STATUS_PAUSED : CRYO_STATUS_RUNNING;
+	r = cryo_state_save(c->o->root, st, err);
+	cryo_state_free(st);
+	return r;
+}
+
+static int rstep_commit(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	Cryo__MigrateFrame *f = NULL;
+	uint64_t downtime;
+	int r;
+
+	r = recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_COMMIT, &c->res->peer_phase, &f, err);
+	if (r < 0) {
+		if (c->res->peer_phase)
+			c->peer_failed = true;
+		return r;
+	}
+	c->commit_at = cryo_now_us();
+	if (!f->commit->go) {
+		cryo_migrate_frame_free(f);
+		c->peer_failed = true;
+		return cryo_error_setx(err, ECANCELED, "the source called it off");
+	}
+	c->frozen_usec = f->commit->frozen_usec;
+	cryo_migrate_frame_free(f);
+	/* ours now: whatever happens next, it stays here */
+	c->committed = true;
+	if (!c->was_paused) {
+		r = freeze_restored(c, false, err);
+		if (r < 0) {
+			cryo_warn("receive `%s`: committed, but thawing failed: %s (left paused)", c->id, err->msg);
+			cryo_error_clear(err);
+		}
+	}
+	downtime = c->frozen_usec + (uint64_t)(cryo_now_us() - c->commit_at);
+	c->res->downtime_us = downtime;
+	r = record_downtime(c, downtime, err);
+	if (r < 0) {
+		cryo_warn("receive `%s`: %s", c->id, err->msg);
+		cryo_error_clear(err);
+	}
+	r = send_result(c->t, 0, "commit", c->was_paused ? "paused" : "running", downtime, err);
+	if (r < 0) {
+		/* the source will call it in doubt and keep its copy paused: ours runs */
+		cryo_warn("receive `%s`: running, but the confirmation did not reach the source: %s", c->id, err->msg);
+		cryo_error_clear(err);
+	}
+	return 0;
+}
+
+static const struct mstep receive_steps[] = {
+	{ "accept", rstep_accept, rundo_accept },
+	{ "preflight", rstep_preflight, NULL },
+	{ "stage", rstep_stage, rundo_stage },
+	{ "transfer", rstep_transfer, NULL },
+	{ "verify", rstep_verify, NULL },
+	{ "bundle", rstep_bundle, rundo_bundle },
+	{ "restore", rstep_restore, rundo_restore },
+	{ "commit", rstep_commit, NULL },
+};
+
+const char *const cryo_receive_steps[] = {
+	"accept", "preflight", "stage", "transfer", "verify", "bundle", "restore", "commit", NULL,
+};
+
+void cryo_receive_result_done(struct cryo_receive_result *r)
+{
+	free(r->id);
+	free(r->peer_phase);
+	r->id = r->peer_phase = NULL;
+}
+
+static void receive_failed(void *ctx, size_t failed, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+
+	c->res->failed_phase = receive_steps[failed].name;
+	c->fail.status = err->status;
+	c->fail.msg = err->msg ? strdup(err->msg) : NULL;
+}
+
+int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *res, struct cryo_error *err)
+{
+	struct rctx c = { .o = o, .res = res, .in_fd = -1 };
+	struct runner rn = {
+		.table = "receive", .steps = receive_steps, .n = ARRAY_SIZE(receive_steps),
+		.progress = o->progress, .userdata = o->userdata, .current = &c.step, .phase_start = &c.step_start,
+		.on_fail = receive_failed,
+	};
+	size_t failed = 0;
+	int r;
+
+	memset(res, 0, sizeof(*res));
+	if (!o->bundle_dir || o->bundle_dir[0] != '/')
+		return cryo_error_setx(err, EINVAL, "receive: --bundle-dir must be an absolute path");
+	r = run_steps(&rn, &c, &failed, err);
+	if (r >= 0) {
+		/* the image served its purpose; CRIU's restore log is in the state dir */
+		rundo_stage(&c);
+		cryo_transport_close(c.t);
+		c.t = NULL;
+	}
+	if (c.in_fd >= 0)
+		close(c.in_fd);
+	cryo_transport_close(c.t);
+	free(c.id);
+	free(c.in_rel);
+	free(c.in_dir);
+	free(c.bundle);
+	cryo_manifest_free(c.m);
+	cryo_spec_free(c.spec);
+	cryo_error_clear(&c.fail);
+	if (r < 0)
+		return cryo_error_prefix(err, "receive%s%s%s", res->id ? " `" : "", res->id ? res->id : "",
+					 res->id ? "`" : "");
+	return 0;
+}

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * Migration between hosts: `cryo migrate ID DEST` on the source,
+ * `cryo receive` on the destination, talking proto/migrate.proto over a
+ * trusted transport (runtime/transport.h). Both sides are step tables
+ * with undo, like checkpoint:
+ *
+ *   migrate: connect → preflight → freeze → checkpoint → transfer
+ *            → restore (the destination's) → commit → confirm → stop
+ *   receive: accept → preflight → stage → transfer → verify → bundle
+ *            → restore → commit
+ *
+ * The container is never running on both hosts, and never on neither:
+ *
+ *  - the source freezes it with a held freeze (journal + watchdog, undone
+ *    when cryo dies or the deadline passes) and checkpoints it with
+ *    leave-running semantics, so until the commit the source can resume
+ *    it exactly as it was;
+ *  - the destination restores it and keeps it frozen until the commit;
+ *  - the source gives up its hold (the deadline could otherwise thaw it
+ *    behind the commit) and only then sends the commit; the destination
+ *    thaws and confirms; the source then stops its copy.
+ *
+ * Any failure before the commit resumes the source and makes the
+ * destination remove everything it made. A commit whose confirmation
+ * never arrives leaves the source PAUSED ("in doubt": the destination
+ * may be running it): never thawed automatically, the user decides
+ * (`cryo resume` here, or `cryo delete` here once it runs there).
+ *
+ * The destination trusts nothing in the image: it restores into a bundle
+ * under its own --bundle-dir, refuses a config.json that names host
+ * paths (hooks, bind mounts, namespace paths, devices, an absolute or
+ * escaping root.path), and writes files only inside its staging dir.
+ *
+ * CRYO_FAULT=migrate:<step> / receive:<step> makes a step fail before it
+ * acts.
+ */
+#ifndef CRYO_MIGRATE_H
+#define CRYO_MIGRATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "criu.h"
+#include "error.h"
+#include "transport.h"
+
+/* What one end tells the other in preflight (and the dry run reports). */
+struct cryo_migrate_facts {
+	char kernel[65];
+	char criu_version[32];       /* "" = no CRIU */
+	char cryo_version[32];
+	char cgroup_layout[8];       /* v1, v2, hybrid */
+	char freezer_backend[8];     /* source: the container's */
+	char rootfs_kind[8];         /* source: image (own fs, loop) or dir */
+	uint64_t need_bytes;         /* source: estimated image size */
+	uint64_t free_bytes;         /* destination: free space for it */
+	bool soft_dirty, userfaultfd;
+	bool criu_checked, criu_check_ok; /* `criu check` (dry run only) */
+};
+
+struct cryo_migrate_progress {
+	const char *side;     /* "migrate" or "receive" */
+	const char *phase;    /* the step */
+	bool phase_done;      /* the step ended (ok) */
+	uint64_t bytes, total;/* transfer: so far / all; 0 otherwise */
+	int64_t phase_us;     /* time in the phase so far */
+};
+
+typedef void (*cryo_migrate_progress_fn)(const struct cryo_migrate_progress *p, void *userdata);
+
+struct cryo_migrate_opts {
+	const char *root;
+	const char *id;
+	const char *dest;             /* ssh://[user@]host[:port] or tls://host:port */
+	const char *ssh;              /* ssh program; NULL = ssh */
+	const char *remote_cmd;       /* ssh: NULL = "cryo receive --stdio" */
+	struct cryo_tls_files tls;    /* tls: our certificate, key, and the CA */
+	const char *sign_key;         /* sign the image (runtime/sign.h) */
+	struct cryo_criu_flags criu;
+	bool dry_run;
+	int64_t freeze_deadline_ms;   /* the source thaws by itself after this; 0 = 300000 */
+	int64_t timeout_ms;           /* each wait for the peer; 0 = 120000 */
+	cryo_migrate_progress_fn progress;
+	void *userdata;
+};
+
+struct cryo_migrate_result {
+	const char *failed_phase;     /* our step that failed (static), NULL on success */
+	char *peer_phase;             /* the destination's failed step, if it said */
+	bool in_doubt;                /* commit sent, unconfirmed: left PAUSED here */
+	bool resume_failed;           /* an undo failed: see the warnings */
+	bool stop_failed;             /* migrated, but the copy here could not be stopped (left frozen) */
+	bool dry_run_ready;           /* --dry-run: both ends can do it */
+	struct cryo_migrate_facts local, remote;
+	uint64_t downtime_us;         /* frozen here → running there (measured here) */
+	uint64_t total_us, bytes;
+};
+
+void cryo_migrate_result_done(struct cryo_migrate_result *r);
+
+int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *res, struct cryo_error *err);
+
+struct cryo_receive_opts {
+	const char *root;
+	const char *bundle_dir;       /* the bundle goes to <bundle_dir>/<id> */
+	bool stdio;                   /* the channel is fds 0/1 (under sshd) */
+	const char *listen;           /* else: mutual TLS on this address */
+	struct cryo_tls_files tls;
+	const char *verify_key;       /* runtime/sign.h */
+	bool allow_unsigned;
+	int64_t timeout_ms;           /* each wait for the peer; 0 = 120000 */
+	int64_t accept_timeout_ms;    /* --listen: 0 = forever */
+	void (*listening)(unsigned port, void *userdata);
+	cryo_migrate_progress_fn progress;
+	void *userdata;
+};
+
+struct cryo_receive_result {
+	char *id;
+	const char *failed_phase;     /* ours, static */
+	char *peer_phase;             /* the source's, if it said */
+	bool dry_run;
+	struct cryo_migrate_facts local, remote;
+	uint64_t downtime_us;         /* estimate: the source's frozen time + ours until thawed */
+};
+
+void cryo_receive_result_done(struct cryo_receive_result *r);
+
+int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *res, struct cryo_error *err);
+
+/* The step names, in order (tests iterate them for CRYO_FAULT). */
+extern const char *const cryo_migrate_steps[];
+extern const char *const cryo_receive_steps[];
+
+/* The state annotation where the destination stores the downtime. */
+#define CRYO_MIGRATE_DOWNTIME_ANNOTATION "org.cryo.migrate.downtime_usec"
+
+#endif

@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Migration benchmark (not a timed test): the self-checking counter
+# (tests/tools/cryo-test-counter.c, MEM MiB of touched memory) in a
+# container with a directory rootfs, on the two "hosts" of
+# tests/lib/migrate.sh (a network + cgroup namespace, mutual TLS over a
+# veth pair), side by side per size, REPS times:
+#
+#   local     `cryo checkpoint` (stops it) + `cryo restore -d` on one host:
+#             its downtime is the whole of both
+#   migrate   `cryo migrate tls://...`: downtime = frozen here -> running
+#             there (as measured by the source), and its total time
+#
+# Prints medians and the ratios migrate/local. Every run is checked: the
+# workload keeps counting afterwards.
+#
+#   tests/bench/migrate.sh [REPS] [MEM_MIB...]      (default 3, 64 256)
+#
+# Where CRIU works on the host (CRYO_CRIU=/opt/cryo-criu4/sbin/criu with
+# CRIU_FAULT=130) it runs here; otherwise it re-runs itself in the VM
+# (CRYO_VM_MEM=3072). Absolute times are the machine's: read the ratios.
+: "${CRYO_VM_MEM:=3072}" "${CRYO_VM_TIMEOUT:=3000}"
+export CRYO_VM_MEM CRYO_VM_TIMEOUT
+if [ -z "${CRYO_CRIU:-}" ]; then
+	source "$(dirname "$0")/../vm/lib.sh"
+	in_vm && vm_containers_setup
+fi
+source "$(dirname "$0")/../lib/common.sh"
+. "$CRYO_SRC/tests/lib/bundle.sh"
+. "$CRYO_SRC/tests/lib/workload.sh"
+. "$CRYO_SRC/tests/lib/migrate.sh"
+"$CRYO_BIN" check >/dev/null 2>&1 || skip "CRIU does not work here (cryo check)"
+
+reps=${1:-3}
+[ $# -gt 0 ] && shift
+sizes=${*:-64 256}
+mig_hosts_setup
+mig_tls_certs "$T/pki"
+
+median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
+ms_since() { echo $(( $(now_ms) - $1 )); }
+
+printf '%-6s %-4s %12s %14s %12s %10s %10s\n' MiB rep local_ms mig_downtime mig_total down/local total/local
+for mib in $sizes; do
+	id=mb-$mib-$$
+	B=$T/$id
+	mig_bundle_dir "$B" /counter /status "$mib" -
+	cp "$WL_BIN" "$B/rootfs-dir/counter"
+	S=$B/rootfs-dir/status
+	D=$MIG_BUNDLES/$id/rootfs-dir/status
+	: >"$T/l" ; : >"$T/d" ; : >"$T/t"
+	for rep in $(seq "$reps"); do
+		rt run -d --bundle "$B" "$id" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/out")"
+		wl_wait_above "$S" 10
+		# local checkpoint + restore: the container is down for both
+		rm -rf "$T/img"
+		t0=$(now_ms)
+		check rt checkpoint --image-path "$T/img" "$id"
+		rt restore -d --image-path "$T/img" "$id" </dev/null >"$T/out" 2>&1 || fail "restore: $(cat "$T/out")"
+		local_ms=$(ms_since "$t0")
+		c=$(wl_count "$S")
+		wl_wait_above "$S" $((c + 10))
+		# migrate
+		mig_receive "$T/r.out" --allow-unsigned
+		"$CRYO_BIN" --root "$RTROOT" --log-format json migrate --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" \
+			--ca "$MIG_PKI/ca.crt" "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/m.json" 2>"$T/m.err" ||
+			fail "migrate: $(cat "$T/m.err")"
+		mig_receive_wait 60
+		[ "$MIG_RC" = 0 ] || fail "receive: $(cat "$T/r.out")"
+		c=$(wl_count "$D")
+		wl_wait_above "$D" $((c + 10))
+		read -r down total <<<"$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["downtime_usec"]/1e3, m["total_usec"]/1e3)' "$T/m.json")"
+		echo "$local_ms" >>"$T/l"; echo "$down" >>"$T/d"; echo "$total" >>"$T/t"
+		printf '%-6s %-4s %12s %14s %12s\n' "$mib" "$rep" "$local_ms" "$down" "$total"
+		check rt_dst delete --force "$id"
+		rm -rf "${MIG_BUNDLES:?}/$id"
+		check rt delete --force "$id"
+	done
+	l=$(median <"$T/l"); d=$(median <"$T/d"); t=$(median <"$T/t")
+	printf '%-6s %-4s %12s %14s %12s %10.2f %10.2f\n' "$mib" med "$l" "$d" "$t" \
+		"$(awk -v a="$d" -v b="$l" 'BEGIN { print a / b }')" "$(awk -v a="$t" -v b="$l" 'BEGIN { print a / b }')"
+done
