@@ -22,6 +22,7 @@
 #include "mountinfo.h"
 #include "restore.h"
 #include "snapshot.h"
+#include "sign.h"
 #include "spec.h"
 #include "state.h"
 #include "util.h"
@@ -632,17 +633,8 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 	(void)rm_under_root(c->o->root, c->out_rel);
 	co.image_path = c->out_dir;
 	c->image_made = true;
-	r = cryo_checkpoint(&co, err);
-	if (r < 0)
-		return r;
-	if (c->o->sign_key) {
-		/*
-		 * TODO(sign): the image is signed here once runtime/sign.h is
-		 * merged: r = cryo_image_sign(c->out_dir, c->o->sign_key, err);
-		 */
-		return cryo_error_setx(err, EOPNOTSUPP, "--sign-key: image signing (runtime/sign.h) is not in this build");
-	}
-	return 0;
+	co.sign_key = c->o->sign_key;
+	return cryo_checkpoint(&co, err);
 }
 
 static void undo_checkpoint(void *ctx)
@@ -1132,15 +1124,6 @@ static int judge(struct rctx *c, const Cryo__MigrateHello *h, char *why, size_t 
 		snprintf(why, len, "`criu check` fails here");
 		return -EOPNOTSUPP;
 	}
-	/*
-	 * A loop-mounted image is put back by writing the image file where
-	 * the manifest says it was: a host path named by the image. Until
-	 * restore takes that place from the bundle (issue 11.1), refuse.
-	 */
-	if (h->rootfs_kind && strcmp(h->rootfs_kind, "image") == 0) {
-		snprintf(why, len, "a rootfs on its own image file can't be received yet (restore would write it to the source's host path)");
-		return -EOPNOTSUPP;
-	}
 	if (h->freezer_backend && strcmp(h->freezer_backend, "v2") == 0 && strcmp(lf->cgroup_layout, "v1") == 0) {
 		snprintf(why, len, "the container uses the cgroup2 freezer, this host has none");
 		return -EOPNOTSUPP;
@@ -1398,15 +1381,12 @@ static int rstep_verify(void *ctx, struct cryo_error *err)
 	struct rctx *c = ctx;
 	int r;
 
-	if (c->o->verify_key) {
-		/*
-		 * TODO(sign): verified here once runtime/sign.h is merged:
-		 * r = cryo_image_verify(c->in_dir, c->o->verify_key, err);
-		 */
-		return cryo_error_setx(err, EOPNOTSUPP, "--verify-key: image signatures (runtime/sign.h) are not in this build");
-	}
-	if (!c->o->allow_unsigned)
-		return cryo_error_setx(err, EPERM, "the image is not signed: pass --verify-key (or --allow-unsigned)");
+	/* from another machine: authenticated before anything is read (sign.h) */
+	if (!c->o->verify_key && !c->o->allow_unsigned)
+		return cryo_error_setx(err, EPERM, "an image from another host must be signed: pass --verify-key (or --allow-unsigned)");
+	r = cryo_image_authenticate(c->in_dir, c->o->verify_key, false, err);
+	if (r < 0)
+		return r;
 	r = cryo_manifest_load_verified(c->in_dir, &c->m, err);
 	if (r < 0)
 		return r;
@@ -1423,9 +1403,6 @@ static int rstep_verify(void *ctx, struct cryo_error *err)
 	r = check_foreign_spec(c->spec, err);
 	if (r < 0)
 		return r;
-	if (c->m->rootfs && c->m->rootfs->kind != CRYO__ROOTFS_SNAPSHOT__KIND__NONE &&
-	    c->m->rootfs->kind != CRYO__ROOTFS_SNAPSHOT__KIND__TAR)
-		return cryo_error_setx(err, EOPNOTSUPP, "the rootfs snapshot would be written to a host path named by the image: refused");
 	return 0;
 }
 
@@ -1494,9 +1471,9 @@ static int freeze_restored(struct rctx *c, bool freeze, struct cryo_error *err)
 /*
  * Restore from the staged image into our bundle, and keep it frozen
  * until the source commits: it must not run here while the source may
- * still resume. The checkpoint was taken frozen, so restore brings it
- * back paused.
- * TODO(merge): with restore's keep_paused (PLAN.md), set it true here.
+ * still resume. Restore freezes it as its last step before the state is
+ * written (ro.paused); CRIU gives no way to keep the tasks stopped, so
+ * they run for the moment between CRIU's end and that freeze.
  */
 static int rstep_restore(void *ctx, struct cryo_error *err)
 {
@@ -1507,6 +1484,8 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.image_path = c->in_dir,
 		.bundle = c->bundle,
 		.detach = true,
+		.paused = true,
+		.verify_key = c->o->verify_key,
 	};
 	pid_t pid = 0;
 	int r;
@@ -1521,9 +1500,6 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->restored = true;
-	r = freeze_restored(c, true, err);
-	if (r < 0)
-		return cryo_error_prefix(err, "keep the restored container frozen");
 	return send_result(c->t, 0, "restore", "restored, frozen", 0, err);
 }
 

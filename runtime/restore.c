@@ -486,7 +486,7 @@ static int step_pause_or_run(void *ctx, struct cryo_error *err)
 	r = cryo_freezer_open_for(c->freezer_backend, c->cg.v2, c->cg.v1_freezer, &c->fz, err);
 	if (r < 0)
 		return r;
-	if (was_paused && c->o->keep_paused) {
+	if (c->o->paused || (was_paused && c->o->keep_paused)) {
 		r = cryo_freezer_freeze(c->fz, 5000, 0, err);
 		if (r < 0)
 			return r;

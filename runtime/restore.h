@@ -43,6 +43,7 @@ struct cryo_restore_opts {
 	bool detach;
 	bool tcp_close;
 	bool keep_paused;           /* paused at checkpoint → paused again (default: running) */
+	bool paused;                /* come back paused whatever the image says (migrate: until the source commits) */
 	struct cryo_criu_flags criu;
 	const char *verify_key;     /* the image must be signed with this key (sign.h); NULL = none */
 	bool require_signature;     /* refuse an image that is not verified with verify_key */
