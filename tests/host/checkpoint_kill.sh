@@ -126,8 +126,8 @@ for p in $points; do
 	# the rootfs takes writes (a frozen fs would block: bounded by timeout)
 	timeout 5 sh -c "echo x > '$B/rootfs/probe' && sync -f '$B/rootfs/probe'" || fail "killed at $p: rootfs still frozen"
 	c1=$(count)
-	sleep 0.3
-	[ "$(count)" -gt "$c1" ] || fail "killed at $p: the container does not run (count stuck at $c1)"
+	for _ in $(seq 30); do sleep 0.1; [ "$(count)" -gt "$c1" ] && break; done
+	[ "$(count)" -gt "$c1" ] || fail "killed at $p: the container does not run (count stuck at $c1 for 3 s)"
 
 	out=$(rt recover 2>&1) || fail "killed at $p: recover failed: $out"
 	if ls -a "$T" | grep -q 'staging'; then fail "killed at $p: staging dir left after recover: $(ls -a "$T")"; fi

@@ -43,7 +43,7 @@ want() {   # want "EXPECTED" WORD...: COMPREPLY, sorted, space-joined
 	n=$((n + 1))
 }
 want "check checkpoint" cryo ch
-want "--root" cryo --ro
+want "--root --rootless" cryo --ro
 want "--log --log-format" cryo --lo
 want "fsfreeze fsthaw" cryo --root "$R" fs
 want "--thaw-retry --timeout" cryo freeze --t
