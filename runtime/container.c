@@ -39,13 +39,13 @@
 #include "container.h"
 #include "log.h"
 #include "mount.h"
+#include "process.h"
 #include "spec.h"
 #include "util.h"
 #include "version.h"
 
 #define FIFO_NAME "exec.fifo"
 #define MSG_MAX 4096
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 #define STOP_TIMEOUT_MS 10000
 
 
@@ -280,65 +280,6 @@ static int write_sysctls(const struct cryo_spec *spec, struct cryo_error *err)
 	return 0;
 }
 
-static const char *env_path(const struct cryo_spec *spec)
-{
-	size_t i;
-
-	for (i = 0; i < spec->n_env; i++)
-		if (strncmp(spec->env[i], "PATH=", 5) == 0)
-			return spec->env[i] + 5;
-	return DEFAULT_PATH;
-}
-
-/* Resolve args[0] like execvp(), but with the container's PATH. */
-static int find_executable(const struct cryo_spec *spec, char *buf, size_t len, struct cryo_error *err)
-{
-	const char *cmd = spec->args[0], *p;
-	struct stat st;
-
-	if (strchr(cmd, '/')) {
-		if (stat(cmd, &st) < 0)
-			return cryo_error_set(err, errno, "process.args[0]: `%s`", cmd);
-		snprintf(buf, len, "%s", cmd);
-		return 0;
-	}
-	p = env_path(spec);
-	while (*p) {
-		const char *end = strchrnul(p, ':');
-		int n = snprintf(buf, len, "%.*s/%s", (int)(end - p), p, cmd);
-
-		if (end > p && n > 0 && (size_t)n < len && stat(buf, &st) == 0 && S_ISREG(st.st_mode) &&
-		    access(buf, X_OK) == 0)
-			return 0;
-		p = *end ? end + 1 : end;
-	}
-	return cryo_error_setx(err, ENOENT, "process.args[0]: `%s` not found in $PATH (%s)", cmd, env_path(spec));
-}
-
-static int set_user(const struct cryo_spec *spec, struct cryo_error *err)
-{
-	gid_t *gids = NULL;
-	size_t i;
-
-	if (spec->n_additional_gids) {
-		gids = calloc(spec->n_additional_gids, sizeof(*gids));
-		if (!gids)
-			return cryo_error_set(err, ENOMEM, "groups");
-		for (i = 0; i < spec->n_additional_gids; i++)
-			gids[i] = spec->additional_gids[i];
-	}
-	if (setgroups(spec->n_additional_gids, gids) < 0) {
-		free(gids);
-		return cryo_error_set(err, errno, "setgroups");
-	}
-	free(gids);
-	if (setresgid(spec->gid, spec->gid, spec->gid) < 0)
-		return cryo_error_set(err, errno, "setgid %u", spec->gid);
-	if (setresuid(spec->uid, spec->uid, spec->uid) < 0)
-		return cryo_error_set(err, errno, "setuid %u", spec->uid);
-	return 0;
-}
-
 /*
  * Close every fd above 2 except the ones the init needs: the runtime's
  * lock fd in particular must not stay open here, or the container's lock
@@ -496,7 +437,7 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "process.cwd: chdir `%s`", spec->cwd);
 		init_fail(a->sync_fd, &err);
 	}
-	if (find_executable(spec, exe, sizeof(exe), &err) < 0)
+	if (cryo_process_find_executable(spec, exe, sizeof(exe), &err) < 0)
 		init_fail(a->sync_fd, &err);
 
 	/* from here on we outlive the runtime that created us */
@@ -512,33 +453,13 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		_exit(1);
 	/* the fifo stays open (close-on-exec): its closing tells `start` we exec'd */
 
-	/*
-	 * The order of caps.h: rlimits, seccomp early without NNP (loading
-	 * needs CAP_SYS_ADMIN then), bounding set + KEEPCAPS, the user, the
-	 * capability sets, NNP, seccomp late with NNP (so that as few syscalls
-	 * as possible run under the filter), execve.
-	 */
 	if (syscall(SYS_close_range, 3, ~0U, CLOSE_RANGE_CLOEXEC) < 0) {
 		cryo_error_set(&err, errno, "close_range");
 		goto fail_exec;
 	}
-	if (cryo_hooks_run(&spec->hooks, CRYO_HOOK_START_CONTAINER, state_json + 1, &err) < 0 ||
-	    cryo_rlimits_apply(&spec->rlimits, 0, &err) < 0)
-		goto fail_exec;
-	if (!spec->no_new_privileges && cryo_seccomp_apply(&spec->seccomp, &err) < 0)
-		goto fail_exec;
-	if (cryo_caps_prepare(&spec->caps, &err) < 0 || set_user(spec, &err) < 0 ||
-	    cryo_caps_apply(&spec->caps, &err) < 0)
-		goto fail_exec;
-	umask(spec->has_umask ? (mode_t)spec->umask : 022);
-	if (spec->no_new_privileges && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
-		cryo_error_set(&err, errno, "set no_new_privs");
-		goto fail_exec;
-	}
-	if (spec->no_new_privileges && cryo_seccomp_apply(&spec->seccomp, &err) < 0)
-		goto fail_exec;
-	execve(exe, spec->args, spec->env);
-	cryo_error_set(&err, errno, "exec `%s`", exe);
+	/* then rlimits, seccomp, caps, user, NNP, execve: process.h's one order, shared with exec */
+	if (cryo_hooks_run(&spec->hooks, CRYO_HOOK_START_CONTAINER, state_json + 1, &err) >= 0)
+		cryo_process_exec(spec, exe, &err);
 fail_exec:
 	/* the runtime is gone by now: the container's stderr is all we have */
 	dprintf(2, "cryo: container init: %s\n", err.msg ? err.msg : "failed");

@@ -412,21 +412,29 @@ static int step_connect(void *ctx, struct cryo_error *err)
 	return 0;
 }
 
-/* Before closing after a failure: tell the destination which phase failed and why. */
+/*
+ * Both ends, before closing after a failure: tell the peer which phase
+ * failed and why (unless the failure was the peer's own).
+ */
+static void tell_peer_and_close(struct cryo_transport **t, bool peer_failed, const struct cryo_error *fail,
+				const char *phase, const char *who)
+{
+	if (*t && !peer_failed && fail->msg) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (send_result(*t, -(fail->status ? fail->status : EIO), phase, fail->msg, 0, &e) < 0)
+			cryo_debug("%s: could not tell the peer: %s", who, e.msg);
+		cryo_error_clear(&e);
+	}
+	cryo_transport_close(*t);
+	*t = NULL;
+}
+
 static void undo_connect(void *ctx)
 {
 	struct mctx *c = ctx;
 
-	if (c->t && !c->peer_failed && c->fail.msg) {
-		struct cryo_error e = CRYO_ERROR_INIT;
-
-		if (send_result(c->t, -(c->fail.status ? c->fail.status : EIO), c->res->failed_phase, c->fail.msg, 0,
-				&e) < 0)
-			cryo_debug("migrate: could not tell the destination: %s", e.msg);
-		cryo_error_clear(&e);
-	}
-	cryo_transport_close(c->t);
-	c->t = NULL;
+	tell_peer_and_close(&c->t, c->peer_failed, &c->fail, c->res->failed_phase, "migrate");
 }
 
 static uint64_t read_u64_file(const char *path)
@@ -1066,16 +1074,7 @@ static void rundo_accept(void *ctx)
 {
 	struct rctx *c = ctx;
 
-	if (c->t && !c->peer_failed && c->fail.msg) {
-		struct cryo_error e = CRYO_ERROR_INIT;
-
-		if (send_result(c->t, -(c->fail.status ? c->fail.status : EIO), c->res->failed_phase, c->fail.msg, 0,
-				&e) < 0)
-			cryo_debug("receive: could not tell the source: %s", e.msg);
-		cryo_error_clear(&e);
-	}
-	cryo_transport_close(c->t);
-	c->t = NULL;
+	tell_peer_and_close(&c->t, c->peer_failed, &c->fail, c->res->failed_phase, "receive");
 }
 
 static uint64_t free_bytes_at(const char *path)

@@ -44,25 +44,6 @@ static int tls_error(struct cryo_error *err, int errnum, const char *what)
 	return cryo_error_setx(err, errnum, "%s: %s", what, msg);
 }
 
-static int wait_fd(int fd, short events, int64_t deadline_ms, const char *what, struct cryo_error *err)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
-		int64_t left = deadline_ms - cryo_now_ms();
-		int n;
-
-		if (left <= 0)
-			return cryo_error_setx(err, ETIMEDOUT, "%s: timed out", what);
-		n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return cryo_error_set(err, errno, "%s: poll", what);
-		if (n > 0)
-			return 0;
-	}
-}
-
 /* After an SSL call returned ret <= 0: wait for what it wants, or fail. */
 static int tls_retry(struct cryo_transport *t, int ret, int64_t deadline_ms, const char *what, struct cryo_error *err)
 {
@@ -70,9 +51,9 @@ static int tls_retry(struct cryo_transport *t, int ret, int64_t deadline_ms, con
 
 	switch (e) {
 	case SSL_ERROR_WANT_READ:
-		return wait_fd(t->rfd, POLLIN, deadline_ms, what, err);
+		return cryo_transport_wait_fd(t->rfd, POLLIN, deadline_ms, what, err);
 	case SSL_ERROR_WANT_WRITE:
-		return wait_fd(t->rfd, POLLOUT, deadline_ms, what, err);
+		return cryo_transport_wait_fd(t->rfd, POLLOUT, deadline_ms, what, err);
 	case SSL_ERROR_ZERO_RETURN:
 		return -EPIPE;
 	case SSL_ERROR_SYSCALL:
@@ -158,6 +139,31 @@ static const struct cryo_transport_ops tls_ops = {
 	.write = tls_write,
 	.close = tls_close,
 };
+
+/* A TLS transport on the connected socket fd; takes fd and ctx, also on failure. */
+static int tls_transport_new(int fd, SSL_CTX *ctx, const char *peer, struct cryo_transport **ret,
+			     struct cryo_error *err)
+{
+	struct cryo_transport *t;
+	int r;
+
+	r = cryo_transport_new(&tls_ops, peer, &t, err);
+	if (r < 0) {
+		close(fd);
+		SSL_CTX_free(ctx);
+		return r;
+	}
+	t->rfd = t->wfd = fd;
+	t->tls_ctx = ctx;
+	t->tls = SSL_new(ctx);
+	if (!t->tls || SSL_set_fd(t->tls, fd) != 1) {
+		r = tls_error(err, ENOMEM, "TLS session");
+		cryo_transport_close(t);
+		return cryo_error_prefix(err, "%s", peer);
+	}
+	*ret = t;
+	return 0;
+}
 
 static int new_ctx(bool server, const struct cryo_tls_files *f, SSL_CTX **ret, struct cryo_error *err)
 {
@@ -256,7 +262,7 @@ int cryo_transport_tls_connect(const struct cryo_dest *d, const struct cryo_tls_
 			socklen_t sl = sizeof(soerr);
 
 			cryo_error_clear(err);
-			if (wait_fd(fd, POLLOUT, deadline, "connect", err) == 0 &&
+			if (cryo_transport_wait_fd(fd, POLLOUT, deadline, "connect", err) == 0 &&
 			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0)
 				break;
 			r = -(soerr ? soerr : ETIMEDOUT);
@@ -274,19 +280,9 @@ int cryo_transport_tls_connect(const struct cryo_dest *d, const struct cryo_tls_
 	}
 	set_sock_opts(fd);
 	snprintf(peer, sizeof(peer), "tls://%s:%u", d->host, d->port);
-	r = cryo_transport_new(&tls_ops, peer, &t, err);
-	if (r < 0) {
-		close(fd);
-		SSL_CTX_free(ctx);
+	r = tls_transport_new(fd, ctx, peer, &t, err);
+	if (r < 0)
 		return r;
-	}
-	t->rfd = t->wfd = fd;
-	t->tls_ctx = ctx;
-	t->tls = SSL_new(ctx);
-	if (!t->tls || SSL_set_fd(t->tls, fd) != 1) {
-		r = tls_error(err, ENOMEM, "TLS session");
-		goto fail;
-	}
 	/* the server's certificate must name the host we were told to reach */
 	{
 		struct in6_addr a6;
@@ -396,7 +392,7 @@ int cryo_transport_tls_accept(const char *addr, const struct cryo_tls_files *f, 
 	}
 	deadline = timeout_ms > 0 ? cryo_now_ms() + timeout_ms : INT64_MAX;
 	for (;;) {
-		r = wait_fd(lfd, POLLIN, deadline, "accept", err);
+		r = cryo_transport_wait_fd(lfd, POLLIN, deadline, "accept", err);
 		if (r < 0) {
 			SSL_CTX_free(ctx);
 			return cryo_error_prefix(err, "wait for a connection on `%s`", addr);
@@ -415,19 +411,9 @@ int cryo_transport_tls_accept(const char *addr, const struct cryo_tls_files *f, 
 		inet_ntop(AF_INET, &((struct sockaddr_in *)&peer_ss)->sin_addr, host, sizeof(host));
 	snprintf(peer, sizeof(peer), "tls client %s", host);
 	set_sock_opts(fd);
-	r = cryo_transport_new(&tls_ops, peer, &t, err);
-	if (r < 0) {
-		close(fd);
-		SSL_CTX_free(ctx);
+	r = tls_transport_new(fd, ctx, peer, &t, err);
+	if (r < 0)
 		return r;
-	}
-	t->rfd = t->wfd = fd;
-	t->tls_ctx = ctx;
-	t->tls = SSL_new(ctx);
-	if (!t->tls || SSL_set_fd(t->tls, fd) != 1) {
-		r = tls_error(err, ENOMEM, "TLS session");
-		goto fail;
-	}
 	/* the handshake has the io timeout: a silent client can't keep us */
 	r = handshake(t, true, cryo_now_ms() + t->io_timeout_ms, err);
 	if (r < 0)
