@@ -30,6 +30,12 @@ struct cli_command {
 /* Print "cryo: <msg>" to stderr and the --log file, clear err, return 1. */
 int cli_fail(struct cryo_error *err);
 /*
+ * The exit status of a command that ran a process (run, exec): its
+ * status; when r < 0 the error too, and 1 if the process never exited
+ * with a status of its own.
+ */
+int cli_exit_status(int r, int status, struct cryo_error *err);
+/*
  * Print a usage error for cmd to stderr and the --log file and return 2.
  * Only the first one of a run is printed: a command's `default:` branch
  * calling it after cli_getopt() reported the precise problem adds nothing.

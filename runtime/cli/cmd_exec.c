@@ -87,7 +87,7 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 	_cleanup_free_ uint32_t *gids = NULL;
 	size_t n_env = 0, n_caps = 0;
 	uint64_t u;
-	int c, status = 0;
+	int c, rc, status = 0;
 
 	while ((c = getopt_long(argc, argv, "+p:dtu:g:e:c:h", opts, NULL)) != -1) {
 		switch (c) {
@@ -180,13 +180,6 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 
 	if (cryo_sealexe_ensure(environ, &err) < 0)
 		return cli_fail(&err);
-	if (cryo_exec(&o, &status, &err) < 0) {
-		/* the process ran and exited: its status wins over trouble after */
-		if (status)
-			fprintf(stderr, "cryo: %s\n", err.msg);
-		else
-			return cli_fail(&err);
-		cryo_error_clear(&err);
-	}
-	return status;
+	rc = cryo_exec(&o, &status, &err);
+	return cli_exit_status(rc, status, &err);
 }

@@ -69,6 +69,20 @@ int cli_fail(struct cryo_error *err)
 	return 1;
 }
 
+int cli_exit_status(int r, int status, struct cryo_error *err)
+{
+	if (r >= 0)
+		return status;
+	if (!status)
+		return cli_fail(err);
+	/* the process ran and exited: its status wins over trouble after */
+	fprintf(stderr, "cryo: %s\n", err->msg ? err->msg : "unknown error");
+	if (cryo_log_to_file())
+		cryo_warn("%s", err->msg ? err->msg : "unknown error");
+	cryo_error_clear(err);
+	return status;
+}
+
 static void usage(FILE *out)
 {
 	size_t i;
