@@ -364,25 +364,6 @@ fail:
 	return r;
 }
 
-static int write_pid_file(const char *path, pid_t pid, struct cryo_error *err)
-{
-	char tmp[PATH_MAX], buf[32];
-	int r, n;
-
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.cryo-tmp", path) >= sizeof(tmp))
-		return cryo_error_setx(err, ENAMETOOLONG, "pid file `%s`", path);
-	n = snprintf(buf, sizeof(buf), "%d", (int)pid);
-	r = cryo_write_new_file_at(AT_FDCWD, tmp, buf, (size_t)n, 0644);
-	if (r < 0)
-		return cryo_error_set(err, -r, "write pid file `%s`", tmp);
-	if (rename(tmp, path) < 0) {
-		r = cryo_error_set(err, errno, "rename pid file to `%s`", path);
-		unlink(tmp);
-		return r;
-	}
-	return 0;
-}
-
 /* --preserve-fds N: fds 3 .. 3+N-1 must all be open, or cryo's own would take their numbers. */
 static int check_preserved(unsigned int n, struct cryo_error *err)
 {
@@ -695,7 +676,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 			goto fail;
 	}
 	if (o->pid_file) {
-		r = write_pid_file(o->pid_file, pid, err);
+		r = cryo_write_pid_file(o->pid_file, pid, err);
 		if (r < 0)
 			goto fail;
 	}

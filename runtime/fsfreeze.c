@@ -395,7 +395,7 @@ static void journal_forget_lost_if(const struct target *t, struct json_object *j
 {
 	struct json_object *lost, *keep;
 	const char *state = jstr(j, "state"), *text;
-	char name[48], tmp[56];
+	char name[48];
 	size_t i;
 
 	if (!json_object_object_get_ex(j, "lost", &lost) || !json_object_is_type(lost, json_type_array))
@@ -417,11 +417,8 @@ static void journal_forget_lost_if(const struct target *t, struct json_object *j
 		return;
 	}
 	json_object_object_add(j, "lost", keep);
-	snprintf(tmp, sizeof(tmp), "%s.json.tmp", t->key);
 	text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
-	if (cryo_write_new_file_at(t->dirfd, tmp, text, strlen(text), 0600) < 0 ||
-	    renameat(t->dirfd, tmp, t->dirfd, name) < 0)
-		unlinkat(t->dirfd, tmp, 0);
+	(void)cryo_write_file_atomic_at(t->dirfd, name, text, strlen(text), 0600, true);
 }
 
 static bool is_owner(const char *owner, const void *data)
@@ -544,7 +541,7 @@ static void journal_save(struct wd *w)
 {
 	struct json_object *j = json_object_new_object(), *holds = json_object_new_array(),
 			   *lost = json_object_new_array();
-	char name[48], tmp[56];
+	char name[48];
 	const char *s;
 	size_t i;
 
@@ -590,10 +587,8 @@ static void journal_save(struct wd *w)
 
 	/* the state dir is never the frozen filesystem (check_target), so this cannot block on the freeze */
 	snprintf(name, sizeof(name), "%s.json", w->t->key);
-	snprintf(tmp, sizeof(tmp), "%s.json.tmp", w->t->key);
 	s = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
-	if (cryo_write_new_file_at(w->t->dirfd, tmp, s, strlen(s), 0600) == 0)
-		renameat(w->t->dirfd, tmp, w->t->dirfd, name);
+	(void)cryo_write_file_atomic_at(w->t->dirfd, name, s, strlen(s), 0600, true);
 	json_object_put(j);
 }
 
@@ -1314,7 +1309,7 @@ static int recover_one(int dirfd, const char *key, struct json_object *j, const 
 {
 	const char *mp = jstr(j, "mountpoint");
 	struct json_object *holds, *lost;
-	char name[48], tmp[56];
+	char name[48];
 	const char *text;
 	size_t i;
 	int r;
@@ -1343,9 +1338,8 @@ static int recover_one(int dirfd, const char *key, struct json_object *j, const 
 	json_object_object_add(j, "state", json_object_new_string(strcmp(reason, LOST_RECOVER) == 0 ? "thawed-by-recover"
 												     : "thawed-by-force"));
 	snprintf(name, sizeof(name), "%s.json", key);
-	snprintf(tmp, sizeof(tmp), "%s.json.tmp", key);
 	text = json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY);
-	if (cryo_write_new_file_at(dirfd, tmp, text, strlen(text), 0600) < 0 || renameat(dirfd, tmp, dirfd, name) < 0)
+	if (cryo_write_file_atomic_at(dirfd, name, text, strlen(text), 0600, true) < 0)
 		cryo_warn("thawed `%s` but could not update its journal `%s`", mp, name);
 	return 0;
 }

@@ -340,24 +340,16 @@ int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **re
 
 static int save_at(int dfd, const struct cryo_hold_rec *rec)
 {
-	char tmp[PATH_MAX], file[PATH_MAX], *json = NULL;
+	char file[PATH_MAX], *json = NULL;
 	int r;
 
 	r = rec_to_json(rec, &json);
 	if (r < 0)
 		return r;
-	snprintf(tmp, sizeof(tmp), ".%s.json.tmp", rec->name);
 	snprintf(file, sizeof(file), "%s.json", rec->name);
-	r = cryo_write_new_file_at(dfd, tmp, json, strlen(json), 0600);
+	r = cryo_write_file_atomic_at(dfd, file, json, strlen(json), 0600, true);
 	free(json);
-	if (r < 0)
-		return r;
-	if (renameat(dfd, tmp, dfd, file) < 0) {
-		r = -errno;
-		unlinkat(dfd, tmp, 0);
-		return r;
-	}
-	return 0;
+	return r;
 }
 
 /* Does the entry called name still carry this nonce? */

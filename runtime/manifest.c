@@ -337,18 +337,10 @@ static int write_framed(int dirfd, const uint8_t *buf, size_t len, struct cryo_e
 {
 	int r;
 
-	r = cryo_write_new_file_at(dirfd, MANIFEST_TMP_NAME, buf, len, 0600);
-	if (r < 0) {
-		(void)unlinkat(dirfd, MANIFEST_TMP_NAME, 0);
-		return cryo_error_set(err, -r, "write `%s`", MANIFEST_TMP_NAME);
-	}
-	if (renameat(dirfd, MANIFEST_TMP_NAME, dirfd, CRYO_MANIFEST_NAME) < 0) {
-		r = -errno;
-		(void)unlinkat(dirfd, MANIFEST_TMP_NAME, 0);
-		return cryo_error_set(err, -r, "rename manifest into place");
-	}
-	if (fsync(dirfd) < 0)
-		return cryo_error_set(err, errno, "fsync image dir");
+	/* MANIFEST_TMP_NAME is the temp name this writes (util.h) */
+	r = cryo_write_file_atomic_at(dirfd, CRYO_MANIFEST_NAME, buf, len, 0600, true);
+	if (r < 0)
+		return cryo_error_set(err, -r, "write `%s`", CRYO_MANIFEST_NAME);
 	return 0;
 }
 

@@ -52,18 +52,6 @@ static int claim_id(const struct cryo_restore_opts *o, struct cryo_error *err)
 	return cryo_state_remove_dir(o->root, o->id, err);
 }
 
-static int write_pid_file(const char *path, pid_t pid, struct cryo_error *err)
-{
-	char buf[32];
-	int r;
-
-	snprintf(buf, sizeof(buf), "%d", (int)pid);
-	r = cryo_write_new_file_at(AT_FDCWD, path, buf, strlen(buf), 0644);
-	if (r < 0)
-		return cryo_error_set(err, -r, "write pid file `%s`", path);
-	return 0;
-}
-
 /*
  * A cgroup left from before (the checkpointed container's, or one its
  * owner keeps) is reused only when it is empty, and thawed first: the
@@ -540,7 +528,7 @@ static int step_state(void *ctx, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	if (o->pid_file) {
-		r = write_pid_file(o->pid_file, c->pid, err);
+		r = cryo_write_pid_file(o->pid_file, c->pid, err);
 		if (r < 0)
 			return r;
 		c->pid_file_written = true;

@@ -348,35 +348,12 @@ static int check_signature(const struct key *k, const uint8_t *msg, size_t len, 
 
 static int write_signature(int dirfd, const uint8_t *buf, size_t len, struct cryo_error *err)
 {
-	_cleanup_close_ int fd = -1;
-	size_t off = 0;
-	int r;
+	/* SIG_TMP_NAME is the temp name this writes (util.h) */
+	int r = cryo_write_file_atomic_at(dirfd, CRYO_MANIFEST_SIG_NAME, buf, len, 0600, true);
 
-	if (unlinkat(dirfd, SIG_TMP_NAME, 0) < 0 && errno != ENOENT)
-		return cryo_error_set(err, errno, "remove `%s`", SIG_TMP_NAME);
-	fd = openat(dirfd, SIG_TMP_NAME, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return cryo_error_set(err, errno, "create `%s`", SIG_TMP_NAME);
-	while (off < len) {
-		ssize_t n = write(fd, buf + off, len - off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			goto fail;
-		off += (size_t)n;
-	}
-	if (fsync(fd) < 0)
-		goto fail;
-	if (renameat(dirfd, SIG_TMP_NAME, dirfd, CRYO_MANIFEST_SIG_NAME) < 0)
-		goto fail;
-	if (fsync(dirfd) < 0)
-		return cryo_error_set(err, errno, "fsync image dir");
+	if (r < 0)
+		return cryo_error_set(err, -r, "write `%s`", CRYO_MANIFEST_SIG_NAME);
 	return 0;
-fail:
-	r = -errno;
-	(void)unlinkat(dirfd, SIG_TMP_NAME, 0);
-	return cryo_error_set(err, -r, "write `%s`", CRYO_MANIFEST_SIG_NAME);
 }
 
 int cryo_image_sign_at(int dirfd, const char *key_file, struct cryo_error *err)

@@ -178,8 +178,13 @@ int cryo_write_file_atomic_at(int dirfd, const char *path, const void *buf, size
 	dfd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0)
 		return -errno;
-	/* the temp name is ours: never follow a link someone planted there */
-	r = write_new(dfd, tmp, buf, len, mode, O_NOFOLLOW, durable);
+	/*
+	 * The temp name is ours: whatever was planted there (a symlink, a
+	 * hard link to another file) is unlinked, never written through.
+	 */
+	if (unlinkat(dfd, tmp, 0) < 0 && errno != ENOENT)
+		return -errno;
+	r = write_new(dfd, tmp, buf, len, mode, O_NOFOLLOW | O_EXCL, durable);
 	if (r >= 0 && renameat(dfd, tmp, dfd, name) < 0)
 		r = -errno;
 	if (r < 0) {

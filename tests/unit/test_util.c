@@ -162,11 +162,19 @@ static void test_atomic_write(void **state)
 	assert_int_equal(mkdirat(dfd, "d", 0700), 0);
 	assert_int_equal(cryo_write_file_atomic_at(dfd, "d/g", "x", 1, 0644, false), 0);
 	assert_int_equal(fstatat(dfd, "d/g", &st, 0), 0);
-	/* a link planted at the temp name is never followed: its target stays as it is */
+	/* a link planted at the temp name is never written through: it is replaced */
 	assert_int_equal(symlinkat("victim", dfd, ".h.tmp"), 0);
-	assert_int_equal(cryo_write_file_atomic_at(dfd, "h", "x", 1, 0644, false), -ELOOP);
+	assert_int_equal(cryo_write_file_atomic_at(dfd, "h", "x", 1, 0644, false), 0);
 	assert_int_equal(fstatat(dfd, "victim", &st, AT_SYMLINK_NOFOLLOW), -1);
-	assert_int_equal(fstatat(dfd, "h", &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstatat(dfd, "h", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISREG(st.st_mode));
+	/* nor through a hard link to another file: that file keeps its content */
+	assert_int_equal(cryo_write_file_atomic_at(dfd, "victim2", "keep", 4, 0600, false), 0);
+	assert_int_equal(linkat(dfd, "victim2", dfd, ".k.tmp", 0), 0);
+	assert_int_equal(cryo_write_file_atomic_at(dfd, "k", "new", 3, 0644, false), 0);
+	free(TAKE_PTR(buf));
+	assert_int_equal(cryo_read_file_at(dfd, "victim2", 64, &buf, &len), 0);
+	assert_string_equal(buf, "keep");
 	assert_int_equal(cryo_write_file_atomic_at(dfd, "d/", "x", 1, 0644, false), -EINVAL);
 
 	/* the pid file: the decimal pid, no newline (runc's format) */
