@@ -208,10 +208,8 @@ static void undo_freeze_cgroup(void *ctx)
 	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (thaw_cgroup(c, &e) < 0) {
-		cryo_warn("checkpoint `%s`: undo: thaw cgroup: %s", c->o->id, e.msg);
-		cryo_error_clear(&e);
-	}
+	if (thaw_cgroup(c, &e) < 0)
+		cryo_error_warn_clear(&e, "checkpoint `%s`: undo: thaw cgroup", c->o->id);
 }
 
 static int step_freeze_fs(void *ctx, struct cryo_error *err)
@@ -261,10 +259,8 @@ static void undo_freeze_fs(void *ctx)
 	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (c->fs_frozen && cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, NULL, &e) < 0) {
-		cryo_warn("checkpoint `%s`: undo: thaw rootfs: %s", c->o->id, e.msg);
-		cryo_error_clear(&e);
-	}
+	if (c->fs_frozen && cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, NULL, &e) < 0)
+		cryo_error_warn_clear(&e, "checkpoint `%s`: undo: thaw rootfs", c->o->id);
 	c->fs_frozen = false;
 }
 

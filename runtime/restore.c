@@ -323,10 +323,8 @@ static void undo_claim_id(void *ctx)
 	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (c->state_created && cryo_state_remove_dir(c->o->root, c->o->id, &e) < 0) {
-		cryo_warn("restore `%s`: undo: %s", c->o->id, e.msg);
-		cryo_error_clear(&e);
-	}
+	if (c->state_created && cryo_state_remove_dir(c->o->root, c->o->id, &e) < 0)
+		cryo_error_warn_clear(&e, "restore `%s`: undo", c->o->id);
 	c->state_created = false;
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
@@ -371,10 +369,8 @@ static void undo_cgroup(void *ctx)
 	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (c->cgroup_created && cryo_cgroup_destroy(c->cgrel, 5000, &e) < 0) {
-		cryo_warn("restore `%s`: undo: %s", c->o->id, e.msg);
-		cryo_error_clear(&e);
-	}
+	if (c->cgroup_created && cryo_cgroup_destroy(c->cgrel, 5000, &e) < 0)
+		cryo_error_warn_clear(&e, "restore `%s`: undo", c->o->id);
 	c->cgroup_created = false;
 }
 
@@ -495,10 +491,8 @@ static void undo_pause_or_run(void *ctx)
 	struct cryo_error e = CRYO_ERROR_INIT;
 
 	/* a frozen task can't die: thaw before criu-restore's undo kills */
-	if (c->froze && cryo_freezer_thaw(c->fz, 5000, 0, &e) < 0) {
-		cryo_warn("restore `%s`: undo: thaw: %s", c->o->id, e.msg);
-		cryo_error_clear(&e);
-	}
+	if (c->froze && cryo_freezer_thaw(c->fz, 5000, 0, &e) < 0)
+		cryo_error_warn_clear(&e, "restore `%s`: undo: thaw", c->o->id);
 	c->froze = false;
 }
 
@@ -592,10 +586,8 @@ static int step_hooks(void *ctx, struct cryo_error *err)
 	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (run_poststart(c->o, c->spec, &e) < 0) {
-		cryo_warn("restore `%s`: %s", c->o->id, e.msg);
-		cryo_error_clear(&e);
-	}
+	if (run_poststart(c->o, c->spec, &e) < 0)
+		cryo_error_warn_clear(&e, "restore `%s`", c->o->id);
 	return 0;
 }
 
