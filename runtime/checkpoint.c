@@ -31,7 +31,6 @@
 #include "util.h"
 #include "version.h"
 
-#define LOCK_TIMEOUT_MS 5000
 #define THAW_TIMEOUT_MS 5000
 #define DEFAULT_FREEZE_TIMEOUT_MS 5000
 
@@ -88,7 +87,7 @@ static int step_lock(void *ctx, struct cryo_error *err)
 	size_t len = 0;
 	int r;
 
-	r = cryo_state_lock(o->root, o->id, LOCK_TIMEOUT_MS, &c->lock_fd, err);
+	r = cryo_state_lock(o->root, o->id, CRYO_STATE_LOCK_TIMEOUT_MS, &c->lock_fd, err);
 	if (r < 0)
 		return r;
 	r = cryo_state_load(o->root, o->id, &c->st, err);

@@ -59,7 +59,6 @@
 #include "util.h"
 
 #define MSG_MAX 4096
-#define LOCK_TIMEOUT_MS 30000
 #define PROCESS_MAX_BYTES (1u << 20)
 #define MAX_ARGS 4096
 
@@ -562,7 +561,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 	r = check_preserved(o->preserve_fds, err);
 	if (r < 0)
 		return r;
-	r = cryo_state_lock(o->root, o->id, LOCK_TIMEOUT_MS, &lock, err);
+	r = cryo_state_lock(o->root, o->id, CRYO_STATE_LOCK_TIMEOUT_MS, &lock, err);
 	if (r >= 0)
 		r = cryo_container_load(o->root, o->id, &st, err);
 	if (r < 0)

@@ -26,7 +26,6 @@
 #include "step.h"
 #include "util.h"
 
-#define LOCK_TIMEOUT_MS 5000
 /* Under the state root; a leading dot can't be a container id. */
 #define RESTORE_WORK_DIR ".restore"
 
@@ -315,7 +314,7 @@ static int step_claim_id(void *ctx, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->state_created = true;
-	return cryo_state_lock(c->o->root, c->o->id, LOCK_TIMEOUT_MS, &c->lock_fd, err);
+	return cryo_state_lock(c->o->root, c->o->id, CRYO_STATE_LOCK_TIMEOUT_MS, &c->lock_fd, err);
 }
 
 static void undo_claim_id(void *ctx)

@@ -8,7 +8,6 @@
 #include "cli.h"
 #include "util.h"
 
-#define LOCK_TIMEOUT_MS 10000
 
 /* FNV-1a: a stable journal name for a cgroup path */
 static uint64_t hash_path(const char *s)
@@ -37,7 +36,7 @@ int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const ch
 		return r;
 	snprintf(t->hold_name, sizeof(t->hold_name), "%s", id);
 	snprintf(t->what, sizeof(t->what), "container `%s`", id);
-	r = cryo_state_lock(root, id, LOCK_TIMEOUT_MS, &t->lock_fd, err);
+	r = cryo_state_lock(root, id, CRYO_STATE_LOCK_TIMEOUT_MS, &t->lock_fd, err);
 	if (r < 0)
 		return r;
 	r = cryo_state_load(root, id, &t->st, err);
