@@ -593,7 +593,7 @@ static const struct cryo_step checkpoint_steps[] = {
 };
 
 const struct cryo_step_table cryo_checkpoint_step_table = {
-	"checkpoint", checkpoint_steps, ARRAY_SIZE(checkpoint_steps),
+	.name = "checkpoint", .steps = checkpoint_steps, .n_steps = ARRAY_SIZE(checkpoint_steps),
 };
 
 /*
@@ -612,7 +612,7 @@ static const struct cryo_step pre_dump_steps[] = {
 };
 
 const struct cryo_step_table cryo_pre_dump_step_table = {
-	"pre-dump", pre_dump_steps, ARRAY_SIZE(pre_dump_steps),
+	.name = "pre-dump", .steps = pre_dump_steps, .n_steps = ARRAY_SIZE(pre_dump_steps),
 };
 
 static void ctx_done(struct ctx *c)

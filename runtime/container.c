@@ -41,6 +41,7 @@
 #include "mount.h"
 #include "process.h"
 #include "spec.h"
+#include "step.h"
 #include "util.h"
 #include "version.h"
 
@@ -538,12 +539,14 @@ struct create_ctx {
 	int lock, fifo, console, sync[2];
 	bool foreground;               /* run: a terminal without socket is relayed by cryo */
 	int console_peer;              /* foreground terminal: the init sends the pty master here */
+	int *ret_console;              /* where the console step puts the master (foreground run) */
 	bool dir_made, cg_made;
 	pid_t pid;                     /* the init, our child; -1 before the clone */
 };
 
-static int step_config(struct create_ctx *c, struct cryo_error *err)
+static int step_config(void *ctx, struct cryo_error *err)
 {
+	struct create_ctx *c = ctx;
 	const struct cryo_create_opts *o = c->o;
 	char p[PATH_MAX];
 	struct stat sb;
@@ -587,8 +590,9 @@ static int step_config(struct create_ctx *c, struct cryo_error *err)
 }
 
 /* The state dir, locked, with a first state.json: a crash from here on leaves something delete finds. */
-static int step_state_dir(struct create_ctx *c, struct cryo_error *err)
+static int step_state_dir(void *ctx, struct cryo_error *err)
 {
+	struct create_ctx *c = ctx;
 	const struct cryo_create_opts *o = c->o;
 	struct cryo_state *st;
 	int r;
@@ -615,16 +619,18 @@ static int step_state_dir(struct create_ctx *c, struct cryo_error *err)
 	return cryo_state_save_ext(o->root, st, false, err);
 }
 
-static void undo_state_dir(struct create_ctx *c)
+static void undo_state_dir(void *ctx)
 {
+	struct create_ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
 	if (c->dir_made && cryo_state_remove_dir(c->o->root, c->o->id, &e) < 0)
 		cryo_error_warn_clear(&e, "undo create");
 }
 
-static int step_cgroup(struct create_ctx *c, struct cryo_error *err)
+static int step_cgroup(void *ctx, struct cryo_error *err)
 {
+	struct create_ctx *c = ctx;
 	struct cryo_state *st = c->st;
 	int r;
 
@@ -642,8 +648,9 @@ static int step_cgroup(struct create_ctx *c, struct cryo_error *err)
 	return cryo_state_save_ext(c->o->root, st, false, err);
 }
 
-static void undo_cgroup(struct create_ctx *c)
+static void undo_cgroup(void *ctx)
 {
+	struct create_ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
 	if (c->cg_made && cryo_cgroup_destroy_made(c->st->cgroup_path, c->cg.made, STOP_TIMEOUT_MS, &e) < 0)
@@ -651,8 +658,9 @@ static void undo_cgroup(struct create_ctx *c)
 }
 
 /* The exec fifo, the console socket and the sync pair, all before the clone. */
-static int step_channels(struct create_ctx *c, struct cryo_error *err)
+static int step_channels(void *ctx, struct cryo_error *err)
 {
+	struct create_ctx *c = ctx;
 	_cleanup_close_ int sdir = -1;
 	int r;
 
@@ -689,8 +697,9 @@ static int step_channels(struct create_ctx *c, struct cryo_error *err)
  * Ours go back to our own pid namespace right after the clone, so that
  * nothing forked later (poststart hooks of `run`) lands in the container's.
  */
-static int step_clone(struct create_ctx *c, struct cryo_error *err)
+static int step_clone(void *ctx, struct cryo_error *err)
 {
+	struct create_ctx *c = ctx;
 	const struct cryo_spec *spec = c->spec;
 	_cleanup_close_ int self_pidns = -1, pidns = -1;
 	struct clone_args ca = { .exit_signal = SIGCHLD };
@@ -737,8 +746,9 @@ static int step_clone(struct create_ctx *c, struct cryo_error *err)
 	return 0;
 }
 
-static void undo_clone(struct create_ctx *c)
+static void undo_clone(void *ctx)
 {
+	struct create_ctx *c = ctx;
 	cryo_pid_kill_reapp(&c->pid);
 }
 
@@ -766,8 +776,9 @@ static int sync_expect(int fd, enum init_sync want, char *buf, size_t size, size
 }
 
 /* Id maps, cgroups, OOM score: what the init must not do itself, then "go". */
-static int step_init_setup(struct create_ctx *c, struct cryo_error *err)
+static int step_init_setup(void *ctx, struct cryo_error *err)
 {
+	struct create_ctx *c = ctx;
 	const struct cryo_spec *spec = c->spec;
 	int r;
 
@@ -800,8 +811,9 @@ static int step_init_setup(struct create_ctx *c, struct cryo_error *err)
  * createRuntime in the runtime's namespaces, then the state JSON to the
  * init, which runs createContainer and startContainer with it.
  */
-static int step_create_hooks(struct create_ctx *c, struct cryo_error *err)
+static int step_create_hooks(void *ctx, struct cryo_error *err)
 {
+	struct create_ctx *c = ctx;
 	_cleanup_free_ char *state = NULL, *msg = NULL;
 	char buf[MSG_MAX];
 	size_t len;
@@ -829,13 +841,15 @@ static int step_create_hooks(struct create_ctx *c, struct cryo_error *err)
 }
 
 /* While the init builds its filesystem view. */
-static int step_network(struct create_ctx *c, struct cryo_error *err)
+static int step_network(void *ctx, struct cryo_error *err)
 {
+	struct create_ctx *c = ctx;
 	return cryo_network_apply(&c->spec->network, c->pid, &c->net, err);
 }
 
-static void undo_network(struct create_ctx *c)
+static void undo_network(void *ctx)
 {
+	struct create_ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
 	/* by what this create made: the name may be another container's by now */
@@ -844,8 +858,9 @@ static void undo_network(struct create_ctx *c)
 	c->net.host_ifindex = 0;
 }
 
-static int step_init_ready(struct create_ctx *c, struct cryo_error *err)
+static int step_init_ready(void *ctx, struct cryo_error *err)
 {
+	struct create_ctx *c = ctx;
 	struct cryo_state *st = c->st;
 	char buf[MSG_MAX];
 	int r;
@@ -862,13 +877,23 @@ static int step_init_ready(struct create_ctx *c, struct cryo_error *err)
 	return r;
 }
 
-struct create_step {
-	const char *name;
-	int (*run)(struct create_ctx *c, struct cryo_error *err);
-	void (*undo)(struct create_ctx *c);
-};
+/* The console the init made for a foreground run: it sent the master during its setup. */
+static int step_console(void *ctx, struct cryo_error *err)
+{
+	struct create_ctx *c = ctx;
 
-static const struct create_step create_steps[] = {
+	if (c->ret_console)
+		*c->ret_console = -1;
+	if (c->console_peer < 0)
+		return 0;
+	return cryo_console_recv_fd(c->console_peer, c->ret_console, NULL, err);
+}
+
+/*
+ * Errors are not prefixed with the step's name: each step's messages
+ * already name what failed (a config.json field, the cgroup, the init).
+ */
+static const struct cryo_step create_steps[] = {
 	{ "config", step_config, NULL },
 	{ "state-dir", step_state_dir, undo_state_dir },
 	{ "cgroup", step_cgroup, undo_cgroup },
@@ -878,19 +903,16 @@ static const struct create_step create_steps[] = {
 	{ "create-hooks", step_create_hooks, NULL },
 	{ "network", step_network, undo_network },
 	{ "init-ready", step_init_ready, NULL },
+	{ "console", step_console, NULL },
+};
+
+const struct cryo_step_table cryo_create_step_table = {
+	.name = "create", .steps = create_steps, .n_steps = ARRAY_SIZE(create_steps), .unprefixed = true,
 };
 
 const char *cryo_container_create_step(size_t i)
 {
 	return i < ARRAY_SIZE(create_steps) ? create_steps[i].name : NULL;
-}
-
-static bool create_fault(const char *step)
-{
-	char name[64];
-
-	snprintf(name, sizeof(name), "create:%s", step);
-	return cryo_fault(name) || cryo_fault(step);
 }
 
 static void create_ctx_done(struct create_ctx *c)
@@ -921,30 +943,12 @@ static int do_create(const struct cryo_create_opts *o, const sigset_t *init_sigm
 	struct create_ctx c = {
 		.o = o, .init_sigmask = init_sigmask, .lock = -1, .fifo = -1, .console = -1,
 		.sync = { -1, -1 }, .pid = -1, .foreground = ret_console != NULL, .console_peer = -1,
+		.ret_console = ret_console,
 	};
-	size_t i;
-	int r = 0;
+	int r;
 
-	for (i = 0; i < ARRAY_SIZE(create_steps); i++) {
-		if (create_fault(create_steps[i].name))
-			r = cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=create:%s)", create_steps[i].name);
-		else
-			r = create_steps[i].run(&c, err);
-		if (r < 0)
-			break;
-	}
-	/* the init sent the master during its setup, before it was ready */
-	if (r >= 0 && ret_console)
-		*ret_console = -1;
-	if (r >= 0 && c.console_peer >= 0)
-		r = cryo_console_recv_fd(c.console_peer, ret_console, NULL, err);
-	if (r < 0) {
-		size_t j = i < ARRAY_SIZE(create_steps) ? i + 1 : ARRAY_SIZE(create_steps);
-
-		while (j-- > 0)
-			if (create_steps[j].undo)
-				create_steps[j].undo(&c);
-	} else {
+	r = cryo_step_run(&cryo_create_step_table, &c, NULL, err);
+	if (r >= 0) {
 		*ret_pid = TAKE_PID(c.pid);
 		*ret_lock = TAKE_FD(c.lock);
 	}

@@ -608,7 +608,7 @@ static const struct cryo_step restore_steps[] = {
 };
 
 const struct cryo_step_table cryo_restore_step_table = {
-	"restore", restore_steps, ARRAY_SIZE(restore_steps),
+	.name = "restore", .steps = restore_steps, .n_steps = ARRAY_SIZE(restore_steps),
 };
 
 static void ctx_done(struct ctx *c)

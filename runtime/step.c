@@ -11,6 +11,7 @@ const struct cryo_step_table *const cryo_step_tables[] = {
 	&cryo_checkpoint_step_table,
 	&cryo_pre_dump_step_table,
 	&cryo_restore_step_table,
+	&cryo_create_step_table,
 	NULL,
 };
 
@@ -52,11 +53,13 @@ int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_t
 		int64_t start = cryo_now_us();
 
 		if (cryo_step_fault(t, s->name))
-			r = cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", s->name);
+			r = t->unprefixed ? cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s:%s)", t->name, s->name) :
+					    cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", s->name);
 		else
 			r = s->run(ctx, err);
 		if (r < 0) {
-			cryo_error_prefix(err, "%s", s->name);
+			if (!t->unprefixed)
+				cryo_error_prefix(err, "%s", s->name);
 			break;
 		}
 		if (timings->n < CRYO_STEP_MAX) {

@@ -40,9 +40,10 @@ struct cryo_step {
 };
 
 struct cryo_step_table {
-	const char *name;         /* "checkpoint", "pre-dump", "restore" */
+	const char *name;         /* "checkpoint", "pre-dump", "restore", "create" */
 	const struct cryo_step *steps;
 	size_t n_steps;
+	bool unprefixed;          /* a failed step's error is not prefixed with its name */
 };
 
 #define CRYO_STEP_MAX 32
@@ -74,6 +75,7 @@ bool cryo_step_fault(const struct cryo_step_table *t, const char *step);
 extern const struct cryo_step_table cryo_checkpoint_step_table;  /* checkpoint.c */
 extern const struct cryo_step_table cryo_pre_dump_step_table;    /* checkpoint.c */
 extern const struct cryo_step_table cryo_restore_step_table;     /* restore.c */
+extern const struct cryo_step_table cryo_create_step_table;      /* container.c */
 
 /* Every table, NULL-terminated (for `cryo features` and the tests). */
 extern const struct cryo_step_table *const cryo_step_tables[];
