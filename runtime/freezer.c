@@ -766,23 +766,44 @@ int cryo_freezer_thaw_named(struct cryo_freezer *f, const char *root, const char
 	return cryo_freezer_thaw(f, timeout_ms, flags, err);
 }
 
-int cryo_freezer_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+static int open_rec(const struct cryo_hold_rec *rec, struct cryo_freezer **ret, struct cryo_error *err)
 {
-	struct cryo_freezer *f = NULL;
 	enum cryo_freezer_backend b = CRYO_FREEZER_V2;
 	int r;
 
+	*ret = NULL;
 	r = cryo_freezer_backend_from_string(rec->backend, &b, err);
-	if (r < 0)
-		return r;
-	r = cryo_freezer_open(b, rec->target, &f, err);
+	if (r >= 0)
+		r = cryo_freezer_open(b, rec->target, ret, err);
 	if (r == -ENOENT) {
-		/* the cgroup is gone: nothing is frozen any more */
+		/* the cgroup is gone: nothing is frozen or running in it any more */
 		cryo_error_clear(err);
 		return 0;
 	}
+	return r;
+}
+
+int cryo_freezer_kill_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	struct cryo_freezer *f = NULL;
+	int r;
+
+	r = open_rec(rec, &f, err);
 	if (r < 0 || !f)
-		return r < 0 ? r : -EIO;
+		return r;
+	r = cryo_freezer_kill_all(f, SIGKILL, 5000, err);
+	cryo_freezer_close(f);
+	return r;
+}
+
+int cryo_freezer_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	struct cryo_freezer *f = NULL;
+	int r;
+
+	r = open_rec(rec, &f, err);
+	if (r < 0 || !f)
+		return r;
 	r = f->ops->thaw(f, err);
 	cryo_freezer_close(f);
 	return r;

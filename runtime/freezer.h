@@ -234,5 +234,7 @@ int cryo_freezer_thaw_named(struct cryo_freezer *f, const char *root, const char
 /* The undo action of a CRYO_HOLD_CGROUP_THAW hold (see hold.h). */
 struct cryo_hold_rec;
 int cryo_freezer_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);
+/* The undo of a CRYO_HOLD_CGROUP_KILL hold: SIGKILL every task of the cgroup (frozen or not). */
+int cryo_freezer_kill_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);
 
 #endif

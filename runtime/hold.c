@@ -35,6 +35,7 @@ const char *const cryo_hold_kind_names[_CRYO_HOLD_KIND_MAX] = {
 	[CRYO_HOLD_CGROUP_THAW] = "cgroup-thaw",
 	[CRYO_HOLD_FS_THAW] = "fs-thaw",
 	[CRYO_HOLD_STAGING] = "staging-dir",
+	[CRYO_HOLD_CGROUP_KILL] = "cgroup-kill",
 };
 
 int cryo_hold_validate_name(const char *name, struct cryo_error *err)

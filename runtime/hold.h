@@ -40,6 +40,12 @@ enum cryo_hold_kind {
 	 * recover` removes it once its holder died without committing it.
 	 */
 	CRYO_HOLD_STAGING,
+	/*
+	 * target: cgroup dir; backend: freezer backend name. A container
+	 * that must not outlive its holder: `cryo receive`'s paused copy
+	 * before the source commits. The undo kills every task in it.
+	 */
+	CRYO_HOLD_CGROUP_KILL,
 	_CRYO_HOLD_KIND_MAX,
 };
 

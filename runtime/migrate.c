@@ -1030,6 +1030,7 @@ struct rctx {
 	bool bundle_made;
 	Cryo__Manifest *m;
 	struct cryo_spec *spec;
+	struct cryo_hold *kill_hold;    /* the paused copy dies with us until the commit */
 	bool restored, committed, peer_failed;
 	int64_t commit_at;
 	uint64_t frozen_usec;
@@ -1468,6 +1469,40 @@ static int freeze_restored(struct rctx *c, bool freeze, struct cryo_error *err)
 }
 
 /*
+ * Until the source commits, the paused copy here must not outlive this
+ * receive: killed by a watchdog the moment we die (or by `cryo recover`),
+ * so a receive killed before the commit leaves no container behind while
+ * the source resumes. (A kill between CRIU's restore and this hold is not
+ * covered: a paused copy would stay until deleted.)
+ */
+static int hold_restored(struct rctx *c, struct cryo_error *err)
+{
+	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
+	_cleanup_(cryo_freezer_closep) struct cryo_freezer *fz = NULL;
+	char name[160];
+	int r;
+
+	r = cryo_state_load(c->o->root, c->id, &st, err);
+	if (r >= 0)
+		r = cryo_freezer_open_for(st->freezer_backend, st->cgroup_v2, st->cgroup_v1_freezer, &fz, err);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "%s@received", c->id);
+	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_CGROUP_KILL, cryo_freezer_path(fz),
+				 cryo_freezer_backend_names[cryo_freezer_backend_of(fz)], 0, CRYO_HOLD_UNDO_ON_EXIT,
+				 cryo_freezer_kill_undo, &c->kill_hold, err);
+}
+
+static void release_restored_hold(struct rctx *c)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (c->kill_hold && cryo_hold_release(c->kill_hold, &e) < 0)
+		cryo_error_warn_clear(&e, "receive `%s`: release the hold of the restored copy", c->id);
+	c->kill_hold = NULL;
+}
+
+/*
  * Restore from the staged image into our bundle, and keep it frozen
  * until the source commits: it must not run here while the source may
  * still resume. Restore freezes it as its last step before the state is
@@ -1499,6 +1534,9 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->restored = true;
+	r = hold_restored(c, err);
+	if (r < 0)
+		return r;
 	return send_result(c->t, 0, "restore", "restored, frozen", 0, err);
 }
 
@@ -1509,9 +1547,10 @@ static void rundo_restore(void *ctx)
 
 	if (!c->restored || c->committed)
 		return;
+	/* we delete it ourselves: the watchdog need not */
+	release_restored_hold(c);
 	if (cryo_container_delete(c->o->root, c->id, true, &e) < 0)
-		cryo_warn("receive `%s`: undo: delete the restored container: %s", c->id, e.msg);
-	cryo_error_clear(&e);
+		cryo_error_warn_clear(&e, "receive `%s`: undo: delete the restored container", c->id);
 	c->restored = false;
 }
 
@@ -1557,6 +1596,7 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	cryo_migrate_frame_free(f);
 	/* ours now: whatever happens next, it stays here */
 	c->committed = true;
+	release_restored_hold(c);
 	if (!c->was_paused) {
 		r = freeze_restored(c, false, err);
 		if (r < 0) {

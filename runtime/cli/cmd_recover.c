@@ -57,6 +57,7 @@ int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 		[CRYO_HOLD_CGROUP_THAW] = cryo_freezer_hold_undo,
 		[CRYO_HOLD_FS_THAW] = cryo_fsfreeze_hold_undo,
 		[CRYO_HOLD_STAGING] = cryo_hold_staging_undo,
+		[CRYO_HOLD_CGROUP_KILL] = cryo_freezer_kill_undo,
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	unsigned n = 0;
