@@ -89,7 +89,7 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 	uint64_t u;
 	int c, rc, status = 0;
 
-	while ((c = getopt_long(argc, argv, "+p:dtu:g:e:c:h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "+p:dtu:g:e:c:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			o.process_path = optarg;

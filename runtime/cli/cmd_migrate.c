@@ -165,7 +165,7 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	uint64_t v;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		int rc = cli_criu_flag("migrate", c, optarg, &o.criu);
 
 		if (rc >= 0) {

@@ -93,7 +93,7 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 	uint64_t v;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_STDIO:
 			o.stdio = true;
