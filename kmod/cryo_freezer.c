@@ -232,12 +232,13 @@ static void cryo_hold_free(struct cryo_hold *hold)
 	kfree(hold);
 }
 
-/* Queue the deadline work for the time left. Needs cryo_lock. */
+/* Queue the deadline work for the time left. */
 static void cryo_arm(struct cryo_hold *hold)
 {
 	u64 now = ktime_get_ns();
 	unsigned long delay = 0;
 
+	lockdep_assert_held(&cryo_lock);
 	if (!hold->has_deadline || cryo_pm_paused)
 		return;
 	if (hold->deadline > now)
@@ -245,12 +246,12 @@ static void cryo_arm(struct cryo_hold *hold)
 	mod_delayed_work(system_wq, &hold->work, delay);
 }
 
-/* Needs cryo_lock. */
-static void cryo_set_timeout(struct cryo_hold *hold, u64 timeout_sec)
+static void cryo_set_timeout(struct cryo_hold *hold, u64 timeout_ms)
 {
-	u64 ns = timeout_sec * NSEC_PER_SEC;
+	u64 ns = timeout_ms * NSEC_PER_MSEC;
 
-	hold->has_deadline = timeout_sec != 0;
+	lockdep_assert_held(&cryo_lock);
+	hold->has_deadline = timeout_ms != 0;
 	if (!hold->has_deadline) {
 		cancel_delayed_work(&hold->work);
 		return;
@@ -425,7 +426,7 @@ static int cryo_hold_insert(struct cryo_holder *holder, struct cryo_hold *hold)
 }
 
 /* End CRYO_FREEZING: the hold is held, or it goes away with error ret. */
-static int cryo_hold_commit(struct cryo_hold *hold, int ret, u64 timeout_sec)
+static int cryo_hold_commit(struct cryo_hold *hold, int ret, u64 timeout_ms)
 {
 	mutex_lock(&cryo_lock);
 	if (ret) {
@@ -435,7 +436,7 @@ static int cryo_hold_commit(struct cryo_hold *hold, int ret, u64 timeout_sec)
 		return ret;
 	}
 	hold->state = CRYO_HELD;
-	cryo_set_timeout(hold, timeout_sec);
+	cryo_set_timeout(hold, timeout_ms);
 	mutex_unlock(&cryo_lock);
 	return 0;
 }
@@ -455,13 +456,13 @@ static int cryo_get_args(struct cryo_freezer_hold *args, void __user *argp,
 		return -EPERM;
 	if (copy_from_user(args, argp, sizeof(*args)))
 		return -EFAULT;
-	if (args->flags & ~flags_ok ||
-	    args->timeout_sec > CRYO_FREEZER_TIMEOUT_MAX)
+	if (args->flags & ~flags_ok || args->reserved[0] || args->reserved[1] ||
+	    args->timeout_ms > CRYO_FREEZER_TIMEOUT_MAX_MS)
 		return -EINVAL;
-	if (op == CRYO_OP_THAW && args->timeout_sec)
+	if (op == CRYO_OP_THAW && args->timeout_ms)
 		return -EINVAL;
 	/* nothing but its deadline would ever end it */
-	if (args->flags & CRYO_FREEZER_HOLD_DETACHED && !args->timeout_sec)
+	if (args->flags & CRYO_FREEZER_HOLD_DETACHED && !args->timeout_ms)
 		return -EINVAL;
 	return 0;
 }
@@ -564,7 +565,7 @@ static long cryo_ioctl_fs_freeze(struct cryo_holder *holder,
 		ret = -EBUSY;
 	else
 		ret = cryo_freeze_sb(sb);
-	return cryo_hold_commit(hold, ret, args.timeout_sec);
+	return cryo_hold_commit(hold, ret, args.timeout_ms);
 
 out_fput:
 	fput(file);
@@ -628,7 +629,7 @@ static long cryo_ioctl_cgroup_freeze(struct cryo_holder *holder,
 		return ret;
 	}
 	ret = cryo_cg_write(hold, true);
-	return cryo_hold_commit(hold, ret, args.timeout_sec);
+	return cryo_hold_commit(hold, ret, args.timeout_ms);
 
 out_free:
 	cryo_hold_free(hold);
@@ -706,12 +707,12 @@ static long cryo_ioctl_reset(struct cryo_holder *holder, void __user *argp,
 	if (hold)
 		cryo_lost(hold);
 	if (!hold || hold->state != CRYO_HELD ||
-	    (hold->detached && !args.timeout_sec)) {
+	    (hold->detached && !args.timeout_ms)) {
 		ret = hold && hold->state == CRYO_FREEZING ? -EBUSY : -EINVAL;
 		mutex_unlock(&cryo_lock);
 		return ret;
 	}
-	cryo_set_timeout(hold, args.timeout_sec);
+	cryo_set_timeout(hold, args.timeout_ms);
 	mutex_unlock(&cryo_lock);
 	return 0;
 }

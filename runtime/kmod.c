@@ -42,11 +42,6 @@ int cryo_kmod_open(int *ret_fd, struct cryo_error *err)
 	return 0;
 }
 
-static uint64_t ms_to_sec(uint64_t ms)
-{
-	return ms / 1000 + (ms % 1000 != 0);
-}
-
 /* The kernel's answer in the words of the caller's operation. */
 static int hold_error(struct cryo_error *err, int e, bool freeze, const char *what, const char *op)
 {
@@ -72,7 +67,7 @@ static int hold_ioctl_flags(int kfd, unsigned long cmd, int fd, uint32_t flags, 
 	struct cryo_freezer_hold h = {
 		.fd = fd,
 		.flags = flags,
-		.timeout_sec = ms_to_sec(timeout_ms),
+		.timeout_ms = timeout_ms,
 	};
 
 	if (ioctl(kfd, cmd, &h) < 0)

@@ -28,10 +28,10 @@
 #include <linux/ioctl.h>
 #include <linux/types.h>
 
-#define CRYO_FREEZER_ABI_VERSION	2
+#define CRYO_FREEZER_ABI_VERSION	3
 
-/* Largest timeout_sec accepted: one week. */
-#define CRYO_FREEZER_TIMEOUT_MAX	(7 * 24 * 3600)
+/* Largest timeout_ms accepted: one week. */
+#define CRYO_FREEZER_TIMEOUT_MAX_MS	(7ULL * 24 * 3600 * 1000)
 
 /* Holds per open file. */
 #define CRYO_FREEZER_MAX_HOLDS		64
@@ -43,7 +43,7 @@
  * Flags of a FREEZE (THAW and RESET_TIMEOUT take none).
  *
  * HOLD_DETACHED: the hold is not owned by this file but by the module.
- * It needs timeout_sec > 0 and survives the close of this file and the
+ * It needs timeout_ms > 0 and survives the close of this file and the
  * exit of its creator; any CAP_SYS_ADMIN caller may THAW it or
  * RESET_TIMEOUT it (to another timeout > 0) through any open file.
  * Unloading the module thaws every detached hold.
@@ -57,14 +57,17 @@
  *              CGROUP_*: a directory fd of the cgroup (cgroup2, or a
  *              cgroup v1 hierarchy with the freezer controller)
  * flags:       FREEZE: 0 or CRYO_FREEZER_HOLD_DETACHED; others: 0
- * timeout_sec: FREEZE and RESET_TIMEOUT: seconds until the freeze is undone
- *              by itself, 0 = no deadline; must be 0 for THAW. Time spent
- *              suspended or hibernated does not count.
+ * timeout_ms:  FREEZE and RESET_TIMEOUT: milliseconds until the freeze is
+ *              undone by itself, 0 = no deadline; must be 0 for THAW. Time
+ *              spent suspended or hibernated does not count.
+ * reserved:    must be zero (EINVAL otherwise): room to grow without a
+ *              new ioctl number.
  */
 struct cryo_freezer_hold {
 	__s32 fd;
 	__u32 flags;
-	__u64 timeout_sec;
+	__u64 timeout_ms;
+	__u64 reserved[2];
 };
 
 #define CRYO_FREEZER_IOC_MAGIC		0xC7

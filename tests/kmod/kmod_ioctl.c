@@ -115,10 +115,18 @@ static int holder(void)
 	return fd;
 }
 
-/* Raw ioctl with a full argument: returns 0 or -errno. */
+/* Raw ioctl with a full argument (the timeout in seconds): returns 0 or -errno. */
 static int raw(int kfd, unsigned long cmd, int fd, uint32_t flags, uint64_t sec)
 {
-	struct cryo_freezer_hold h = { .fd = fd, .flags = flags, .timeout_sec = sec };
+	struct cryo_freezer_hold h = { .fd = fd, .flags = flags, .timeout_ms = sec * 1000 };
+
+	return ioctl(kfd, cmd, &h) < 0 ? -errno : 0;
+}
+
+/* The same with the reserved words set: must be refused. */
+static int raw_reserved(int kfd, unsigned long cmd, int fd, uint64_t word)
+{
+	struct cryo_freezer_hold h = { .fd = fd, .timeout_ms = 1000, .reserved = { 0, word } };
 
 	return ioctl(kfd, cmd, &h) < 0 ? -errno : 0;
 }
@@ -233,8 +241,10 @@ static int t_bad_args(void)
 	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, -1, 0, 0), -EBADF);
 	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, 1000000, 0, 0), -EBADF);
 	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, fs, 1, 0), -EINVAL);
-	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, fs, 0, CRYO_FREEZER_TIMEOUT_MAX + 1ULL), -EINVAL);
+	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, fs, 0, CRYO_FREEZER_TIMEOUT_MAX_MS / 1000 + 1ULL), -EINVAL);
 	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, fs, 0, UINT64_MAX), -EINVAL);
+	CHECK_ERR(raw_reserved(k, CRYO_FREEZER_IOC_FS_FREEZE, fs, 1), -EINVAL);
+	CHECK_ERR(raw_reserved(k, CRYO_FREEZER_IOC_CGROUP_FREEZE, fs, 1ULL << 63), -EINVAL);
 	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, nf, 0, 0), -EOPNOTSUPP);
 	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, reg, 0, 0), -EOPNOTSUPP);
 	CHECK(pipe2(p, O_CLOEXEC) == 0, "pipe");
@@ -342,8 +352,8 @@ static int t_fs_freeze_thaw(void)
 	CHECK(ioctl(fs, FITHAW, 0) == 0, "FITHAW: %s", strerror(errno));
 
 	/* the largest timeout is accepted */
-	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, fs, 0, CRYO_FREEZER_TIMEOUT_MAX), 0);
-	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_RESET_TIMEOUT, fs, 0, CRYO_FREEZER_TIMEOUT_MAX + 1ULL),
+	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_FREEZE, fs, 0, CRYO_FREEZER_TIMEOUT_MAX_MS / 1000), 0);
+	CHECK_ERR(raw(k, CRYO_FREEZER_IOC_FS_RESET_TIMEOUT, fs, 0, CRYO_FREEZER_TIMEOUT_MAX_MS / 1000 + 1ULL),
 		  -EINVAL);
 	CHECK_ERR(cryo_kmod_fs_thaw(k, fs, NULL), 0);
 	return 0;
@@ -358,11 +368,13 @@ static int t_fs_deadline(void)
 
 	CHECK(k >= 0 && fs >= 0, "open");
 	t0 = cryo_now_ms();
-	CHECK_ERR(cryo_kmod_fs_freeze(k, fs, 1000, NULL), 0);
+	/* milliseconds (ABI 3): 1200 ms, not rounded up to whole seconds */
+	CHECK_ERR(cryo_kmod_fs_freeze(k, fs, 1200, NULL), 0);
 	CHECK(fs_frozen(300, &w) == 1, "writer not blocked");
 	CHECK(exited_within(w, 3000), "deadline did not thaw the fs");
-	printf("#   deadline 1000 ms: writer unblocked after %" PRId64 " ms\n", cryo_now_ms() - t0);
-	CHECK(cryo_now_ms() - t0 >= 950, "thawed early");
+	printf("#   deadline 1200 ms: writer unblocked after %" PRId64 " ms\n", cryo_now_ms() - t0);
+	CHECK(cryo_now_ms() - t0 >= 1150, "thawed early");
+	CHECK(cryo_now_ms() - t0 < 1990, "deadline rounded up to seconds");
 	CHECK(status_has("fired=1") == 1, "status shows fired=1");
 	/* the seed: RESET_TIMEOUT after the timeout thawed it → EINVAL */
 	CHECK_ERR(cryo_kmod_fs_reset(k, fs, 1000, NULL), -EINVAL);
@@ -652,7 +664,7 @@ static int t_detached_einval(void)
 	if (c2 >= 0) {
 		CHECK_ERR(raw(k, CRYO_FREEZER_IOC_CGROUP_FREEZE, c2, CRYO_FREEZER_HOLD_DETACHED, 0), -EINVAL);
 		CHECK_ERR(raw(k, CRYO_FREEZER_IOC_CGROUP_FREEZE, c2, CRYO_FREEZER_HOLD_DETACHED,
-			      CRYO_FREEZER_TIMEOUT_MAX + 1ULL), -EINVAL);
+			      CRYO_FREEZER_TIMEOUT_MAX_MS / 1000 + 1ULL), -EINVAL);
 	}
 	CHECK(status_has("owner=detached") == 0, "a refused detached hold is listed");
 	return 0;
