@@ -214,22 +214,10 @@ int cryo_state_save_ext(const char *root, const struct cryo_state *st, bool dura
 		json_object_object_add(o, "annotations", json_object_get(st->annotations));
 
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (durable) {
-		r = cryo_write_new_file_at(dfd, STATE_FILE ".tmp", text, strlen(text), 0600);
-	} else {
-		_cleanup_close_ int fd = openat(dfd, STATE_FILE ".tmp",
-						O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-		size_t len = strlen(text);
-
-		r = fd < 0 ? -errno : write(fd, text, len) == (ssize_t)len ? 0 : errno ? -errno : -EIO;
-	}
+	r = cryo_write_file_atomic_at(dfd, STATE_FILE, text, strlen(text), 0600, durable);
 	json_object_put(o);
 	if (r < 0)
-		return cryo_error_set(err, r, "write `%s/%s.tmp`", dir, STATE_FILE);
-	if (renameat(dfd, STATE_FILE ".tmp", dfd, STATE_FILE) < 0)
-		return cryo_error_set(err, errno, "rename `%s/%s.tmp`", dir, STATE_FILE);
-	if (durable && fsync(dfd) < 0)
-		return cryo_error_set(err, errno, "fsync `%s`", dir);
+		return cryo_error_set(err, -r, "write `%s/%s`", dir, STATE_FILE);
 	return 0;
 }
 
