@@ -67,9 +67,18 @@ static int reuse_cgroup(const char *rel, const struct cryo_cgroup_paths *cg, str
 	r = cryo_cgroup_pids(rel, &pids, &n, err);
 	if (r < 0)
 		return r;
-	if (n > 0)
-		return cryo_error_setx(err, EBUSY, "cgroup `%s` exists and has %zu processes (pid %d)", rel, n,
-				       (int)pids[0]);
+	if (n > 0) {
+		char comm[64] = "?", path[64];
+		_cleanup_free_ char *buf = NULL;
+		size_t len = 0;
+
+		/* name the first one: whose it is tells what was left behind */
+		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pids[0]);
+		if (cryo_read_file_at(AT_FDCWD, path, 4096, &buf, &len) == 0 && len > 0)
+			snprintf(comm, sizeof(comm), "%s", buf);
+		return cryo_error_setx(err, EBUSY, "cgroup `%s` exists and has %zu processes (pid %d `%s`)", rel, n,
+				       (int)pids[0], comm);
+	}
 	for (i = 0; i < ARRAY_SIZE(paths); i++) {
 		struct cryo_freezer *f = NULL;
 
