@@ -28,15 +28,22 @@
 #include "log.h"
 #include "util.h"
 
-static const char *const v1_controllers[] = { "memory", "cpu", "pids", "freezer" };
-
-const char *const *cryo_cgroup_v1_controllers(size_t *ret_n)
-{
-	*ret_n = ARRAY_SIZE(v1_controllers);
-	return v1_controllers;
-}
+/*
+ * Every v1 controller a container's tasks join, when the host mounts it:
+ * the resource ones the config can set (the OCI validation suite reads
+ * them back from the container's own cgroup), freezer for checkpoints.
+ * Indexed by enum v1_ctrl.
+ */
+enum v1_ctrl { V1_MEMORY, V1_CPU, V1_PIDS, V1_FREEZER, V1_CPUSET, V1_BLKIO, V1_DEVICES, V1_NET_CLS, V1_NET_PRIO, V1_HUGETLB };
+static const char *const v1_controllers[] = {
+	[V1_MEMORY] = "memory", [V1_CPU] = "cpu",         [V1_PIDS] = "pids",       [V1_FREEZER] = "freezer",
+	[V1_CPUSET] = "cpuset", [V1_BLKIO] = "blkio",     [V1_DEVICES] = "devices", [V1_NET_CLS] = "net_cls",
+	[V1_NET_PRIO] = "net_prio", [V1_HUGETLB] = "hugetlb",
+};
 
 static bool lib_ready;
+static const char *v1_mounted[ARRAY_SIZE(v1_controllers)]; /* those this host mounts, in order */
+static size_t n_v1_mounted;
 static char v2_name[64];     /* libcgroup's name for the cgroup2 mount, "" if none */
 static char v2_mount[PATH_MAX];
 
@@ -71,6 +78,16 @@ static int lib_init(struct cryo_error *err)
 		r = cgroup_get_controller_next(&h, &mp);
 	}
 	cgroup_get_controller_end(&h);
+	for (size_t i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
+		char *p = NULL;
+		struct statfs sfs;
+
+		/* libcgroup may name the cgroup2 mount after a controller (see above): not a v1 one */
+		if (cgroup_get_subsys_mount_point(v1_controllers[i], &p) == 0 && p && statfs(p, &sfs) == 0 &&
+		    sfs.f_type != CGROUP2_SUPER_MAGIC)
+			v1_mounted[n_v1_mounted++] = v1_controllers[i];
+		free(p);
+	}
 	if (!v2_name[0]) {
 		struct statfs sfs;
 
@@ -84,6 +101,17 @@ static int lib_init(struct cryo_error *err)
 	return 0;
 }
 
+const char *const *cryo_cgroup_v1_controllers(size_t *ret_n)
+{
+	/* without libcgroup nothing is mounted that we could name */
+	if (lib_init(NULL) < 0) {
+		*ret_n = 0;
+		return v1_mounted;
+	}
+	*ret_n = n_v1_mounted;
+	return v1_mounted;
+}
+
 static char *join(const char *a, const char *rel)
 {
 	char *p = NULL;
@@ -95,12 +123,22 @@ static char *join(const char *a, const char *rel)
 	return p;
 }
 
+static bool is_v1(const char *ctrl)
+{
+	size_t i;
+
+	for (i = 0; i < n_v1_mounted; i++)
+		if (strcmp(v1_mounted[i], ctrl) == 0)
+			return true;
+	return false;
+}
+
 static char *v1_path(const char *ctrl, const char *rel)
 {
 	_cleanup_free_ char *mp = NULL;
 	char *p;
 
-	if (cgroup_get_subsys_mount_point(ctrl, &mp) != 0 || !mp)
+	if (!is_v1(ctrl) || cgroup_get_subsys_mount_point(ctrl, &mp) != 0 || !mp)
 		return NULL;
 	p = join(mp, rel);
 	return p;
@@ -143,15 +181,12 @@ static struct cgroup *new_cg(const char *rel, struct cgroup_controller **ret_ctr
 		return NULL;
 	}
 	for (i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
-		char *mp = NULL;
-
-		/* skip a controller this host doesn't mount */
-		if (cgroup_get_subsys_mount_point(v1_controllers[i], &mp) != 0) {
+		/* skip a controller this host doesn't mount on v1 */
+		if (!is_v1(v1_controllers[i])) {
 			if (ret_ctrls)
 				ret_ctrls[i] = NULL;
 			continue;
 		}
-		free(mp);
 		struct cgroup_controller *c = cgroup_add_controller(cg, v1_controllers[i]);
 
 		if (!c) {
@@ -178,6 +213,34 @@ static int add_u64(struct cgroup_controller *c, const char *name, uint64_t v)
 static int add_str(struct cgroup_controller *c, const char *name, const char *v)
 {
 	return c ? cgroup_add_value_string(c, name, v) : 0;
+}
+
+/* A limit where -1 means none. */
+static int add_limit(struct cgroup_controller *c, const char *name, int64_t v)
+{
+	return v < 0 ? add_str(c, name, "-1") : add_u64(c, name, (uint64_t)v);
+}
+
+/*
+ * The v1 memory files besides the hard limits. The kernel (5.16+) takes
+ * a write of memory.kmem.limit_in_bytes and ignores it; it is written
+ * all the same so an older kernel honours it.
+ */
+static int add_memory_v1(struct cgroup_controller *c, const struct cryo_spec_resources *res)
+{
+	int r = 0;
+
+	if (res->has_memory_reservation)
+		r = add_limit(c, "memory.soft_limit_in_bytes", res->memory_reservation);
+	if (!r && res->has_memory_kernel)
+		r = add_limit(c, "memory.kmem.limit_in_bytes", res->memory_kernel);
+	if (!r && res->has_memory_kernel_tcp)
+		r = add_limit(c, "memory.kmem.tcp.limit_in_bytes", res->memory_kernel_tcp);
+	if (!r && res->has_memory_swappiness)
+		r = add_u64(c, "memory.swappiness", res->memory_swappiness);
+	if (!r && res->disable_oom_killer)
+		r = add_str(c, "memory.oom_control", "1");
+	return r;
 }
 
 static bool exists(const char *p)
@@ -240,6 +303,76 @@ static void enable_v2_ancestors(const char *rel)
 			return;
 		dir[keep] = '/';
 	}
+}
+
+/* dir/name gets parent/name when it is empty (a fresh cpuset cgroup's cpus and mems). */
+static int inherit_file(int pfd, int dfd, const char *dir, const char *name, struct cryo_error *err)
+{
+	_cleanup_free_ char *mine = NULL, *theirs = NULL;
+	size_t len;
+	int r;
+
+	r = cryo_read_file_at(dfd, name, 4096, &mine, &len);
+	if (r < 0)
+		return cryo_error_set(err, -r, "read `%s/%s`", dir, name);
+	if (strspn(mine, " \n") != len)
+		return 0;
+	r = cryo_read_file_at(pfd, name, 4096, &theirs, &len);
+	if (r < 0)
+		return cryo_error_set(err, -r, "read the parent's `%s` of `%s`", name, dir);
+	r = cryo_write_file_at(dfd, name, theirs);
+	if (r < 0)
+		return cryo_error_set(err, -r, "write `%s/%s`", dir, name);
+	return 0;
+}
+
+/*
+ * A new v1 cpuset cgroup starts with empty cpus and mems, and the kernel
+ * refuses a task in it (ENOSPC) until both are set. Make every level of
+ * rel in the cpuset hierarchy and fill what is empty from its parent,
+ * top down, before libcgroup writes the configured values into the leaf
+ * and before any task (ours or CRIU's) joins it.
+ */
+static int cpuset_prepare(const char *rel, struct cryo_error *err)
+{
+	_cleanup_free_ char *root = NULL, *dir = NULL;
+	_cleanup_close_ int pfd = -1;
+	size_t keep;
+
+	if (!is_v1("cpuset") || cgroup_get_subsys_mount_point("cpuset", &root) != 0 || !root)
+		return 0;
+	dir = join(root, rel);
+	if (!dir)
+		return cryo_error_set(err, ENOMEM, "cpuset cgroup `%s`", rel);
+	keep = strlen(root);
+	pfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", root);
+	while (dir[keep]) {
+		char *slash = strchr(dir + keep + 1, '/');
+		_cleanup_close_ int dfd = -1;
+		int r;
+
+		keep = slash ? (size_t)(slash - dir) : strlen(dir);
+		if (keep > 0 && dir[keep - 1] == '/')
+			continue;
+		dir[keep] = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return cryo_error_set(err, errno, "create `%s`", dir);
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return cryo_error_set(err, errno, "open `%s`", dir);
+		r = inherit_file(pfd, dfd, dir, "cpuset.cpus", err);
+		if (r >= 0)
+			r = inherit_file(pfd, dfd, dir, "cpuset.mems", err);
+		if (r < 0)
+			return r;
+		if (slash)
+			dir[keep] = '/';
+		close(pfd);
+		pfd = TAKE_FD(dfd);
+	}
+	return 0;
 }
 
 /* Does rel exist in any hierarchy create makes it in? */
@@ -366,11 +499,10 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		cryo_cgroup_paths_free(&paths);
 		return -ENOMEM;
 	}
-	/* memory, cpu, pids are ctrls[0..2]; period before quota (the kernel checks quota against it) */
+	/* period before quota (the kernel checks quota against it) */
 	r = 0;
 	if (res->has_memory_limit)
-		r = res->memory_limit < 0 ? add_str(ctrls[0], "memory.limit_in_bytes", "-1") :
-					    add_u64(ctrls[0], "memory.limit_in_bytes", (uint64_t)res->memory_limit);
+		r = add_limit(ctrls[V1_MEMORY], "memory.limit_in_bytes", res->memory_limit);
 	if (!r && res->has_memory_swap) {
 		_cleanup_free_ char *mp = v1_path("memory", "memory.memsw.limit_in_bytes");
 
@@ -380,21 +512,29 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 					    "linux.resources.memory.swap: this kernel has no swap accounting (memory.memsw.*)");
 			goto fail_nocg;
 		}
-		r = res->memory_swap < 0 ? add_str(ctrls[0], "memory.memsw.limit_in_bytes", "-1") :
-					   add_u64(ctrls[0], "memory.memsw.limit_in_bytes", (uint64_t)res->memory_swap);
+		r = add_limit(ctrls[V1_MEMORY], "memory.memsw.limit_in_bytes", res->memory_swap);
 	}
+	if (!r)
+		r = add_memory_v1(ctrls[V1_MEMORY], res);
 	if (!r && res->has_cpu_shares)
-		r = add_u64(ctrls[1], "cpu.shares", res->cpu_shares);
+		r = add_u64(ctrls[V1_CPU], "cpu.shares", res->cpu_shares);
 	if (!r && res->has_cpu_period)
-		r = add_u64(ctrls[1], "cpu.cfs_period_us", res->cpu_period);
+		r = add_u64(ctrls[V1_CPU], "cpu.cfs_period_us", res->cpu_period);
 	if (!r && res->has_cpu_quota)
-		r = res->cpu_quota < 0 ? add_str(ctrls[1], "cpu.cfs_quota_us", "-1") :
-					 add_u64(ctrls[1], "cpu.cfs_quota_us", (uint64_t)res->cpu_quota);
+		r = add_limit(ctrls[V1_CPU], "cpu.cfs_quota_us", res->cpu_quota);
+	if (!r && res->has_cpu_rt_period)
+		r = add_u64(ctrls[V1_CPU], "cpu.rt_period_us", res->cpu_rt_period);
+	if (!r && res->has_cpu_rt_runtime)
+		r = add_limit(ctrls[V1_CPU], "cpu.rt_runtime_us", res->cpu_rt_runtime);
+	if (!r && res->cpuset_cpus)
+		r = add_str(ctrls[V1_CPUSET], "cpuset.cpus", res->cpuset_cpus);
+	if (!r && res->cpuset_mems)
+		r = add_str(ctrls[V1_CPUSET], "cpuset.mems", res->cpuset_mems);
 	if (!r && res->has_pids_limit) {
 		if (res->pids_limit <= 0)
-			r = add_str(ctrls[2], "pids.max", "max");
+			r = add_str(ctrls[V1_PIDS], "pids.max", "max");
 		else
-			r = add_u64(ctrls[2], "pids.max", (uint64_t)res->pids_limit);
+			r = add_u64(ctrls[V1_PIDS], "pids.max", (uint64_t)res->pids_limit);
 	}
 	if (r) {
 		r = cg_err(err, r, "set limits of", rel);
@@ -405,6 +545,14 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		goto fail_nocg;
 	}
 	enable_v2_ancestors(rel);
+	r = cpuset_prepare(rel, err);
+	if (r < 0) {
+		struct cryo_error derr = CRYO_ERROR_INIT;
+
+		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
+			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		goto fail_nocg;
+	}
 	/* ignore_ownership: libcgroup would chown every file to uid 0 again */
 	r = cgroup_create_cgroup(cg, 1);
 	if (r) {

@@ -58,6 +58,8 @@ void cryo_spec_free(struct cryo_spec *spec)
 		return;
 	free(spec->oci_version);
 	free(spec->root_path);
+	free(spec->resources.cpuset_cpus);
+	free(spec->resources.cpuset_mems);
 	free(spec->additional_gids);
 	strv_free(spec->args, spec->n_args);
 	strv_free(spec->env, spec->n_env);
@@ -622,6 +624,30 @@ static int parse_idmaps(struct json_object *lnx, const char *key, struct cryo_sp
 	return 0;
 }
 
+/* The memory fields besides limit and swap: soft limit, kernel memory, swappiness, the OOM killer. */
+static int parse_memory_v1(struct json_object *mem, struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	int64_t x = 0;
+	int r;
+
+	r = get_int(mem, "reservation", "linux.resources.memory.reservation", -1, INT64_MAX, &res->memory_reservation,
+		    &res->has_memory_reservation, err);
+	if (r >= 0)
+		r = get_int(mem, "kernel", "linux.resources.memory.kernel", -1, INT64_MAX, &res->memory_kernel,
+			    &res->has_memory_kernel, err);
+	if (r >= 0)
+		r = get_int(mem, "kernelTCP", "linux.resources.memory.kernelTCP", -1, INT64_MAX, &res->memory_kernel_tcp,
+			    &res->has_memory_kernel_tcp, err);
+	if (r >= 0)
+		r = get_int(mem, "swappiness", "linux.resources.memory.swappiness", 0, 100, &x,
+			    &res->has_memory_swappiness, err);
+	if (r >= 0)
+		r = get_bool(mem, "disableOOMKiller", "linux.resources.memory.disableOOMKiller",
+			     &res->disable_oom_killer, err);
+	res->memory_swappiness = (uint64_t)x;
+	return r;
+}
+
 static int parse_resources(struct json_object *lnx, struct cryo_spec_resources *res, struct cryo_error *err)
 {
 	struct json_object *o, *mem, *cpu, *pids;
@@ -653,6 +679,21 @@ static int parse_resources(struct json_object *lnx, struct cryo_spec_resources *
 	res->cpu_period = (uint64_t)x;
 	if (res->has_cpu_quota && res->cpu_quota != -1 && res->cpu_quota < 1000)
 		return bad(err, "linux.resources.cpu.quota", "must be -1 or at least 1000 (us)");
+	r = get_int(cpu, "realtimeRuntime", "linux.resources.cpu.realtimeRuntime", -1, INT64_MAX, &res->cpu_rt_runtime,
+		    &res->has_cpu_rt_runtime, err);
+	if (r >= 0)
+		r = get_int(cpu, "realtimePeriod", "linux.resources.cpu.realtimePeriod", 1, INT64_MAX, &x,
+			    &res->has_cpu_rt_period, err);
+	if (r < 0)
+		return r;
+	res->cpu_rt_period = (uint64_t)x;
+	r = get_string(cpu, "cpus", "linux.resources.cpu.cpus", 4096, &res->cpuset_cpus, err);
+	if (r >= 0)
+		r = get_string(cpu, "mems", "linux.resources.cpu.mems", 4096, &res->cpuset_mems, err);
+	if (r >= 0)
+		r = parse_memory_v1(mem, res, err);
+	if (r < 0)
+		return r;
 	r = get_object(o, "pids", "linux.resources.pids", &pids, err);
 	if (r >= 0)
 		r = get_int(pids, "limit", "linux.resources.pids.limit", INT64_MIN, INT64_MAX, &res->pids_limit,

@@ -98,6 +98,21 @@ struct cryo_spec_resources {
 	uint64_t cpu_period;        /* us */
 	bool has_pids_limit;
 	int64_t pids_limit;         /* <= 0 = unlimited */
+	bool has_memory_reservation;
+	int64_t memory_reservation; /* bytes, -1 = unlimited (memory.soft_limit_in_bytes) */
+	bool has_memory_kernel;
+	int64_t memory_kernel;      /* bytes, -1 = unlimited (v1 memory.kmem.limit_in_bytes) */
+	bool has_memory_kernel_tcp;
+	int64_t memory_kernel_tcp;  /* bytes, -1 = unlimited (v1 memory.kmem.tcp.limit_in_bytes) */
+	bool has_memory_swappiness;
+	uint64_t memory_swappiness; /* 0..100 */
+	bool disable_oom_killer;    /* memory.oom_control = 1 */
+	bool has_cpu_rt_runtime;
+	int64_t cpu_rt_runtime;     /* us, -1 = unlimited */
+	bool has_cpu_rt_period;
+	uint64_t cpu_rt_period;     /* us */
+	char *cpuset_cpus;          /* "0-3,5", NULL = the parent's */
+	char *cpuset_mems;          /* NULL = the parent's */
 };
 
 struct cryo_spec {
