@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The v1 resources beyond memory/cpu/pids limits: cpuset cpus/mems (in a
+# nested cgroupsPath, whose fresh parent level must get its cpus/mems
+# first), the memory soft limit, swappiness and OOM killer switch; the
+# init is in the container's cgroup in every v1 hierarchy the host mounts
+# (cpuset, blkio, devices, ...), and delete removes all of them.
+. "$(dirname "$0")/../lib/common.sh"
+. "$CRYO_SRC/tests/lib/bundle.sh"
+
+[ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] || skip "needs the v1 cpuset and memory hierarchies"
+id=rt-cgv1-$$
+B=$T/$id
+bundle_new "$B" sleep 100
+cpus=$(cut -d, -f1 /sys/fs/cgroup/cpuset/cpuset.cpus | cut -d- -f1)
+mems=$(cut -d, -f1 /sys/fs/cgroup/cpuset/cpuset.mems | cut -d- -f1)
+bundle_set "$B" '
+c["linux"]["resources"] = {"cpu": {"cpus": "'"$cpus"'", "mems": "'"$mems"'"},
+                           "memory": {"limit": 100663296, "reservation": 50331648, "swappiness": 17,
+                                      "disableOOMKiller": True}}
+'
+rt run -d --pid-file "$T/pid" --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d failed"
+pid=$(cat "$T/pid")
+[ "$(cgfile cpuset "$id" cpuset.cpus)" = "$cpus" ] || fail "cpuset.cpus: $(cgfile cpuset "$id" cpuset.cpus), want $cpus"
+[ "$(cgfile cpuset "$id" cpuset.mems)" = "$mems" ] || fail "cpuset.mems: $(cgfile cpuset "$id" cpuset.mems), want $mems"
+[ -n "$(cat "/sys/fs/cgroup/cpuset/$CGPARENT/cpuset.cpus")" ] || fail "the parent level has no cpuset.cpus"
+[ "$(cgfile memory "$id" memory.soft_limit_in_bytes)" = 50331648 ] || fail "memory.soft_limit_in_bytes: $(cgfile memory "$id" memory.soft_limit_in_bytes)"
+[ "$(cgfile memory "$id" memory.swappiness)" = 17 ] || fail "memory.swappiness: $(cgfile memory "$id" memory.swappiness)"
+grep -qx "oom_kill_disable 1" "/sys/fs/cgroup/memory/$CGPARENT/$id/memory.oom_control" || fail "memory.oom_control: $(cgfile memory "$id" memory.oom_control)"
+
+# the init is in every mounted v1 hierarchy at the container's path
+hs=
+for h in cpuset blkio devices net_cls net_prio memory cpu pids freezer; do
+	[ -d "/sys/fs/cgroup/$h" ] && [ "$(stat -f -c %T "/sys/fs/cgroup/$h")" = cgroupfs ] || continue
+	grep -q "^[0-9]*:\([^:]*,\)\?$h\(,[^:]*\)\?:/$CGPARENT/$id\$" "/proc/$pid/cgroup" ||
+		fail "init not in the $h cgroup: $(cat "/proc/$pid/cgroup")"
+	hs="$hs $h"
+done
+check rt delete --force "$id"
+for h in $hs unified; do
+	[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after delete"
+done
+
+# cpus outside the parent's set: create fails and leaves no cgroup behind
+bundle_set "$B" 'c["linux"]["resources"] = {"cpu": {"cpus": "4095"}}'
+rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 && fail "cpus 4095 was accepted"
+for h in $hs unified; do
+	[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after a failed create"
+done
+echo ok
