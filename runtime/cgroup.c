@@ -375,6 +375,75 @@ static int cpuset_prepare(const char *rel, struct cryo_error *err)
 	return 0;
 }
 
+/*
+ * What every container may use whatever its rules say (runc and crun
+ * allow the same): mknod of any node, the null/zero/full/random/urandom
+ * and tty nodes, the console, ptmx and the pty slaves.
+ */
+static const struct cryo_spec_dev_rule default_dev_rules[] = {
+	{ true, 'c', -1, -1, "m" },  { true, 'b', -1, -1, "m" },  { true, 'c', 1, 3, "rwm" },
+	{ true, 'c', 1, 5, "rwm" },  { true, 'c', 1, 7, "rwm" },  { true, 'c', 1, 8, "rwm" },
+	{ true, 'c', 1, 9, "rwm" },  { true, 'c', 5, 0, "rwm" },  { true, 'c', 5, 1, "rwm" },
+	{ true, 'c', 5, 2, "rwm" },  { true, 'c', 136, -1, "rwm" },
+};
+
+static int write_dev_rule(int dfd, const char *dir, const struct cryo_spec_dev_rule *d, struct cryo_error *err)
+{
+	char line[64], maj[24], min[24];
+	int r;
+
+	if (d->major < 0)
+		snprintf(maj, sizeof(maj), "*");
+	else
+		snprintf(maj, sizeof(maj), "%lld", (long long)d->major);
+	if (d->minor < 0)
+		snprintf(min, sizeof(min), "*");
+	else
+		snprintf(min, sizeof(min), "%lld", (long long)d->minor);
+	if (d->type == 'a')
+		snprintf(line, sizeof(line), "a");
+	else
+		snprintf(line, sizeof(line), "%c %s:%s %s", d->type, maj, min, d->access);
+	r = cryo_write_file_at(dfd, d->allow ? "devices.allow" : "devices.deny", line);
+	if (r < 0)
+		return cryo_error_set(err, -r, "write `%s` to `%s/%s`", line, dir, d->allow ? "devices.allow" : "devices.deny");
+	return 0;
+}
+
+/*
+ * The device rules, in the listed order (the kernel keeps the exceptions
+ * in the order written, which is what devices.list shows), then the
+ * defaults. The rules go in after the directory exists and before any
+ * task joins; libcgroup can't carry them (one value per file name).
+ */
+static int apply_dev_rules(const char *rel, const struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -1;
+	size_t i;
+	int r;
+
+	if (!res->dev_rules || !is_v1("devices"))
+		return 0;
+	dir = v1_path("devices", rel);
+	if (!dir)
+		return cryo_error_set(err, ENOMEM, "devices cgroup `%s`", rel);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", dir);
+	for (i = 0; i < res->n_dev_rules; i++) {
+		r = write_dev_rule(dfd, dir, &res->dev_rules[i], err);
+		if (r < 0)
+			return cryo_error_prefix(err, "linux.resources.devices[%zu]", i);
+	}
+	for (i = 0; i < ARRAY_SIZE(default_dev_rules); i++) {
+		r = write_dev_rule(dfd, dir, &default_dev_rules[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* Does rel exist in any hierarchy create makes it in? */
 static bool exists_anywhere(const char *rel)
 {
@@ -560,6 +629,14 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 
 		r = cg_err(err, r, "create", rel);
 		/* libcgroup may have created some hierarchies (and parents) before failing */
+		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
+			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		goto fail_nocg;
+	}
+	r = apply_dev_rules(rel, res, err);
+	if (r < 0) {
+		struct cryo_error derr = CRYO_ERROR_INIT;
+
 		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
 			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
 		goto fail_nocg;

@@ -60,6 +60,7 @@ void cryo_spec_free(struct cryo_spec *spec)
 	free(spec->root_path);
 	free(spec->resources.cpuset_cpus);
 	free(spec->resources.cpuset_mems);
+	free(spec->resources.dev_rules);
 	free(spec->additional_gids);
 	strv_free(spec->args, spec->n_args);
 	strv_free(spec->env, spec->n_env);
@@ -648,6 +649,97 @@ static int parse_memory_v1(struct json_object *mem, struct cryo_spec_resources *
 	return r;
 }
 
+#define CRYO_SPEC_MAX_DEV_RULES 1024
+
+static int parse_dev_rule(struct json_object *e, const char *name, struct cryo_spec_dev_rule *d, struct cryo_error *err)
+{
+	_cleanup_free_ char *type = NULL, *access = NULL;
+	bool has_allow = false, has = false;
+	int r;
+
+	if (!json_object_is_type(e, json_type_object))
+		return bad(err, name, "must be an object");
+	has_allow = field(e, "allow") != NULL;
+	r = get_bool(e, "allow", name, &d->allow, err);
+	if (r >= 0)
+		r = get_string(e, "type", name, 1, &type, err);
+	if (r >= 0)
+		r = get_string(e, "access", name, 3, &access, err);
+	if (r >= 0)
+		r = get_int(e, "major", name, -1, UINT32_MAX, &d->major, &has, err);
+	if (r >= 0 && !has)
+		d->major = -1;
+	if (r >= 0)
+		r = get_int(e, "minor", name, -1, UINT32_MAX, &d->minor, &has, err);
+	if (r >= 0 && !has)
+		d->minor = -1;
+	if (r < 0)
+		return r;
+	if (!has_allow)
+		return bad(err, name, "needs allow");
+	d->type = type && *type ? *type : 'a';
+	if (!strchr("acb", d->type))
+		return bad(err, name, "type must be a, c or b");
+	snprintf(d->access, sizeof(d->access), "%s", access && *access ? access : "rwm");
+	if (strspn(d->access, "rwm") != strlen(d->access))
+		return bad(err, name, "access must be made of r, w and m");
+	return 0;
+}
+
+static int parse_dev_rules(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	struct json_object *v = field(o, "devices");
+	char name[64];
+	size_t i, n;
+	int r;
+
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_array))
+		return bad(err, "linux.resources.devices", "must be an array");
+	n = json_object_array_length(v);
+	if (n > CRYO_SPEC_MAX_DEV_RULES)
+		return bad(err, "linux.resources.devices", "too many entries");
+	res->dev_rules = calloc(n + 1, sizeof(*res->dev_rules));
+	if (!res->dev_rules)
+		return cryo_error_set(err, ENOMEM, CFG "linux.resources.devices");
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "linux.resources.devices[%zu]", i);
+		r = parse_dev_rule(json_object_array_get_idx(v, i), name, &res->dev_rules[i], err);
+		if (r < 0)
+			return r;
+	}
+	res->n_dev_rules = n;
+	return 0;
+}
+
+/* The nodes of linux.devices are the container's own: allow them after the configured rules. */
+static int allow_device_nodes(struct cryo_spec *s, struct cryo_error *err)
+{
+	struct cryo_spec_resources *res = &s->resources;
+	struct cryo_spec_dev_rule *d;
+	size_t i;
+
+	if (!res->dev_rules || !s->n_devices)
+		return 0;
+	d = reallocarray(res->dev_rules, res->n_dev_rules + s->n_devices, sizeof(*d));
+	if (!d)
+		return cryo_error_set(err, ENOMEM, CFG "linux.devices");
+	res->dev_rules = d;
+	for (i = 0; i < s->n_devices; i++) {
+		const struct cryo_spec_device *n = &s->devices[i];
+
+		/* a fifo needs no device rule */
+		if (n->type == 'p')
+			continue;
+		d = &res->dev_rules[res->n_dev_rules++];
+		*d = (struct cryo_spec_dev_rule){ .allow = true, .type = n->type == 'b' ? 'b' : 'c', .major = n->major,
+						  .minor = n->minor };
+		snprintf(d->access, sizeof(d->access), "rwm");
+	}
+	return 0;
+}
+
 static int parse_resources(struct json_object *lnx, struct cryo_spec_resources *res, struct cryo_error *err)
 {
 	struct json_object *o, *mem, *cpu, *pids;
@@ -692,6 +784,8 @@ static int parse_resources(struct json_object *lnx, struct cryo_spec_resources *
 		r = get_string(cpu, "mems", "linux.resources.cpu.mems", 4096, &res->cpuset_mems, err);
 	if (r >= 0)
 		r = parse_memory_v1(mem, res, err);
+	if (r >= 0)
+		r = parse_dev_rules(o, res, err);
 	if (r < 0)
 		return r;
 	r = get_object(o, "pids", "linux.resources.pids", &pids, err);
@@ -902,6 +996,8 @@ static int parse_linux(struct json_object *root, struct cryo_spec *s, struct cry
 	if (s->cgroups_path && (strstr(s->cgroups_path, "..") || !*s->cgroups_path || strchr(s->cgroups_path, ':')))
 		return bad(err, "linux.cgroupsPath", "must be a cgroup path without `..` (systemd `a:b:c` paths are not supported)");
 	r = parse_devices(lnx, s, err);
+	if (r >= 0)
+		r = allow_device_nodes(s, err);
 	if (r >= 0)
 		r = get_strv(lnx, "maskedPaths", "linux.maskedPaths", CRYO_SPEC_MAX_LIST, false, &s->masked_paths,
 			     &s->n_masked_paths, err);

@@ -85,6 +85,14 @@ struct cryo_spec_sysctl {
 	char *value;
 };
 
+/* One linux.resources.devices entry: a line for v1 devices.allow/deny. */
+struct cryo_spec_dev_rule {
+	bool allow;
+	char type;                  /* 'a', 'c' or 'b' */
+	int64_t major, minor;       /* -1 = any */
+	char access[4];             /* a non-empty part of "rwm" */
+};
+
 struct cryo_spec_resources {
 	bool has_memory_limit;
 	int64_t memory_limit;       /* bytes, -1 = unlimited */
@@ -113,6 +121,12 @@ struct cryo_spec_resources {
 	uint64_t cpu_rt_period;     /* us */
 	char *cpuset_cpus;          /* "0-3,5", NULL = the parent's */
 	char *cpuset_mems;          /* NULL = the parent's */
+	/*
+	 * linux.resources.devices, then an allow rule per linux.devices node;
+	 * NULL when the config has no device rules (the cgroup's are inherited).
+	 */
+	struct cryo_spec_dev_rule *dev_rules;
+	size_t n_dev_rules;
 };
 
 struct cryo_spec {
