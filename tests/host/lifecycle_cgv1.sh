@@ -41,6 +41,25 @@ for h in $hs unified; do
 	[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after delete"
 done
 
+# device rules: devices.list keeps the listed order after a deny-all; the defaults keep /dev/null usable
+if [ -d /sys/fs/cgroup/devices ]; then
+	bundle_set "$B" '
+c["process"]["args"] = ["sh", "-c", "echo x >/dev/null && echo ok >/dev/null && sleep 100"]
+c["linux"]["resources"] = {"devices": [{"allow": False, "access": "rwm"},
+                                       {"allow": True, "type": "c", "major": 10, "minor": 229, "access": "rwm"},
+                                       {"allow": True, "type": "b", "major": 8, "minor": 20, "access": "r"}]}
+'
+	rt run -d --pid-file "$T/pid" --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d with device rules failed"
+	[ "$(cgfile devices "$id" devices.list | head -2 | tr '\n' ,)" = "c 10:229 rwm,b 8:20 r," ] ||
+		fail "devices.list: $(cgfile devices "$id" devices.list)"
+	cgfile devices "$id" devices.list | grep -qx "c 1:3 rwm" || fail "/dev/null not allowed: $(cgfile devices "$id" devices.list)"
+	! cgfile devices "$id" devices.list | grep -q "^a " || fail "devices.list still allows all"
+	sleep 0.3
+	st=$(awk '{print $3}' "/proc/$(cat "$T/pid")/stat" 2>/dev/null)
+	[ -n "$st" ] && [ "$st" != Z ] || fail "the container could not write /dev/null (init gone)"
+	check rt delete --force "$id"
+fi
+
 # cpus outside the parent's set: create fails and leaves no cgroup behind
 bundle_set "$B" 'c["linux"]["resources"] = {"cpu": {"cpus": "4095"}}'
 rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 && fail "cpus 4095 was accepted"
