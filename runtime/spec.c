@@ -669,8 +669,10 @@ static int parse_dev_rule(struct json_object *e, const char *name, struct cryo_s
 		r = get_int(e, "major", name, -1, UINT32_MAX, &d->major, &has, err);
 	if (r >= 0 && !has)
 		d->major = -1;
-	if (r >= 0)
+	if (r >= 0) {
+		has = false;
 		r = get_int(e, "minor", name, -1, UINT32_MAX, &d->minor, &has, err);
+	}
 	if (r >= 0 && !has)
 		d->minor = -1;
 	if (r < 0)
