@@ -444,6 +444,106 @@ static int apply_dev_rules(const char *rel, const struct cryo_spec_resources *re
 	return 0;
 }
 
+/*
+ * A weight is a share under a proportional I/O scheduler (CFQ, BFQ); with
+ * none of them built in there is no weight file, and no device would
+ * honour the weight anyway: it is skipped (logged). A throttle file is
+ * always there; a line naming a block device this host does not have
+ * (ENODEV: nothing to throttle) is skipped the same way, as cryo did
+ * before it wrote blockIO at all, so a config made elsewhere still runs.
+ */
+static int write_at(int dfd, const char *dir, const char *name, const char *line, const char *field,
+		    struct cryo_error *err)
+{
+	int r = cryo_write_file_at(dfd, name, line);
+
+	if (r == -ENOENT && strstr(name, "weight")) {
+		cryo_debug("cgroup: %s: no `%s` in `%s` (no proportional I/O scheduler): not applied", field, name, dir);
+		return 0;
+	}
+	if (r == -ENODEV) {
+		cryo_debug("cgroup: %s: `%s`: no such block device here: not applied", field, line);
+		return 0;
+	}
+	if (r < 0)
+		return cryo_error_set(err, -r, "%s: write `%s` to `%s/%s`", field, line, dir, name);
+	return 0;
+}
+
+/* blkio.weight, or the BFQ scheduler's file where CFQ's is gone */
+static const char *weight_file(int dfd, const char *cfq, const char *bfq)
+{
+	return faccessat(dfd, cfq, F_OK, 0) == 0 || faccessat(dfd, bfq, F_OK, 0) < 0 ? cfq : bfq;
+}
+
+/*
+ * linux.resources.blockIO. Its per-device lists are one line per device
+ * into the same file, which libcgroup can't carry (one value per name):
+ * written here, after the directory exists and before any task joins.
+ */
+static int apply_blkio(const char *rel, const struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	static const char *const throttle[_CRYO_BLKIO_LIST_MAX] = {
+		[CRYO_BLKIO_THROTTLE_READ_BPS] = "blkio.throttle.read_bps_device",
+		[CRYO_BLKIO_THROTTLE_WRITE_BPS] = "blkio.throttle.write_bps_device",
+		[CRYO_BLKIO_THROTTLE_READ_IOPS] = "blkio.throttle.read_iops_device",
+		[CRYO_BLKIO_THROTTLE_WRITE_IOPS] = "blkio.throttle.write_iops_device",
+	};
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -1;
+	const char *f = "linux.resources.blockIO";
+	char line[96];
+	size_t l, i;
+	bool any = res->blkio_weight || res->blkio_leaf_weight;
+	int r = 0;
+
+	for (l = 0; l < _CRYO_BLKIO_LIST_MAX; l++)
+		any = any || res->n_blkio[l];
+	if (!any)
+		return 0;
+	if (!is_v1("blkio"))
+		return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no v1 blkio hierarchy", f);
+	dir = v1_path("blkio", rel);
+	if (!dir)
+		return cryo_error_set(err, ENOMEM, "blkio cgroup `%s`", rel);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", dir);
+	if (res->blkio_weight) {
+		snprintf(line, sizeof(line), "%u", (unsigned)res->blkio_weight);
+		r = write_at(dfd, dir, weight_file(dfd, "blkio.weight", "blkio.bfq.weight"), line,
+			     "linux.resources.blockIO.weight", err);
+	}
+	if (r >= 0 && res->blkio_leaf_weight) {
+		snprintf(line, sizeof(line), "%u", (unsigned)res->blkio_leaf_weight);
+		r = write_at(dfd, dir, "blkio.leaf_weight", line, "linux.resources.blockIO.leafWeight", err);
+	}
+	for (i = 0; r >= 0 && i < res->n_blkio[CRYO_BLKIO_WEIGHT_DEVICE]; i++) {
+		const struct cryo_spec_blkio_dev *d = &res->blkio[CRYO_BLKIO_WEIGHT_DEVICE][i];
+
+		if (d->weight) {
+			snprintf(line, sizeof(line), "%u:%u %u", d->major, d->minor, (unsigned)d->weight);
+			r = write_at(dfd, dir, weight_file(dfd, "blkio.weight_device", "blkio.bfq.weight_device"), line,
+				     "linux.resources.blockIO.weightDevice", err);
+		}
+		if (r >= 0 && d->leaf_weight) {
+			snprintf(line, sizeof(line), "%u:%u %u", d->major, d->minor, (unsigned)d->leaf_weight);
+			r = write_at(dfd, dir, "blkio.leaf_weight_device", line, "linux.resources.blockIO.weightDevice", err);
+		}
+	}
+	for (l = 0; r >= 0 && l < _CRYO_BLKIO_LIST_MAX; l++) {
+		if (!throttle[l])
+			continue;
+		for (i = 0; r >= 0 && i < res->n_blkio[l]; i++) {
+			const struct cryo_spec_blkio_dev *d = &res->blkio[l][i];
+
+			snprintf(line, sizeof(line), "%u:%u %llu", d->major, d->minor, (unsigned long long)d->rate);
+			r = write_at(dfd, dir, throttle[l], line, "linux.resources.blockIO", err);
+		}
+	}
+	return r;
+}
+
 /* Does rel exist in any hierarchy create makes it in? */
 static bool exists_anywhere(const char *rel)
 {
@@ -634,6 +734,8 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		goto fail_nocg;
 	}
 	r = apply_dev_rules(rel, res, err);
+	if (r >= 0)
+		r = apply_blkio(rel, res, err);
 	if (r < 0) {
 		struct cryo_error derr = CRYO_ERROR_INIT;
 

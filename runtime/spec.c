@@ -61,6 +61,8 @@ void cryo_spec_free(struct cryo_spec *spec)
 	free(spec->resources.cpuset_cpus);
 	free(spec->resources.cpuset_mems);
 	free(spec->resources.dev_rules);
+	for (i = 0; i < _CRYO_BLKIO_LIST_MAX; i++)
+		free(spec->resources.blkio[i]);
 	free(spec->additional_gids);
 	strv_free(spec->args, spec->n_args);
 	strv_free(spec->env, spec->n_env);
@@ -715,6 +717,97 @@ static int parse_dev_rules(struct json_object *o, struct cryo_spec_resources *re
 	return 0;
 }
 
+static const char *const blkio_list_keys[_CRYO_BLKIO_LIST_MAX] = {
+	[CRYO_BLKIO_WEIGHT_DEVICE] = "weightDevice",
+	[CRYO_BLKIO_THROTTLE_READ_BPS] = "throttleReadBpsDevice",
+	[CRYO_BLKIO_THROTTLE_WRITE_BPS] = "throttleWriteBpsDevice",
+	[CRYO_BLKIO_THROTTLE_READ_IOPS] = "throttleReadIOPSDevice",
+	[CRYO_BLKIO_THROTTLE_WRITE_IOPS] = "throttleWriteIOPSDevice",
+};
+
+static int get_weight(struct json_object *o, const char *key, const char *name, uint16_t *ret, struct cryo_error *err)
+{
+	int64_t x = 0;
+	bool has = false;
+	int r = get_int(o, key, name, 10, 1000, &x, &has, err);
+
+	if (r >= 0 && has)
+		*ret = (uint16_t)x;
+	return r;
+}
+
+static int parse_blkio_dev(struct json_object *e, const char *name, bool weights, struct cryo_spec_blkio_dev *d,
+			   struct cryo_error *err)
+{
+	int64_t x = 0;
+	bool h1 = false, h2 = false, h3 = true;
+	int r;
+
+	if (!json_object_is_type(e, json_type_object))
+		return bad(err, name, "must be an object");
+	r = get_int(e, "major", name, 0, UINT32_MAX, &x, &h1, err);
+	d->major = (uint32_t)x;
+	if (r >= 0)
+		r = get_int(e, "minor", name, 0, UINT32_MAX, &x, &h2, err);
+	d->minor = (uint32_t)x;
+	if (r >= 0 && weights) {
+		r = get_weight(e, "weight", name, &d->weight, err);
+		if (r >= 0)
+			r = get_weight(e, "leafWeight", name, &d->leaf_weight, err);
+	} else if (r >= 0) {
+		h3 = false;
+		r = get_int(e, "rate", name, 0, INT64_MAX, &x, &h3, err);
+		d->rate = (uint64_t)x;
+	}
+	if (r < 0)
+		return r;
+	if (!h1 || !h2 || !h3)
+		return bad(err, name, weights ? "needs major and minor" : "needs major, minor and rate");
+	return 0;
+}
+
+/* linux.resources.blockIO: the weights and the per-device lists. */
+static int parse_blkio(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	struct json_object *b;
+	char name[96];
+	size_t l, i, n;
+	int r;
+
+	r = get_object(o, "blockIO", "linux.resources.blockIO", &b, err);
+	if (r < 0 || !b)
+		return r;
+	r = get_weight(b, "weight", "linux.resources.blockIO.weight", &res->blkio_weight, err);
+	if (r >= 0)
+		r = get_weight(b, "leafWeight", "linux.resources.blockIO.leafWeight", &res->blkio_leaf_weight, err);
+	if (r < 0)
+		return r;
+	for (l = 0; l < _CRYO_BLKIO_LIST_MAX; l++) {
+		struct json_object *v = field(b, blkio_list_keys[l]);
+
+		if (!v)
+			continue;
+		snprintf(name, sizeof(name), "linux.resources.blockIO.%s", blkio_list_keys[l]);
+		if (!json_object_is_type(v, json_type_array))
+			return bad(err, name, "must be an array");
+		n = json_object_array_length(v);
+		if (n > CRYO_SPEC_MAX_DEV_RULES)
+			return bad(err, name, "too many entries");
+		res->blkio[l] = calloc(n + 1, sizeof(*res->blkio[l]));
+		if (!res->blkio[l])
+			return cryo_error_set(err, ENOMEM, CFG "%s", name);
+		for (i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "linux.resources.blockIO.%s[%zu]", blkio_list_keys[l], i);
+			r = parse_blkio_dev(json_object_array_get_idx(v, i), name, l == CRYO_BLKIO_WEIGHT_DEVICE,
+					    &res->blkio[l][i], err);
+			if (r < 0)
+				return r;
+		}
+		res->n_blkio[l] = n;
+	}
+	return 0;
+}
+
 /* The nodes of linux.devices are the container's own: allow them after the configured rules. */
 static int allow_device_nodes(struct cryo_spec *s, struct cryo_error *err)
 {
@@ -788,6 +881,8 @@ static int parse_resources(struct json_object *lnx, struct cryo_spec_resources *
 		r = parse_memory_v1(mem, res, err);
 	if (r >= 0)
 		r = parse_dev_rules(o, res, err);
+	if (r >= 0)
+		r = parse_blkio(o, res, err);
 	if (r < 0)
 		return r;
 	r = get_object(o, "pids", "linux.resources.pids", &pids, err);

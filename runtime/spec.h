@@ -93,6 +93,22 @@ struct cryo_spec_dev_rule {
 	char access[4];             /* a non-empty part of "rwm" */
 };
 
+/* A blockIO per-device entry: weight/leafWeight (0 = not given) or a throttle rate. */
+struct cryo_spec_blkio_dev {
+	uint32_t major, minor;
+	uint16_t weight, leaf_weight;
+	uint64_t rate;
+};
+
+enum cryo_spec_blkio_list {
+	CRYO_BLKIO_WEIGHT_DEVICE,
+	CRYO_BLKIO_THROTTLE_READ_BPS,
+	CRYO_BLKIO_THROTTLE_WRITE_BPS,
+	CRYO_BLKIO_THROTTLE_READ_IOPS,
+	CRYO_BLKIO_THROTTLE_WRITE_IOPS,
+	_CRYO_BLKIO_LIST_MAX,
+};
+
 struct cryo_spec_resources {
 	bool has_memory_limit;
 	int64_t memory_limit;       /* bytes, -1 = unlimited */
@@ -127,6 +143,9 @@ struct cryo_spec_resources {
 	 */
 	struct cryo_spec_dev_rule *dev_rules;
 	size_t n_dev_rules;
+	uint16_t blkio_weight, blkio_leaf_weight;  /* 10..1000, 0 = not given */
+	struct cryo_spec_blkio_dev *blkio[_CRYO_BLKIO_LIST_MAX];
+	size_t n_blkio[_CRYO_BLKIO_LIST_MAX];
 };
 
 struct cryo_spec {
