@@ -2,22 +2,32 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The v1 resources beyond memory/cpu/pids limits: cpuset cpus/mems (in a
 # nested cgroupsPath, whose fresh parent level must get its cpus/mems
-# first), the memory soft limit, swappiness and OOM killer switch; the
+# first), the memory soft limit, swappiness and OOM killer switch, blkio
+# throttles, device rules in their order; the
 # init is in the container's cgroup in every v1 hierarchy the host mounts
 # (cpuset, blkio, devices, ...), and delete removes all of them.
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-[ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] || skip "needs the v1 cpuset and memory hierarchies"
+[ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] && [ -d /sys/fs/cgroup/blkio ] ||
+	skip "needs the v1 cpuset, memory and blkio hierarchies"
+need_cmd lsblk
+need_cmd findmnt
 id=rt-cgv1-$$
 B=$T/$id
 bundle_new "$B" sleep 100
 cpus=$(cut -d, -f1 /sys/fs/cgroup/cpuset/cpuset.cpus | cut -d- -f1)
 mems=$(cut -d, -f1 /sys/fs/cgroup/cpuset/cpuset.mems | cut -d- -f1)
+# the rootfs's own loop device is a block device this host surely has, to throttle
+dev=$(findmnt -no SOURCE "$B/rootfs")
+mm=$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')
+[ -n "$mm" ] || fail "no major:minor for the rootfs device $dev"
 bundle_set "$B" '
 c["linux"]["resources"] = {"cpu": {"cpus": "'"$cpus"'", "mems": "'"$mems"'"},
                            "memory": {"limit": 100663296, "reservation": 50331648, "swappiness": 17,
-                                      "disableOOMKiller": True}}
+                                      "disableOOMKiller": True},
+                           "blockIO": {"throttleReadBpsDevice": [{"major": '"${mm%:*}"', "minor": '"${mm#*:}"', "rate": 1048576}],
+                                       "throttleWriteIOPSDevice": [{"major": '"${mm%:*}"', "minor": '"${mm#*:}"', "rate": 300}]}}
 '
 rt run -d --pid-file "$T/pid" --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d failed"
 pid=$(cat "$T/pid")
@@ -26,6 +36,8 @@ pid=$(cat "$T/pid")
 [ -n "$(cat "/sys/fs/cgroup/cpuset/$CGPARENT/cpuset.cpus")" ] || fail "the parent level has no cpuset.cpus"
 [ "$(cgfile memory "$id" memory.soft_limit_in_bytes)" = 50331648 ] || fail "memory.soft_limit_in_bytes: $(cgfile memory "$id" memory.soft_limit_in_bytes)"
 [ "$(cgfile memory "$id" memory.swappiness)" = 17 ] || fail "memory.swappiness: $(cgfile memory "$id" memory.swappiness)"
+[ "$(cgfile blkio "$id" blkio.throttle.read_bps_device)" = "$mm 1048576" ] || fail "blkio.throttle.read_bps_device: $(cgfile blkio "$id" blkio.throttle.read_bps_device)"
+[ "$(cgfile blkio "$id" blkio.throttle.write_iops_device)" = "$mm 300" ] || fail "blkio.throttle.write_iops_device: $(cgfile blkio "$id" blkio.throttle.write_iops_device)"
 grep -qx "oom_kill_disable 1" "/sys/fs/cgroup/memory/$CGPARENT/$id/memory.oom_control" || fail "memory.oom_control: $(cgfile memory "$id" memory.oom_control)"
 
 # the init is in every mounted v1 hierarchy at the container's path

@@ -119,7 +119,9 @@ static void test_v1_resources(void **state)
 		"\"memory\": {\"reservation\": 4096, \"kernel\": -1, \"kernelTCP\": 8192, \"swappiness\": 10,"
 		" \"disableOOMKiller\": true},"
 		"\"devices\": [{\"allow\": false, \"access\": \"rwm\"}, {\"allow\": true, \"type\": \"b\", \"major\": 8,"
-		" \"access\": \"r\"}]},"
+		" \"access\": \"r\"}],"
+		"\"blockIO\": {\"weight\": 500, \"weightDevice\": [{\"major\": 8, \"minor\": 0, \"leafWeight\": 20}],"
+		" \"throttleWriteIOPSDevice\": [{\"major\": 7, \"minor\": 1, \"rate\": 300}]}},"
 		" \"devices\": [{\"path\": \"/dev/fuse\", \"type\": \"c\", \"major\": 10, \"minor\": 229}]}}");
 	const struct cryo_spec_resources *r = &s->resources;
 
@@ -141,6 +143,15 @@ static void test_v1_resources(void **state)
 	assert_string_equal(r->dev_rules[1].access, "r");
 	assert_true(r->dev_rules[2].allow && r->dev_rules[2].type == 'c' && r->dev_rules[2].major == 10 &&
 		    r->dev_rules[2].minor == 229);
+	assert_int_equal(r->blkio_weight, 500);
+	assert_int_equal(r->blkio_leaf_weight, 0);
+	assert_int_equal(r->n_blkio[CRYO_BLKIO_WEIGHT_DEVICE], 1);
+	assert_int_equal(r->blkio[CRYO_BLKIO_WEIGHT_DEVICE][0].weight, 0);
+	assert_int_equal(r->blkio[CRYO_BLKIO_WEIGHT_DEVICE][0].leaf_weight, 20);
+	assert_int_equal(r->n_blkio[CRYO_BLKIO_THROTTLE_WRITE_IOPS], 1);
+	assert_int_equal(r->blkio[CRYO_BLKIO_THROTTLE_WRITE_IOPS][0].major, 7);
+	assert_int_equal(r->blkio[CRYO_BLKIO_THROTTLE_WRITE_IOPS][0].rate, 300);
+	assert_int_equal(r->n_blkio[CRYO_BLKIO_THROTTLE_READ_BPS], 0);
 	cryo_spec_free(s);
 
 	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"memory\": {\"swappiness\": 101}}}}",
@@ -151,6 +162,10 @@ static void test_v1_resources(void **state)
 		     "linux.resources.devices[0]: type must be a, c or b");
 	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"devices\": [{\"allow\": true, \"access\": \"rwx\"}]}}}",
 		     "access must be made of r, w and m");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"blockIO\": {\"weight\": 5}}}}",
+		     "linux.resources.blockIO.weight");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"blockIO\": {\"throttleReadBpsDevice\": [{\"major\": 8}]}}}}",
+		     "linux.resources.blockIO.throttleReadBpsDevice[0]: needs major, minor and rate");
 }
 
 static void test_errors(void **state)
