@@ -28,15 +28,22 @@
 #include "log.h"
 #include "util.h"
 
-static const char *const v1_controllers[] = { "memory", "cpu", "pids", "freezer" };
-
-const char *const *cryo_cgroup_v1_controllers(size_t *ret_n)
-{
-	*ret_n = ARRAY_SIZE(v1_controllers);
-	return v1_controllers;
-}
+/*
+ * Every v1 controller a container's tasks join, when the host mounts it:
+ * the resource ones the config can set (the OCI validation suite reads
+ * them back from the container's own cgroup), freezer for checkpoints.
+ * Indexed by enum v1_ctrl.
+ */
+enum v1_ctrl { V1_MEMORY, V1_CPU, V1_PIDS, V1_FREEZER, V1_CPUSET, V1_BLKIO, V1_DEVICES, V1_NET_CLS, V1_NET_PRIO, V1_HUGETLB };
+static const char *const v1_controllers[] = {
+	[V1_MEMORY] = "memory", [V1_CPU] = "cpu",         [V1_PIDS] = "pids",       [V1_FREEZER] = "freezer",
+	[V1_CPUSET] = "cpuset", [V1_BLKIO] = "blkio",     [V1_DEVICES] = "devices", [V1_NET_CLS] = "net_cls",
+	[V1_NET_PRIO] = "net_prio", [V1_HUGETLB] = "hugetlb",
+};
 
 static bool lib_ready;
+static const char *v1_mounted[ARRAY_SIZE(v1_controllers)]; /* those this host mounts, in order */
+static size_t n_v1_mounted;
 static char v2_name[64];     /* libcgroup's name for the cgroup2 mount, "" if none */
 static char v2_mount[PATH_MAX];
 
@@ -71,6 +78,16 @@ static int lib_init(struct cryo_error *err)
 		r = cgroup_get_controller_next(&h, &mp);
 	}
 	cgroup_get_controller_end(&h);
+	for (size_t i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
+		char *p = NULL;
+		struct statfs sfs;
+
+		/* libcgroup may name the cgroup2 mount after a controller (see above): not a v1 one */
+		if (cgroup_get_subsys_mount_point(v1_controllers[i], &p) == 0 && p && statfs(p, &sfs) == 0 &&
+		    sfs.f_type != CGROUP2_SUPER_MAGIC)
+			v1_mounted[n_v1_mounted++] = v1_controllers[i];
+		free(p);
+	}
 	if (!v2_name[0]) {
 		struct statfs sfs;
 
@@ -84,6 +101,17 @@ static int lib_init(struct cryo_error *err)
 	return 0;
 }
 
+const char *const *cryo_cgroup_v1_controllers(size_t *ret_n)
+{
+	/* without libcgroup nothing is mounted that we could name */
+	if (lib_init(NULL) < 0) {
+		*ret_n = 0;
+		return v1_mounted;
+	}
+	*ret_n = n_v1_mounted;
+	return v1_mounted;
+}
+
 static char *join(const char *a, const char *rel)
 {
 	char *p = NULL;
@@ -95,12 +123,22 @@ static char *join(const char *a, const char *rel)
 	return p;
 }
 
+static bool is_v1(const char *ctrl)
+{
+	size_t i;
+
+	for (i = 0; i < n_v1_mounted; i++)
+		if (strcmp(v1_mounted[i], ctrl) == 0)
+			return true;
+	return false;
+}
+
 static char *v1_path(const char *ctrl, const char *rel)
 {
 	_cleanup_free_ char *mp = NULL;
 	char *p;
 
-	if (cgroup_get_subsys_mount_point(ctrl, &mp) != 0 || !mp)
+	if (!is_v1(ctrl) || cgroup_get_subsys_mount_point(ctrl, &mp) != 0 || !mp)
 		return NULL;
 	p = join(mp, rel);
 	return p;
@@ -143,15 +181,12 @@ static struct cgroup *new_cg(const char *rel, struct cgroup_controller **ret_ctr
 		return NULL;
 	}
 	for (i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
-		char *mp = NULL;
-
-		/* skip a controller this host doesn't mount */
-		if (cgroup_get_subsys_mount_point(v1_controllers[i], &mp) != 0) {
+		/* skip a controller this host doesn't mount on v1 */
+		if (!is_v1(v1_controllers[i])) {
 			if (ret_ctrls)
 				ret_ctrls[i] = NULL;
 			continue;
 		}
-		free(mp);
 		struct cgroup_controller *c = cgroup_add_controller(cg, v1_controllers[i]);
 
 		if (!c) {
@@ -178,6 +213,34 @@ static int add_u64(struct cgroup_controller *c, const char *name, uint64_t v)
 static int add_str(struct cgroup_controller *c, const char *name, const char *v)
 {
 	return c ? cgroup_add_value_string(c, name, v) : 0;
+}
+
+/* A limit where -1 means none. */
+static int add_limit(struct cgroup_controller *c, const char *name, int64_t v)
+{
+	return v < 0 ? add_str(c, name, "-1") : add_u64(c, name, (uint64_t)v);
+}
+
+/*
+ * The v1 memory files besides the hard limits. The kernel (5.16+) takes
+ * a write of memory.kmem.limit_in_bytes and ignores it; it is written
+ * all the same so an older kernel honours it.
+ */
+static int add_memory_v1(struct cgroup_controller *c, const struct cryo_spec_resources *res)
+{
+	int r = 0;
+
+	if (res->has_memory_reservation)
+		r = add_limit(c, "memory.soft_limit_in_bytes", res->memory_reservation);
+	if (!r && res->has_memory_kernel)
+		r = add_limit(c, "memory.kmem.limit_in_bytes", res->memory_kernel);
+	if (!r && res->has_memory_kernel_tcp)
+		r = add_limit(c, "memory.kmem.tcp.limit_in_bytes", res->memory_kernel_tcp);
+	if (!r && res->has_memory_swappiness)
+		r = add_u64(c, "memory.swappiness", res->memory_swappiness);
+	if (!r && res->disable_oom_killer)
+		r = add_str(c, "memory.oom_control", "1");
+	return r;
 }
 
 static bool exists(const char *p)
@@ -240,6 +303,245 @@ static void enable_v2_ancestors(const char *rel)
 			return;
 		dir[keep] = '/';
 	}
+}
+
+/* dir/name gets parent/name when it is empty (a fresh cpuset cgroup's cpus and mems). */
+static int inherit_file(int pfd, int dfd, const char *dir, const char *name, struct cryo_error *err)
+{
+	_cleanup_free_ char *mine = NULL, *theirs = NULL;
+	size_t len;
+	int r;
+
+	r = cryo_read_file_at(dfd, name, 4096, &mine, &len);
+	if (r < 0)
+		return cryo_error_set(err, -r, "read `%s/%s`", dir, name);
+	if (strspn(mine, " \n") != len)
+		return 0;
+	r = cryo_read_file_at(pfd, name, 4096, &theirs, &len);
+	if (r < 0)
+		return cryo_error_set(err, -r, "read the parent's `%s` of `%s`", name, dir);
+	r = cryo_write_file_at(dfd, name, theirs);
+	if (r < 0)
+		return cryo_error_set(err, -r, "write `%s/%s`", dir, name);
+	return 0;
+}
+
+/*
+ * A new v1 cpuset cgroup starts with empty cpus and mems, and the kernel
+ * refuses a task in it (ENOSPC) until both are set. Make every level of
+ * rel in the cpuset hierarchy and fill what is empty from its parent,
+ * top down, before libcgroup writes the configured values into the leaf
+ * and before any task (ours or CRIU's) joins it.
+ */
+static int cpuset_prepare(const char *rel, struct cryo_error *err)
+{
+	_cleanup_free_ char *root = NULL, *dir = NULL;
+	_cleanup_close_ int pfd = -1;
+	size_t keep;
+
+	if (!is_v1("cpuset") || cgroup_get_subsys_mount_point("cpuset", &root) != 0 || !root)
+		return 0;
+	dir = join(root, rel);
+	if (!dir)
+		return cryo_error_set(err, ENOMEM, "cpuset cgroup `%s`", rel);
+	keep = strlen(root);
+	pfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", root);
+	while (dir[keep]) {
+		char *slash = strchr(dir + keep + 1, '/');
+		_cleanup_close_ int dfd = -1;
+		int r;
+
+		keep = slash ? (size_t)(slash - dir) : strlen(dir);
+		if (keep > 0 && dir[keep - 1] == '/')
+			continue;
+		dir[keep] = '\0';
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return cryo_error_set(err, errno, "create `%s`", dir);
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return cryo_error_set(err, errno, "open `%s`", dir);
+		r = inherit_file(pfd, dfd, dir, "cpuset.cpus", err);
+		if (r >= 0)
+			r = inherit_file(pfd, dfd, dir, "cpuset.mems", err);
+		if (r < 0)
+			return r;
+		if (slash)
+			dir[keep] = '/';
+		close(pfd);
+		pfd = TAKE_FD(dfd);
+	}
+	return 0;
+}
+
+/*
+ * What every container may use whatever its rules say (runc and crun
+ * allow the same): mknod of any node, the null/zero/full/random/urandom
+ * and tty nodes, the console, ptmx and the pty slaves.
+ */
+static const struct cryo_spec_dev_rule default_dev_rules[] = {
+	{ true, 'c', -1, -1, "m" },  { true, 'b', -1, -1, "m" },  { true, 'c', 1, 3, "rwm" },
+	{ true, 'c', 1, 5, "rwm" },  { true, 'c', 1, 7, "rwm" },  { true, 'c', 1, 8, "rwm" },
+	{ true, 'c', 1, 9, "rwm" },  { true, 'c', 5, 0, "rwm" },  { true, 'c', 5, 1, "rwm" },
+	{ true, 'c', 5, 2, "rwm" },  { true, 'c', 136, -1, "rwm" },
+};
+
+static int write_dev_rule(int dfd, const char *dir, const struct cryo_spec_dev_rule *d, struct cryo_error *err)
+{
+	char line[64], maj[24], min[24];
+	int r;
+
+	if (d->major < 0)
+		snprintf(maj, sizeof(maj), "*");
+	else
+		snprintf(maj, sizeof(maj), "%lld", (long long)d->major);
+	if (d->minor < 0)
+		snprintf(min, sizeof(min), "*");
+	else
+		snprintf(min, sizeof(min), "%lld", (long long)d->minor);
+	if (d->type == 'a')
+		snprintf(line, sizeof(line), "a");
+	else
+		snprintf(line, sizeof(line), "%c %s:%s %s", d->type, maj, min, d->access);
+	r = cryo_write_file_at(dfd, d->allow ? "devices.allow" : "devices.deny", line);
+	if (r < 0)
+		return cryo_error_set(err, -r, "write `%s` to `%s/%s`", line, dir, d->allow ? "devices.allow" : "devices.deny");
+	return 0;
+}
+
+/*
+ * The device rules, in the listed order (the kernel keeps the exceptions
+ * in the order written, which is what devices.list shows), then the
+ * defaults. The rules go in after the directory exists and before any
+ * task joins; libcgroup can't carry them (one value per file name).
+ */
+static int apply_dev_rules(const char *rel, const struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -1;
+	size_t i;
+	int r;
+
+	if (!res->dev_rules || !is_v1("devices"))
+		return 0;
+	dir = v1_path("devices", rel);
+	if (!dir)
+		return cryo_error_set(err, ENOMEM, "devices cgroup `%s`", rel);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", dir);
+	for (i = 0; i < res->n_dev_rules; i++) {
+		r = write_dev_rule(dfd, dir, &res->dev_rules[i], err);
+		if (r < 0)
+			return cryo_error_prefix(err, "linux.resources.devices[%zu]", i);
+	}
+	for (i = 0; i < ARRAY_SIZE(default_dev_rules); i++) {
+		r = write_dev_rule(dfd, dir, &default_dev_rules[i], err);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * A weight is a share under a proportional I/O scheduler (CFQ, BFQ); with
+ * none of them built in there is no weight file, and no device would
+ * honour the weight anyway: it is skipped (logged). A throttle file is
+ * always there; a line naming a block device this host does not have
+ * (ENODEV: nothing to throttle) is skipped the same way, as cryo did
+ * before it wrote blockIO at all, so a config made elsewhere still runs.
+ */
+static int write_at(int dfd, const char *dir, const char *name, const char *line, const char *field,
+		    struct cryo_error *err)
+{
+	int r = cryo_write_file_at(dfd, name, line);
+
+	if (r == -ENOENT && strstr(name, "weight")) {
+		cryo_debug("cgroup: %s: no `%s` in `%s` (no proportional I/O scheduler): not applied", field, name, dir);
+		return 0;
+	}
+	if (r == -ENODEV) {
+		cryo_debug("cgroup: %s: `%s`: no such block device here: not applied", field, line);
+		return 0;
+	}
+	if (r < 0)
+		return cryo_error_set(err, -r, "%s: write `%s` to `%s/%s`", field, line, dir, name);
+	return 0;
+}
+
+/* blkio.weight, or the BFQ scheduler's file where CFQ's is gone */
+static const char *weight_file(int dfd, const char *cfq, const char *bfq)
+{
+	return faccessat(dfd, cfq, F_OK, 0) == 0 || faccessat(dfd, bfq, F_OK, 0) < 0 ? cfq : bfq;
+}
+
+/*
+ * linux.resources.blockIO. Its per-device lists are one line per device
+ * into the same file, which libcgroup can't carry (one value per name):
+ * written here, after the directory exists and before any task joins.
+ */
+static int apply_blkio(const char *rel, const struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	static const char *const throttle[_CRYO_BLKIO_LIST_MAX] = {
+		[CRYO_BLKIO_THROTTLE_READ_BPS] = "blkio.throttle.read_bps_device",
+		[CRYO_BLKIO_THROTTLE_WRITE_BPS] = "blkio.throttle.write_bps_device",
+		[CRYO_BLKIO_THROTTLE_READ_IOPS] = "blkio.throttle.read_iops_device",
+		[CRYO_BLKIO_THROTTLE_WRITE_IOPS] = "blkio.throttle.write_iops_device",
+	};
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -1;
+	const char *f = "linux.resources.blockIO";
+	char line[96];
+	size_t l, i;
+	bool any = res->blkio_weight || res->blkio_leaf_weight;
+	int r = 0;
+
+	for (l = 0; l < _CRYO_BLKIO_LIST_MAX; l++)
+		any = any || res->n_blkio[l];
+	if (!any)
+		return 0;
+	if (!is_v1("blkio"))
+		return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no v1 blkio hierarchy", f);
+	dir = v1_path("blkio", rel);
+	if (!dir)
+		return cryo_error_set(err, ENOMEM, "blkio cgroup `%s`", rel);
+	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", dir);
+	if (res->blkio_weight) {
+		snprintf(line, sizeof(line), "%u", (unsigned)res->blkio_weight);
+		r = write_at(dfd, dir, weight_file(dfd, "blkio.weight", "blkio.bfq.weight"), line,
+			     "linux.resources.blockIO.weight", err);
+	}
+	if (r >= 0 && res->blkio_leaf_weight) {
+		snprintf(line, sizeof(line), "%u", (unsigned)res->blkio_leaf_weight);
+		r = write_at(dfd, dir, "blkio.leaf_weight", line, "linux.resources.blockIO.leafWeight", err);
+	}
+	for (i = 0; r >= 0 && i < res->n_blkio[CRYO_BLKIO_WEIGHT_DEVICE]; i++) {
+		const struct cryo_spec_blkio_dev *d = &res->blkio[CRYO_BLKIO_WEIGHT_DEVICE][i];
+
+		if (d->weight) {
+			snprintf(line, sizeof(line), "%u:%u %u", d->major, d->minor, (unsigned)d->weight);
+			r = write_at(dfd, dir, weight_file(dfd, "blkio.weight_device", "blkio.bfq.weight_device"), line,
+				     "linux.resources.blockIO.weightDevice", err);
+		}
+		if (r >= 0 && d->leaf_weight) {
+			snprintf(line, sizeof(line), "%u:%u %u", d->major, d->minor, (unsigned)d->leaf_weight);
+			r = write_at(dfd, dir, "blkio.leaf_weight_device", line, "linux.resources.blockIO.weightDevice", err);
+		}
+	}
+	for (l = 0; r >= 0 && l < _CRYO_BLKIO_LIST_MAX; l++) {
+		if (!throttle[l])
+			continue;
+		for (i = 0; r >= 0 && i < res->n_blkio[l]; i++) {
+			const struct cryo_spec_blkio_dev *d = &res->blkio[l][i];
+
+			snprintf(line, sizeof(line), "%u:%u %llu", d->major, d->minor, (unsigned long long)d->rate);
+			r = write_at(dfd, dir, throttle[l], line, "linux.resources.blockIO", err);
+		}
+	}
+	return r;
 }
 
 /* Does rel exist in any hierarchy create makes it in? */
@@ -366,11 +668,10 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		cryo_cgroup_paths_free(&paths);
 		return -ENOMEM;
 	}
-	/* memory, cpu, pids are ctrls[0..2]; period before quota (the kernel checks quota against it) */
+	/* period before quota (the kernel checks quota against it) */
 	r = 0;
 	if (res->has_memory_limit)
-		r = res->memory_limit < 0 ? add_str(ctrls[0], "memory.limit_in_bytes", "-1") :
-					    add_u64(ctrls[0], "memory.limit_in_bytes", (uint64_t)res->memory_limit);
+		r = add_limit(ctrls[V1_MEMORY], "memory.limit_in_bytes", res->memory_limit);
 	if (!r && res->has_memory_swap) {
 		_cleanup_free_ char *mp = v1_path("memory", "memory.memsw.limit_in_bytes");
 
@@ -380,21 +681,29 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 					    "linux.resources.memory.swap: this kernel has no swap accounting (memory.memsw.*)");
 			goto fail_nocg;
 		}
-		r = res->memory_swap < 0 ? add_str(ctrls[0], "memory.memsw.limit_in_bytes", "-1") :
-					   add_u64(ctrls[0], "memory.memsw.limit_in_bytes", (uint64_t)res->memory_swap);
+		r = add_limit(ctrls[V1_MEMORY], "memory.memsw.limit_in_bytes", res->memory_swap);
 	}
+	if (!r)
+		r = add_memory_v1(ctrls[V1_MEMORY], res);
 	if (!r && res->has_cpu_shares)
-		r = add_u64(ctrls[1], "cpu.shares", res->cpu_shares);
+		r = add_u64(ctrls[V1_CPU], "cpu.shares", res->cpu_shares);
 	if (!r && res->has_cpu_period)
-		r = add_u64(ctrls[1], "cpu.cfs_period_us", res->cpu_period);
+		r = add_u64(ctrls[V1_CPU], "cpu.cfs_period_us", res->cpu_period);
 	if (!r && res->has_cpu_quota)
-		r = res->cpu_quota < 0 ? add_str(ctrls[1], "cpu.cfs_quota_us", "-1") :
-					 add_u64(ctrls[1], "cpu.cfs_quota_us", (uint64_t)res->cpu_quota);
+		r = add_limit(ctrls[V1_CPU], "cpu.cfs_quota_us", res->cpu_quota);
+	if (!r && res->has_cpu_rt_period)
+		r = add_u64(ctrls[V1_CPU], "cpu.rt_period_us", res->cpu_rt_period);
+	if (!r && res->has_cpu_rt_runtime)
+		r = add_limit(ctrls[V1_CPU], "cpu.rt_runtime_us", res->cpu_rt_runtime);
+	if (!r && res->cpuset_cpus)
+		r = add_str(ctrls[V1_CPUSET], "cpuset.cpus", res->cpuset_cpus);
+	if (!r && res->cpuset_mems)
+		r = add_str(ctrls[V1_CPUSET], "cpuset.mems", res->cpuset_mems);
 	if (!r && res->has_pids_limit) {
 		if (res->pids_limit <= 0)
-			r = add_str(ctrls[2], "pids.max", "max");
+			r = add_str(ctrls[V1_PIDS], "pids.max", "max");
 		else
-			r = add_u64(ctrls[2], "pids.max", (uint64_t)res->pids_limit);
+			r = add_u64(ctrls[V1_PIDS], "pids.max", (uint64_t)res->pids_limit);
 	}
 	if (r) {
 		r = cg_err(err, r, "set limits of", rel);
@@ -405,6 +714,14 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		goto fail_nocg;
 	}
 	enable_v2_ancestors(rel);
+	r = cpuset_prepare(rel, err);
+	if (r < 0) {
+		struct cryo_error derr = CRYO_ERROR_INIT;
+
+		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
+			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		goto fail_nocg;
+	}
 	/* ignore_ownership: libcgroup would chown every file to uid 0 again */
 	r = cgroup_create_cgroup(cg, 1);
 	if (r) {
@@ -412,6 +729,16 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 
 		r = cg_err(err, r, "create", rel);
 		/* libcgroup may have created some hierarchies (and parents) before failing */
+		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
+			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		goto fail_nocg;
+	}
+	r = apply_dev_rules(rel, res, err);
+	if (r >= 0)
+		r = apply_blkio(rel, res, err);
+	if (r < 0) {
+		struct cryo_error derr = CRYO_ERROR_INIT;
+
 		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
 			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
 		goto fail_nocg;

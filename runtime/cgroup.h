@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * A container's cgroups on this project's hosts: the v1 controllers
- * (memory, cpu, pids, freezer) and the cgroup2 hierarchy side by side
- * (hybrid layout), created, filled and removed through libcgroup.
+ * A container's cgroups on this project's hosts: every v1 controller the
+ * host mounts among memory, cpu, pids, freezer, cpuset, blkio, devices,
+ * net_cls, net_prio and hugetlb, and the cgroup2 hierarchy side by side
+ * (hybrid layout), created, filled and removed through libcgroup (the
+ * per-device lines of devices and blkio, and cpuset's inherited cpus and
+ * mems, are written directly).
  * `rel` is the cgroup path relative to each hierarchy's root
  * ("cryo/web"); absolute paths are derived from the mount points.
  */
@@ -28,11 +31,16 @@ void cryo_cgroup_paths_free(struct cryo_cgroup_paths *p);
 /* The default relative path of a container's cgroup: "cryo/<id>". */
 #define CRYO_CGROUP_DEFAULT_PARENT "cryo"
 
-/* The v1 controllers a container's tasks are put in (besides cgroup2). */
+/*
+ * The v1 controllers a container's tasks are put in (besides cgroup2):
+ * those of the list above that this host mounts on v1.
+ */
 const char *const *cryo_cgroup_v1_controllers(size_t *ret_n);
 
 /*
- * Create rel in every hierarchy and write the resource limits. -EEXIST
+ * Create rel in every hierarchy and write the resource limits; a cpuset
+ * level that is new gets its parent's cpus and mems, so tasks (ours or
+ * CRIU's) can join it as soon as this returns. -EEXIST
  * when the cgroup exists already (it is not ours to take over). On
  * failure nothing is left behind: neither rel nor the parents it needed.
  * ret->made names what to hand to cryo_cgroup_destroy_made() later.

@@ -58,6 +58,11 @@ void cryo_spec_free(struct cryo_spec *spec)
 		return;
 	free(spec->oci_version);
 	free(spec->root_path);
+	free(spec->resources.cpuset_cpus);
+	free(spec->resources.cpuset_mems);
+	free(spec->resources.dev_rules);
+	for (i = 0; i < _CRYO_BLKIO_LIST_MAX; i++)
+		free(spec->resources.blkio[i]);
 	free(spec->additional_gids);
 	strv_free(spec->args, spec->n_args);
 	strv_free(spec->env, spec->n_env);
@@ -622,6 +627,214 @@ static int parse_idmaps(struct json_object *lnx, const char *key, struct cryo_sp
 	return 0;
 }
 
+/* The memory fields besides limit and swap: soft limit, kernel memory, swappiness, the OOM killer. */
+static int parse_memory_v1(struct json_object *mem, struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	int64_t x = 0;
+	int r;
+
+	r = get_int(mem, "reservation", "linux.resources.memory.reservation", -1, INT64_MAX, &res->memory_reservation,
+		    &res->has_memory_reservation, err);
+	if (r >= 0)
+		r = get_int(mem, "kernel", "linux.resources.memory.kernel", -1, INT64_MAX, &res->memory_kernel,
+			    &res->has_memory_kernel, err);
+	if (r >= 0)
+		r = get_int(mem, "kernelTCP", "linux.resources.memory.kernelTCP", -1, INT64_MAX, &res->memory_kernel_tcp,
+			    &res->has_memory_kernel_tcp, err);
+	if (r >= 0)
+		r = get_int(mem, "swappiness", "linux.resources.memory.swappiness", 0, 100, &x,
+			    &res->has_memory_swappiness, err);
+	if (r >= 0)
+		r = get_bool(mem, "disableOOMKiller", "linux.resources.memory.disableOOMKiller",
+			     &res->disable_oom_killer, err);
+	res->memory_swappiness = (uint64_t)x;
+	return r;
+}
+
+#define CRYO_SPEC_MAX_DEV_RULES 1024
+
+static int parse_dev_rule(struct json_object *e, const char *name, struct cryo_spec_dev_rule *d, struct cryo_error *err)
+{
+	_cleanup_free_ char *type = NULL, *access = NULL;
+	bool has_allow = false, has = false;
+	int r;
+
+	if (!json_object_is_type(e, json_type_object))
+		return bad(err, name, "must be an object");
+	has_allow = field(e, "allow") != NULL;
+	r = get_bool(e, "allow", name, &d->allow, err);
+	if (r >= 0)
+		r = get_string(e, "type", name, 1, &type, err);
+	if (r >= 0)
+		r = get_string(e, "access", name, 3, &access, err);
+	if (r >= 0)
+		r = get_int(e, "major", name, -1, UINT32_MAX, &d->major, &has, err);
+	if (r >= 0 && !has)
+		d->major = -1;
+	if (r >= 0) {
+		has = false;
+		r = get_int(e, "minor", name, -1, UINT32_MAX, &d->minor, &has, err);
+	}
+	if (r >= 0 && !has)
+		d->minor = -1;
+	if (r < 0)
+		return r;
+	if (!has_allow)
+		return bad(err, name, "needs allow");
+	d->type = type && *type ? *type : 'a';
+	if (!strchr("acb", d->type))
+		return bad(err, name, "type must be a, c or b");
+	snprintf(d->access, sizeof(d->access), "%s", access && *access ? access : "rwm");
+	if (strspn(d->access, "rwm") != strlen(d->access))
+		return bad(err, name, "access must be made of r, w and m");
+	return 0;
+}
+
+static int parse_dev_rules(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	struct json_object *v = field(o, "devices");
+	char name[64];
+	size_t i, n;
+	int r;
+
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_array))
+		return bad(err, "linux.resources.devices", "must be an array");
+	n = json_object_array_length(v);
+	if (n > CRYO_SPEC_MAX_DEV_RULES)
+		return bad(err, "linux.resources.devices", "too many entries");
+	res->dev_rules = calloc(n + 1, sizeof(*res->dev_rules));
+	if (!res->dev_rules)
+		return cryo_error_set(err, ENOMEM, CFG "linux.resources.devices");
+	for (i = 0; i < n; i++) {
+		snprintf(name, sizeof(name), "linux.resources.devices[%zu]", i);
+		r = parse_dev_rule(json_object_array_get_idx(v, i), name, &res->dev_rules[i], err);
+		if (r < 0)
+			return r;
+	}
+	res->n_dev_rules = n;
+	return 0;
+}
+
+static const char *const blkio_list_keys[_CRYO_BLKIO_LIST_MAX] = {
+	[CRYO_BLKIO_WEIGHT_DEVICE] = "weightDevice",
+	[CRYO_BLKIO_THROTTLE_READ_BPS] = "throttleReadBpsDevice",
+	[CRYO_BLKIO_THROTTLE_WRITE_BPS] = "throttleWriteBpsDevice",
+	[CRYO_BLKIO_THROTTLE_READ_IOPS] = "throttleReadIOPSDevice",
+	[CRYO_BLKIO_THROTTLE_WRITE_IOPS] = "throttleWriteIOPSDevice",
+};
+
+static int get_weight(struct json_object *o, const char *key, const char *name, uint16_t *ret, struct cryo_error *err)
+{
+	int64_t x = 0;
+	bool has = false;
+	int r = get_int(o, key, name, 10, 1000, &x, &has, err);
+
+	if (r >= 0 && has)
+		*ret = (uint16_t)x;
+	return r;
+}
+
+static int parse_blkio_dev(struct json_object *e, const char *name, bool weights, struct cryo_spec_blkio_dev *d,
+			   struct cryo_error *err)
+{
+	int64_t x = 0;
+	bool h1 = false, h2 = false, h3 = true;
+	int r;
+
+	if (!json_object_is_type(e, json_type_object))
+		return bad(err, name, "must be an object");
+	r = get_int(e, "major", name, 0, UINT32_MAX, &x, &h1, err);
+	d->major = (uint32_t)x;
+	if (r >= 0)
+		r = get_int(e, "minor", name, 0, UINT32_MAX, &x, &h2, err);
+	d->minor = (uint32_t)x;
+	if (r >= 0 && weights) {
+		r = get_weight(e, "weight", name, &d->weight, err);
+		if (r >= 0)
+			r = get_weight(e, "leafWeight", name, &d->leaf_weight, err);
+	} else if (r >= 0) {
+		h3 = false;
+		r = get_int(e, "rate", name, 0, INT64_MAX, &x, &h3, err);
+		d->rate = (uint64_t)x;
+	}
+	if (r < 0)
+		return r;
+	if (!h1 || !h2 || !h3)
+		return bad(err, name, weights ? "needs major and minor" : "needs major, minor and rate");
+	return 0;
+}
+
+/* linux.resources.blockIO: the weights and the per-device lists. */
+static int parse_blkio(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	struct json_object *b;
+	char name[96];
+	size_t l, i, n;
+	int r;
+
+	r = get_object(o, "blockIO", "linux.resources.blockIO", &b, err);
+	if (r < 0 || !b)
+		return r;
+	r = get_weight(b, "weight", "linux.resources.blockIO.weight", &res->blkio_weight, err);
+	if (r >= 0)
+		r = get_weight(b, "leafWeight", "linux.resources.blockIO.leafWeight", &res->blkio_leaf_weight, err);
+	if (r < 0)
+		return r;
+	for (l = 0; l < _CRYO_BLKIO_LIST_MAX; l++) {
+		struct json_object *v = field(b, blkio_list_keys[l]);
+
+		if (!v)
+			continue;
+		snprintf(name, sizeof(name), "linux.resources.blockIO.%s", blkio_list_keys[l]);
+		if (!json_object_is_type(v, json_type_array))
+			return bad(err, name, "must be an array");
+		n = json_object_array_length(v);
+		if (n > CRYO_SPEC_MAX_DEV_RULES)
+			return bad(err, name, "too many entries");
+		res->blkio[l] = calloc(n + 1, sizeof(*res->blkio[l]));
+		if (!res->blkio[l])
+			return cryo_error_set(err, ENOMEM, CFG "%s", name);
+		for (i = 0; i < n; i++) {
+			snprintf(name, sizeof(name), "linux.resources.blockIO.%s[%zu]", blkio_list_keys[l], i);
+			r = parse_blkio_dev(json_object_array_get_idx(v, i), name, l == CRYO_BLKIO_WEIGHT_DEVICE,
+					    &res->blkio[l][i], err);
+			if (r < 0)
+				return r;
+		}
+		res->n_blkio[l] = n;
+	}
+	return 0;
+}
+
+/* The nodes of linux.devices are the container's own: allow them after the configured rules. */
+static int allow_device_nodes(struct cryo_spec *s, struct cryo_error *err)
+{
+	struct cryo_spec_resources *res = &s->resources;
+	struct cryo_spec_dev_rule *d;
+	size_t i;
+
+	if (!res->dev_rules || !s->n_devices)
+		return 0;
+	d = reallocarray(res->dev_rules, res->n_dev_rules + s->n_devices, sizeof(*d));
+	if (!d)
+		return cryo_error_set(err, ENOMEM, CFG "linux.devices");
+	res->dev_rules = d;
+	for (i = 0; i < s->n_devices; i++) {
+		const struct cryo_spec_device *n = &s->devices[i];
+
+		/* a fifo needs no device rule */
+		if (n->type == 'p')
+			continue;
+		d = &res->dev_rules[res->n_dev_rules++];
+		*d = (struct cryo_spec_dev_rule){ .allow = true, .type = n->type == 'b' ? 'b' : 'c', .major = n->major,
+						  .minor = n->minor };
+		snprintf(d->access, sizeof(d->access), "rwm");
+	}
+	return 0;
+}
+
 static int parse_resources(struct json_object *lnx, struct cryo_spec_resources *res, struct cryo_error *err)
 {
 	struct json_object *o, *mem, *cpu, *pids;
@@ -653,6 +866,25 @@ static int parse_resources(struct json_object *lnx, struct cryo_spec_resources *
 	res->cpu_period = (uint64_t)x;
 	if (res->has_cpu_quota && res->cpu_quota != -1 && res->cpu_quota < 1000)
 		return bad(err, "linux.resources.cpu.quota", "must be -1 or at least 1000 (us)");
+	r = get_int(cpu, "realtimeRuntime", "linux.resources.cpu.realtimeRuntime", -1, INT64_MAX, &res->cpu_rt_runtime,
+		    &res->has_cpu_rt_runtime, err);
+	if (r >= 0)
+		r = get_int(cpu, "realtimePeriod", "linux.resources.cpu.realtimePeriod", 1, INT64_MAX, &x,
+			    &res->has_cpu_rt_period, err);
+	if (r < 0)
+		return r;
+	res->cpu_rt_period = (uint64_t)x;
+	r = get_string(cpu, "cpus", "linux.resources.cpu.cpus", 4096, &res->cpuset_cpus, err);
+	if (r >= 0)
+		r = get_string(cpu, "mems", "linux.resources.cpu.mems", 4096, &res->cpuset_mems, err);
+	if (r >= 0)
+		r = parse_memory_v1(mem, res, err);
+	if (r >= 0)
+		r = parse_dev_rules(o, res, err);
+	if (r >= 0)
+		r = parse_blkio(o, res, err);
+	if (r < 0)
+		return r;
 	r = get_object(o, "pids", "linux.resources.pids", &pids, err);
 	if (r >= 0)
 		r = get_int(pids, "limit", "linux.resources.pids.limit", INT64_MIN, INT64_MAX, &res->pids_limit,
@@ -861,6 +1093,8 @@ static int parse_linux(struct json_object *root, struct cryo_spec *s, struct cry
 	if (s->cgroups_path && (strstr(s->cgroups_path, "..") || !*s->cgroups_path || strchr(s->cgroups_path, ':')))
 		return bad(err, "linux.cgroupsPath", "must be a cgroup path without `..` (systemd `a:b:c` paths are not supported)");
 	r = parse_devices(lnx, s, err);
+	if (r >= 0)
+		r = allow_device_nodes(s, err);
 	if (r >= 0)
 		r = get_strv(lnx, "maskedPaths", "linux.maskedPaths", CRYO_SPEC_MAX_LIST, false, &s->masked_paths,
 			     &s->n_masked_paths, err);

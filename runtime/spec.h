@@ -85,6 +85,30 @@ struct cryo_spec_sysctl {
 	char *value;
 };
 
+/* One linux.resources.devices entry: a line for v1 devices.allow/deny. */
+struct cryo_spec_dev_rule {
+	bool allow;
+	char type;                  /* 'a', 'c' or 'b' */
+	int64_t major, minor;       /* -1 = any */
+	char access[4];             /* a non-empty part of "rwm" */
+};
+
+/* A blockIO per-device entry: weight/leafWeight (0 = not given) or a throttle rate. */
+struct cryo_spec_blkio_dev {
+	uint32_t major, minor;
+	uint16_t weight, leaf_weight;
+	uint64_t rate;
+};
+
+enum cryo_spec_blkio_list {
+	CRYO_BLKIO_WEIGHT_DEVICE,
+	CRYO_BLKIO_THROTTLE_READ_BPS,
+	CRYO_BLKIO_THROTTLE_WRITE_BPS,
+	CRYO_BLKIO_THROTTLE_READ_IOPS,
+	CRYO_BLKIO_THROTTLE_WRITE_IOPS,
+	_CRYO_BLKIO_LIST_MAX,
+};
+
 struct cryo_spec_resources {
 	bool has_memory_limit;
 	int64_t memory_limit;       /* bytes, -1 = unlimited */
@@ -98,6 +122,30 @@ struct cryo_spec_resources {
 	uint64_t cpu_period;        /* us */
 	bool has_pids_limit;
 	int64_t pids_limit;         /* <= 0 = unlimited */
+	bool has_memory_reservation;
+	int64_t memory_reservation; /* bytes, -1 = unlimited (memory.soft_limit_in_bytes) */
+	bool has_memory_kernel;
+	int64_t memory_kernel;      /* bytes, -1 = unlimited (v1 memory.kmem.limit_in_bytes) */
+	bool has_memory_kernel_tcp;
+	int64_t memory_kernel_tcp;  /* bytes, -1 = unlimited (v1 memory.kmem.tcp.limit_in_bytes) */
+	bool has_memory_swappiness;
+	uint64_t memory_swappiness; /* 0..100 */
+	bool disable_oom_killer;    /* memory.oom_control = 1 */
+	bool has_cpu_rt_runtime;
+	int64_t cpu_rt_runtime;     /* us, -1 = unlimited */
+	bool has_cpu_rt_period;
+	uint64_t cpu_rt_period;     /* us */
+	char *cpuset_cpus;          /* "0-3,5", NULL = the parent's */
+	char *cpuset_mems;          /* NULL = the parent's */
+	/*
+	 * linux.resources.devices, then an allow rule per linux.devices node;
+	 * NULL when the config has no device rules (the cgroup's are inherited).
+	 */
+	struct cryo_spec_dev_rule *dev_rules;
+	size_t n_dev_rules;
+	uint16_t blkio_weight, blkio_leaf_weight;  /* 10..1000, 0 = not given */
+	struct cryo_spec_blkio_dev *blkio[_CRYO_BLKIO_LIST_MAX];
+	size_t n_blkio[_CRYO_BLKIO_LIST_MAX];
 };
 
 struct cryo_spec {

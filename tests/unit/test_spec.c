@@ -112,6 +112,62 @@ static void test_fields(void **state)
 	cryo_spec_free(s);
 }
 
+static void test_v1_resources(void **state)
+{
+	struct cryo_spec *s = parse_ok(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {"
+		"\"cpu\": {\"cpus\": \"0-1\", \"mems\": \"0\", \"realtimeRuntime\": 950000, \"realtimePeriod\": 1000000},"
+		"\"memory\": {\"reservation\": 4096, \"kernel\": -1, \"kernelTCP\": 8192, \"swappiness\": 10,"
+		" \"disableOOMKiller\": true},"
+		"\"devices\": [{\"allow\": false, \"access\": \"rwm\"}, {\"allow\": true, \"type\": \"b\", \"major\": 8,"
+		" \"access\": \"r\"}],"
+		"\"blockIO\": {\"weight\": 500, \"weightDevice\": [{\"major\": 8, \"minor\": 0, \"leafWeight\": 20}],"
+		" \"throttleWriteIOPSDevice\": [{\"major\": 7, \"minor\": 1, \"rate\": 300}]}},"
+		" \"devices\": [{\"path\": \"/dev/fuse\", \"type\": \"c\", \"major\": 10, \"minor\": 229}]}}");
+	const struct cryo_spec_resources *r = &s->resources;
+
+	assert_string_equal(r->cpuset_cpus, "0-1");
+	assert_string_equal(r->cpuset_mems, "0");
+	assert_true(r->has_cpu_rt_runtime && r->cpu_rt_runtime == 950000);
+	assert_true(r->has_cpu_rt_period && r->cpu_rt_period == 1000000);
+	assert_true(r->has_memory_reservation && r->memory_reservation == 4096);
+	assert_true(r->has_memory_kernel && r->memory_kernel == -1);
+	assert_true(r->has_memory_kernel_tcp && r->memory_kernel_tcp == 8192);
+	assert_true(r->has_memory_swappiness && r->memory_swappiness == 10);
+	assert_true(r->disable_oom_killer);
+	/* the listed rules in order, then an allow for each linux.devices node */
+	assert_int_equal(r->n_dev_rules, 3);
+	assert_true(!r->dev_rules[0].allow && r->dev_rules[0].type == 'a');
+	assert_string_equal(r->dev_rules[0].access, "rwm");
+	assert_true(r->dev_rules[1].allow && r->dev_rules[1].type == 'b' && r->dev_rules[1].major == 8);
+	assert_int_equal(r->dev_rules[1].minor, -1);
+	assert_string_equal(r->dev_rules[1].access, "r");
+	assert_true(r->dev_rules[2].allow && r->dev_rules[2].type == 'c' && r->dev_rules[2].major == 10 &&
+		    r->dev_rules[2].minor == 229);
+	assert_int_equal(r->blkio_weight, 500);
+	assert_int_equal(r->blkio_leaf_weight, 0);
+	assert_int_equal(r->n_blkio[CRYO_BLKIO_WEIGHT_DEVICE], 1);
+	assert_int_equal(r->blkio[CRYO_BLKIO_WEIGHT_DEVICE][0].weight, 0);
+	assert_int_equal(r->blkio[CRYO_BLKIO_WEIGHT_DEVICE][0].leaf_weight, 20);
+	assert_int_equal(r->n_blkio[CRYO_BLKIO_THROTTLE_WRITE_IOPS], 1);
+	assert_int_equal(r->blkio[CRYO_BLKIO_THROTTLE_WRITE_IOPS][0].major, 7);
+	assert_int_equal(r->blkio[CRYO_BLKIO_THROTTLE_WRITE_IOPS][0].rate, 300);
+	assert_int_equal(r->n_blkio[CRYO_BLKIO_THROTTLE_READ_BPS], 0);
+	cryo_spec_free(s);
+
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"memory\": {\"swappiness\": 101}}}}",
+		     "linux.resources.memory.swappiness");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"devices\": [{\"type\": \"c\"}]}}}",
+		     "linux.resources.devices[0]: needs allow");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"devices\": [{\"allow\": true, \"type\": \"p\"}]}}}",
+		     "linux.resources.devices[0]: type must be a, c or b");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"devices\": [{\"allow\": true, \"access\": \"rwx\"}]}}}",
+		     "access must be made of r, w and m");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"blockIO\": {\"weight\": 5}}}}",
+		     "linux.resources.blockIO.weight");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"blockIO\": {\"throttleReadBpsDevice\": [{\"major\": 8}]}}}}",
+		     "linux.resources.blockIO.throttleReadBpsDevice[0]: needs major, minor and rate");
+}
+
 static void test_errors(void **state)
 {
 	expect_error("", "config.json: invalid JSON");
@@ -198,6 +254,7 @@ int main(void)
 		cmocka_unit_test(test_sysctl_namespaces),
 		cmocka_unit_test(test_default_spec),
 		cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_v1_resources),
 		cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

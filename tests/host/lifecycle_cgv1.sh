@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+# The v1 resources beyond memory/cpu/pids limits: cpuset cpus/mems (in a
+# nested cgroupsPath, whose fresh parent level must get its cpus/mems
+# first), the memory soft limit, swappiness and OOM killer switch, blkio
+# throttles, device rules in their order; the
+# init is in the container's cgroup in every v1 hierarchy the host mounts
+# (cpuset, blkio, devices, ...), and delete removes all of them.
+. "$(dirname "$0")/../lib/common.sh"
+. "$CRYO_SRC/tests/lib/bundle.sh"
+
+[ -d /sys/fs/cgroup/cpuset ] && [ -d /sys/fs/cgroup/memory ] && [ -d /sys/fs/cgroup/blkio ] ||
+	skip "needs the v1 cpuset, memory and blkio hierarchies"
+need_cmd lsblk
+need_cmd findmnt
+id=rt-cgv1-$$
+B=$T/$id
+bundle_new "$B" sleep 100
+cpus=$(cut -d, -f1 /sys/fs/cgroup/cpuset/cpuset.cpus | cut -d- -f1)
+mems=$(cut -d, -f1 /sys/fs/cgroup/cpuset/cpuset.mems | cut -d- -f1)
+# the rootfs's own loop device is a block device this host surely has, to throttle
+dev=$(findmnt -no SOURCE "$B/rootfs")
+mm=$(lsblk -dno MAJ:MIN "$dev" | tr -d ' ')
+[ -n "$mm" ] || fail "no major:minor for the rootfs device $dev"
+bundle_set "$B" '
+c["linux"]["resources"] = {"cpu": {"cpus": "'"$cpus"'", "mems": "'"$mems"'"},
+                           "memory": {"limit": 100663296, "reservation": 50331648, "swappiness": 17,
+                                      "disableOOMKiller": True},
+                           "blockIO": {"throttleReadBpsDevice": [{"major": '"${mm%:*}"', "minor": '"${mm#*:}"', "rate": 1048576}],
+                                       "throttleWriteIOPSDevice": [{"major": '"${mm%:*}"', "minor": '"${mm#*:}"', "rate": 300}]}}
+'
+rt run -d --pid-file "$T/pid" --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d failed"
+pid=$(cat "$T/pid")
+[ "$(cgfile cpuset "$id" cpuset.cpus)" = "$cpus" ] || fail "cpuset.cpus: $(cgfile cpuset "$id" cpuset.cpus), want $cpus"
+[ "$(cgfile cpuset "$id" cpuset.mems)" = "$mems" ] || fail "cpuset.mems: $(cgfile cpuset "$id" cpuset.mems), want $mems"
+[ -n "$(cat "/sys/fs/cgroup/cpuset/$CGPARENT/cpuset.cpus")" ] || fail "the parent level has no cpuset.cpus"
+[ "$(cgfile memory "$id" memory.soft_limit_in_bytes)" = 50331648 ] || fail "memory.soft_limit_in_bytes: $(cgfile memory "$id" memory.soft_limit_in_bytes)"
+[ "$(cgfile memory "$id" memory.swappiness)" = 17 ] || fail "memory.swappiness: $(cgfile memory "$id" memory.swappiness)"
+[ "$(cgfile blkio "$id" blkio.throttle.read_bps_device)" = "$mm 1048576" ] || fail "blkio.throttle.read_bps_device: $(cgfile blkio "$id" blkio.throttle.read_bps_device)"
+[ "$(cgfile blkio "$id" blkio.throttle.write_iops_device)" = "$mm 300" ] || fail "blkio.throttle.write_iops_device: $(cgfile blkio "$id" blkio.throttle.write_iops_device)"
+grep -qx "oom_kill_disable 1" "/sys/fs/cgroup/memory/$CGPARENT/$id/memory.oom_control" || fail "memory.oom_control: $(cgfile memory "$id" memory.oom_control)"
+
+# the init is in every mounted v1 hierarchy at the container's path
+hs=
+for h in cpuset blkio devices net_cls net_prio memory cpu pids freezer; do
+	[ -d "/sys/fs/cgroup/$h" ] && [ "$(stat -f -c %T "/sys/fs/cgroup/$h")" = cgroupfs ] || continue
+	grep -q "^[0-9]*:\([^:]*,\)\?$h\(,[^:]*\)\?:/$CGPARENT/$id\$" "/proc/$pid/cgroup" ||
+		fail "init not in the $h cgroup: $(cat "/proc/$pid/cgroup")"
+	hs="$hs $h"
+done
+check rt delete --force "$id"
+for h in $hs unified; do
+	[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after delete"
+done
+
+# device rules: devices.list keeps the listed order after a deny-all; the defaults keep /dev/null usable
+if [ -d /sys/fs/cgroup/devices ]; then
+	bundle_set "$B" '
+c["process"]["args"] = ["sh", "-c", "echo x >/dev/null && echo ok >/dev/null && sleep 100"]
+c["linux"]["resources"] = {"devices": [{"allow": False, "access": "rwm"},
+                                       {"allow": True, "type": "c", "major": 10, "minor": 229, "access": "rwm"},
+                                       {"allow": True, "type": "b", "major": 8, "minor": 20, "access": "r"}]}
+'
+	rt run -d --pid-file "$T/pid" --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d with device rules failed"
+	[ "$(cgfile devices "$id" devices.list | head -2 | tr '\n' ,)" = "c 10:229 rwm,b 8:20 r," ] ||
+		fail "devices.list: $(cgfile devices "$id" devices.list)"
+	cgfile devices "$id" devices.list | grep -qx "c 1:3 rwm" || fail "/dev/null not allowed: $(cgfile devices "$id" devices.list)"
+	! cgfile devices "$id" devices.list | grep -q "^a " || fail "devices.list still allows all"
+	sleep 0.3
+	st=$(awk '{print $3}' "/proc/$(cat "$T/pid")/stat" 2>/dev/null)
+	[ -n "$st" ] && [ "$st" != Z ] || fail "the container could not write /dev/null (init gone)"
+	check rt delete --force "$id"
+fi
+
+# cpus outside the parent's set: create fails and leaves no cgroup behind
+bundle_set "$B" 'c["linux"]["resources"] = {"cpu": {"cpus": "4095"}}'
+rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 && fail "cpus 4095 was accepted"
+for h in $hs unified; do
+	[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after a failed create"
+done
+echo ok
