@@ -548,7 +548,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 {
 	struct cryo_state *st = NULL;
 	struct cryo_spec *spec = NULL;
-	_cleanup_close_ int lock = -1, console = -1, console_peer = -1, master = -1;
+	_cleanup_close_ int lock = -1, console = -1, console_peer = -1, master = -1, self_pidns = -1;
 	int sync[2] = { -1, -1 }, ns_fds[N_NS], r;
 	char msg[MSG_MAX];
 	pid_t pid = -1;
@@ -608,14 +608,25 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 		r = cryo_error_set(err, errno, "socketpair");
 		goto out;
 	}
-	/* affects our children only: the fork below is born in the container's pid namespace */
-	if (ns_fds[NS_PID] >= 0 && setns(ns_fds[NS_PID], CLONE_NEWPID) < 0) {
-		r = cryo_error_set(err, errno, "join the pid namespace of init %d", (int)st->pid);
-		goto out;
+	/*
+	 * Affects our children only: the fork below is born in the
+	 * container's pid namespace. Undone right after, so that no later
+	 * child of ours (a sanitizer's helper thread, a hook) lands there.
+	 */
+	if (ns_fds[NS_PID] >= 0) {
+		self_pidns = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC);
+		if (self_pidns < 0 || setns(ns_fds[NS_PID], CLONE_NEWPID) < 0) {
+			r = cryo_error_set(err, errno, "join the pid namespace of init %d", (int)st->pid);
+			goto out;
+		}
 	}
 
 	fflush(NULL);
 	pid = fork();
+	if (pid != 0 && self_pidns >= 0 && setns(self_pidns, CLONE_NEWPID) < 0 && pid > 0) {
+		r = cryo_error_set(err, errno, "return to our own pid namespace");
+		goto fail;
+	}
 	if (pid < 0) {
 		r = cryo_error_set(err, errno, "fork into the container");
 		goto out;
