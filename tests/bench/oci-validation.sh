@@ -89,7 +89,17 @@ trap cleanup EXIT
 for t in $tests; do
 	for rt in $RUNTIMES; do
 		[ -n "${bin[$rt]:-}" ] || continue
-		(cd "$out" && RUNTIME=${bin[$rt]} timeout "$TIMEOUT" "./validation/$t/$t.t") >"$res/$t.$rt" 2>&1 </dev/null
+		wrap=()
+		# Debian's crun 1.8 fails every start on a host that has both v1
+		# controllers and a cgroup2 mount at /sys/fs/cgroup/unified (it
+		# takes the host for a hybrid one and finds no controllers there).
+		# It works with that mount gone, so crun -- and only crun -- runs
+		# each file in a private mount namespace with it unmounted; the
+		# host's mount is never touched (private propagation).
+		if [ "$rt" = crun ] && mountpoint -q /sys/fs/cgroup/unified; then
+			wrap=(unshare -m --propagation private sh -c 'umount /sys/fs/cgroup/unified && exec "$@"' sh)
+		fi
+		(cd "$out" && RUNTIME=${bin[$rt]} timeout "$TIMEOUT" "${wrap[@]}" "./validation/$t/$t.t") >"$res/$t.$rt" 2>&1 </dev/null
 	done
 done
 
