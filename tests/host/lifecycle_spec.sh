@@ -13,6 +13,22 @@ B=$T/$id
 bundle_new "$B"
 runit() { rt_timed run --bundle "$B" "$id" </dev/null 2>&1; }
 
+# -- no mount namespace: the runtime's, chrooted into root.path; no mount is made anywhere
+cp "$B/config.json" "$T/pristine.json"
+rootfs_mounts() { awk -v r="$B/rootfs" '$5 == r || index($5, r "/") == 1' /proc/self/mountinfo | wc -l; }
+mnt_before=$(rootfs_mounts)
+bundle_set "$B" '
+c["process"]["args"] = ["sh", "-c", "readlink /proc/$$/ns/mnt 2>/dev/null || echo no-proc; cat /inroot"]
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "mount"]
+'
+echo in-the-rootfs >"$B/rootfs/inroot"
+out=$(runit) || fail "run without a mount namespace: $out"
+rm -f "$B/rootfs/inroot"
+echo "$out" | grep -qx no-proc || fail "no mount namespace: /proc was mounted: $out"
+echo "$out" | grep -qx in-the-rootfs || fail "no mount namespace: not chrooted into root.path: $out"
+[ "$(rootfs_mounts)" = "$mnt_before" ] || fail "no mount namespace: mounts were made under the rootfs on the host"
+cp "$T/pristine.json" "$B/config.json"
+
 # -- capabilities, seccomp, rlimits, NNP, OOM score
 bundle_set "$B" '
 c["process"]["args"] = ["sh", "-c", """
