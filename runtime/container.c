@@ -455,7 +455,7 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "process.cwd: chdir `%s`", spec->cwd);
 		init_fail(a->sync_fd, &err);
 	}
-	if (cryo_process_find_executable(spec, exe, sizeof(exe), &err) < 0)
+	if (cryo_process_find_executable(spec, exe, sizeof(exe), &err) < 0 || cryo_caps_check(&spec->caps, &err) < 0)
 		init_fail(a->sync_fd, &err);
 
 	/* from here on we outlive the runtime that created us */
@@ -837,7 +837,13 @@ static int step_create_hooks(void *ctx, struct cryo_error *err)
 	r = sync_expect(c->sync[0], SYNC_HOOKS, buf, sizeof(buf), NULL, err);
 	if (r < 0)
 		return r;
-	state = hook_state(c->st, "creating", c->pid);
+	/*
+	 * prestart and createRuntime run once the runtime environment exists
+	 * and see "created", as with crun (and as the runtime-tools suite
+	 * checks); the init's own hooks, inside the half-built container,
+	 * see "creating".
+	 */
+	state = hook_state(c->st, "created", c->pid);
 	if (!state)
 		return cryo_error_set(err, ENOMEM, "state for hooks");
 	r = cryo_hooks_run(&c->spec->hooks, CRYO_HOOK_PRESTART, state, err);
@@ -845,6 +851,10 @@ static int step_create_hooks(void *ctx, struct cryo_error *err)
 		r = cryo_hooks_run(&c->spec->hooks, CRYO_HOOK_CREATE_RUNTIME, state, err);
 	if (r < 0)
 		return r;
+	free(state);
+	state = hook_state(c->st, "creating", c->pid);
+	if (!state)
+		return cryo_error_set(err, ENOMEM, "state for hooks");
 	len = strlen(state);
 	if (len + 2 > STATE_MSG_MAX)
 		return cryo_error_setx(err, E2BIG, "state for hooks: %zu bytes (annotations too large)", len);

@@ -72,6 +72,13 @@ expect_fail 1 rt create --bundle "$B" "$id"
 echo "$LAST_OUTPUT" | grep -q "config.json: process.capabilities.bounding\[0\]: unknown capability" || fail "bad cap: $LAST_OUTPUT"
 [ ! -e "$RTROOT/$id" ] || fail "bad cap left a state dir"
 
+# a capability the runtime itself can't hold (not in its bounding set) fails create, not the container after start
+bundle_set "$B" 'c["process"]["capabilities"] = {"bounding": ["CAP_SYSLOG"], "effective": ["CAP_SYSLOG"], "permitted": ["CAP_SYSLOG"]}'
+expect_fail 1 setpriv --bounding-set -syslog "$CRYO_BIN" --root "$RTROOT" create --bundle "$B" "$id"
+echo "$LAST_OUTPUT" | grep -q "process.capabilities.effective: CAP_SYSLOG is not in the runtime's bounding set" ||
+	fail "ungrantable cap: $LAST_OUTPUT"
+[ ! -e "$RTROOT/$id" ] || fail "ungrantable cap left a state dir"
+
 # -- hooks: order, state on stdin, where they run
 cat > "$B/rootfs/hook.sh" <<'SH'
 #!/bin/sh
@@ -102,7 +109,7 @@ check rt start "$id"
 for _ in $(seq 50); do grep -q poststart "$L" 2>/dev/null && break; sleep 0.1; done
 check rt delete --force "$id"
 got=$(cut -d' ' -f1,2 "$L" | tr '\n' ';')
-want='prestart "status":"creating";createRuntime "status":"creating";createContainer "status":"creating";startContainer "status":"creating";poststart "status":"running";poststop "status":"stopped";'
+want='prestart "status":"created";createRuntime "status":"created";createContainer "status":"creating";startContainer "status":"creating";poststart "status":"running";poststop "status":"stopped";'
 [ "$got" = "$want" ] || fail "hooks order/state: $got"
 grep -c "\"id\":\"$id\"" "$L" | grep -qx 6 || fail "hooks did not all get the container id: $(cat "$L")"
 
