@@ -29,6 +29,21 @@ echo "$out" | grep -qx in-the-rootfs || fail "no mount namespace: not chrooted i
 [ "$(rootfs_mounts)" = "$mnt_before" ] || fail "no mount namespace: mounts were made under the rootfs on the host"
 cp "$T/pristine.json" "$B/config.json"
 
+# -- rootfsPropagation shared / unbindable: set on the container's own root, after pivot_root
+cat >"$B/rootfs/prop.sh" <<'SH'
+awk '$5 == "/" { print $7 }' /proc/self/mountinfo
+SH
+for prop in shared unbindable; do
+	bundle_set "$B" "c['process']['args'] = ['sh', '/prop.sh']; c['linux']['rootfsPropagation'] = '$prop'"
+	out=$(runit) || fail "rootfsPropagation $prop: $out"
+	case $prop in
+	shared) echo "$out" | grep -q '^shared:' || fail "rootfsPropagation shared: root mount is \`$out\`" ;;
+	unbindable) echo "$out" | grep -qx unbindable || fail "rootfsPropagation unbindable: root mount is \`$out\`" ;;
+	esac
+done
+rm -f "$B/rootfs/prop.sh"
+cp "$T/pristine.json" "$B/config.json"
+
 # -- capabilities, seccomp, rlimits, NNP, OOM score
 bundle_set "$B" '
 c["process"]["args"] = ["sh", "-c", """
