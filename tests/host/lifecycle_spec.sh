@@ -23,6 +23,12 @@ c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != 
 '
 echo in-the-rootfs >"$B/rootfs/inroot"
 out=$(runit) || fail "run without a mount namespace: $out"
+# exec joins it in the same root
+bundle_set "$B" 'c["process"]["args"] = ["sleep", "30"]'
+rt_timed run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d without a mount namespace"
+xout=$(rt_timed exec "$id" cat /inroot 2>&1) || fail "exec without a mount namespace: $xout"
+[ "$xout" = in-the-rootfs ] || fail "exec without a mount namespace: not in root.path: $xout"
+rt delete --force "$id" >/dev/null 2>&1
 rm -f "$B/rootfs/inroot"
 echo "$out" | grep -qx no-proc || fail "no mount namespace: /proc was mounted: $out"
 echo "$out" | grep -qx in-the-rootfs || fail "no mount namespace: not chrooted into root.path: $out"
