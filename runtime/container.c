@@ -1025,11 +1025,15 @@ static void run_hooks_warn(const struct cryo_spec *spec, const struct cryo_state
 	if (!spec || !spec->hooks.n[kind])
 		return;
 	state = hook_state(st, status, pid);
-	if (!state)
+	if (!state) {
 		cryo_error_set(&e, ENOMEM, "state for hooks");
-	else
-		(void)cryo_hooks_run(&spec->hooks, kind, state, &e);
-	cryo_error_warn_clear(&e, "%s `%s`", what, st->id);
+		cryo_error_warn_clear(&e, "%s `%s`", what, st->id);
+		return;
+	}
+	/* a failed hook is a warning, and the ones after it still run */
+	for (size_t i = 0; i < spec->hooks.n[kind]; i++)
+		if (cryo_hooks_run_one(&spec->hooks, kind, i, state, &e) < 0)
+			cryo_error_warn_clear(&e, "%s `%s`", what, st->id);
 }
 
 static int do_start(const char *root, struct cryo_state *st, const struct cryo_spec *spec, struct cryo_error *err)

@@ -134,8 +134,24 @@ want='prestart "status":"created";createRuntime "status":"created";createContain
 [ "$got" = "$want" ] || fail "hooks order/state: $got"
 grep -c "\"id\":\"$id\"" "$L" | grep -qx 6 || fail "hooks did not all get the container id: $(cat "$L")"
 
+# a failing poststart / poststop hook is a warning: start and delete succeed, the next hook still runs
+bundle_set "$B" "
+h = lambda kind, path, log, *rest: {'path': path, 'args': ['hook', kind, log] + list(rest), 'timeout': 10}
+c['hooks'] = {k: [h(k + '-fails', '$H', '$L', '3'), h(k + '-after', '$H', '$L')] for k in ('poststart', 'poststop')}
+"
+rm -f "$L"
+rt create --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "create with failing poststart hooks failed"
+check rt start "$id"
+for _ in $(seq 50); do grep -q poststart-after "$L" 2>/dev/null && break; sleep 0.1; done
+check rt delete --force "$id"
+got=$(cut -d' ' -f1 "$L" | tr '\n' ';')
+[ "$got" = "poststart-fails;poststart-after;poststop-fails;poststop-after;" ] || fail "failing post hooks: $got"
+
 # a failing createRuntime hook fails create and leaves nothing
-bundle_set "$B" "c['hooks']['createRuntime'][0]['args'].append('3')"
+bundle_set "$B" "
+h = lambda kind, path, log, *rest: {'path': path, 'args': ['hook', kind, log] + list(rest), 'timeout': 10}
+c['hooks'] = {'createRuntime': [h('createRuntime', '$H', '$L', '3')]}
+"
 expect_fail 1 rt create --bundle "$B" "$id"
 echo "$LAST_OUTPUT" | grep -q "createRuntime" || fail "failing hook: $LAST_OUTPUT"
 echo "$LAST_OUTPUT" | grep -q "status 3" || fail "failing hook status: $LAST_OUTPUT"
