@@ -157,7 +157,7 @@ static int tls_transport_new(int fd, SSL_CTX *ctx, const char *peer, struct cryo
 	t->tls_ctx = ctx;
 	t->tls = SSL_new(ctx);
 	if (!t->tls || SSL_set_fd(t->tls, fd) != 1) {
-		r = tls_error(err, ENOMEM, "TLS session");
+		(void)tls_error(err, ENOMEM, "TLS session");
 		cryo_transport_close(t);
 		return cryo_error_prefix(err, "%s", peer);
 	}
