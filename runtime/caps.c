@@ -120,6 +120,28 @@ int cryo_caps_prepare(const struct cryo_caps_spec *spec, struct cryo_error *err)
 	return 0;
 }
 
+int cryo_caps_check(const struct cryo_caps_spec *spec, struct cryo_error *err)
+{
+	static const enum cryo_caps_set granted[] = { CRYO_CAPS_EFFECTIVE, CRYO_CAPS_PERMITTED, CRYO_CAPS_INHERITABLE,
+						      CRYO_CAPS_AMBIENT };
+	unsigned int max = cap_max_bits();
+
+	if (!spec->present)
+		return 0;
+	for (size_t i = 0; i < ARRAY_SIZE(granted); i++)
+		for (cap_value_t c = 0; c < (cap_value_t)max && c < 64; c++) {
+			char name[64];
+
+			if (!(spec->sets[granted[i]] & (UINT64_C(1) << c)) || cap_get_bound(c) != 0)
+				continue;
+			cap_name(c, name);
+			return cryo_error_setx(err, EPERM,
+					       "process.capabilities.%s: %s is not in the runtime's bounding set, it can't be granted",
+					       cryo_caps_set_names[granted[i]], name);
+		}
+	return 0;
+}
+
 /* Effective := permitted, so that CAP_SETPCAP (if still permitted) is usable. */
 static int raise_effective(struct cryo_error *err)
 {

@@ -54,6 +54,16 @@ struct cryo_caps_spec {
 int cryo_caps_parse(struct json_object *capabilities, struct cryo_caps_spec *out,
 		    struct cryo_error *err);
 
+/*
+ * Container init, before it reports ready: -EPERM naming the set and the
+ * capability when one that the effective, permitted, inheritable or
+ * ambient set asks for is missing from the init's own bounding set (so
+ * it could never be granted). Checked at create, where the caller still
+ * sees the error, instead of failing silently after start. Capabilities
+ * the kernel doesn't know are left to the apply step, which skips them.
+ */
+int cryo_caps_check(const struct cryo_caps_spec *spec, struct cryo_error *err);
+
 /* Container init, still uid 0, before setuid/setgid. No-op when !present. */
 int cryo_caps_prepare(const struct cryo_caps_spec *spec, struct cryo_error *err);
 

@@ -185,6 +185,8 @@ struct init_args {
  * on a mount of the host: CRIU can't dump it from inside the container.
  * The container's own /dev/null (a bind of the same device) serves the
  * same, so those fds are reopened there, with the same access mode.
+ * A container without a mount namespace of its own has no /dev of its
+ * own either: it keeps the caller's.
  */
 static int reopen_null_stdio(struct cryo_error *err)
 {
@@ -329,6 +331,13 @@ static bool joins_mount_ns(const struct cryo_spec *spec)
  * taking its view as it is: setns() left us at its root, the config's
  * root, mounts, devices, masked and read-only paths are not applied, and
  * nothing of the namespace is changed.
+ *
+ * No mount namespace at all (linux.namespaces without "mount") means the
+ * container lives in the runtime's: it gets root.path by chroot(), as with
+ * crun, and nothing else. The config's mounts, devices, masked and
+ * read-only paths and rootfs propagation are not applied: made in the
+ * host's mount namespace they would outlive the container and, for the
+ * propagation of `/`, change the host itself.
  */
 static int init_filesystem(const struct init_args *a, const char *state_json, struct cryo_error *err)
 {
@@ -339,6 +348,14 @@ static int init_filesystem(const struct init_args *a, const char *state_json, st
 	if (joins_mount_ns(spec)) {
 		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
 		return r < 0 ? r : write_sysctls(spec, err);
+	}
+	if (!spec->namespaces[CRYO_NS_MOUNT].enabled) {
+		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
+		if (r >= 0)
+			r = write_sysctls(spec, err);
+		if (r >= 0 && (chroot(a->rootfs) < 0 || chdir("/") < 0))
+			r = cryo_error_set(err, errno, "chroot to `%s`", a->rootfs);
+		return r;
 	}
 	/* bind sources are relative to the bundle */
 	if (chdir(a->bundle) < 0)
@@ -430,7 +447,7 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "setsid");
 		init_fail(a->sync_fd, &err);
 	}
-	if (reopen_null_stdio(&err) < 0)
+	if (spec->namespaces[CRYO_NS_MOUNT].enabled && reopen_null_stdio(&err) < 0)
 		init_fail(a->sync_fd, &err);
 	/* like runc, a missing cwd is created, but never in a mount namespace that is not the container's */
 	if (chdir(spec->cwd) < 0 &&
@@ -438,7 +455,7 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "process.cwd: chdir `%s`", spec->cwd);
 		init_fail(a->sync_fd, &err);
 	}
-	if (cryo_process_find_executable(spec, exe, sizeof(exe), &err) < 0)
+	if (cryo_process_find_executable(spec, exe, sizeof(exe), &err) < 0 || cryo_caps_check(&spec->caps, &err) < 0)
 		init_fail(a->sync_fd, &err);
 
 	/* from here on we outlive the runtime that created us */
@@ -561,8 +578,6 @@ static int step_config(void *ctx, struct cryo_error *err)
 	r = cryo_spec_load(c->bundle, &c->spec, err);
 	if (r < 0)
 		return r;
-	if (!c->spec->namespaces[CRYO_NS_MOUNT].enabled)
-		return cryo_error_setx(err, EINVAL, "config.json: linux.namespaces: cryo needs a mount namespace");
 	/* only a foreground run can relay the pty itself (runc's rule) */
 	if (c->spec->terminal && !o->console_socket && !c->foreground)
 		return cryo_error_setx(err, EINVAL,
@@ -822,7 +837,13 @@ static int step_create_hooks(void *ctx, struct cryo_error *err)
 	r = sync_expect(c->sync[0], SYNC_HOOKS, buf, sizeof(buf), NULL, err);
 	if (r < 0)
 		return r;
-	state = hook_state(c->st, "creating", c->pid);
+	/*
+	 * prestart and createRuntime run once the runtime environment exists
+	 * and see "created", as with crun (and as the runtime-tools suite
+	 * checks); the init's own hooks, inside the half-built container,
+	 * see "creating".
+	 */
+	state = hook_state(c->st, "created", c->pid);
 	if (!state)
 		return cryo_error_set(err, ENOMEM, "state for hooks");
 	r = cryo_hooks_run(&c->spec->hooks, CRYO_HOOK_PRESTART, state, err);
@@ -830,6 +851,10 @@ static int step_create_hooks(void *ctx, struct cryo_error *err)
 		r = cryo_hooks_run(&c->spec->hooks, CRYO_HOOK_CREATE_RUNTIME, state, err);
 	if (r < 0)
 		return r;
+	free(state);
+	state = hook_state(c->st, "creating", c->pid);
+	if (!state)
+		return cryo_error_set(err, ENOMEM, "state for hooks");
 	len = strlen(state);
 	if (len + 2 > STATE_MSG_MAX)
 		return cryo_error_setx(err, E2BIG, "state for hooks: %zu bytes (annotations too large)", len);
@@ -1000,11 +1025,15 @@ static void run_hooks_warn(const struct cryo_spec *spec, const struct cryo_state
 	if (!spec || !spec->hooks.n[kind])
 		return;
 	state = hook_state(st, status, pid);
-	if (!state)
+	if (!state) {
 		cryo_error_set(&e, ENOMEM, "state for hooks");
-	else
-		(void)cryo_hooks_run(&spec->hooks, kind, state, &e);
-	cryo_error_warn_clear(&e, "%s `%s`", what, st->id);
+		cryo_error_warn_clear(&e, "%s `%s`", what, st->id);
+		return;
+	}
+	/* a failed hook is a warning, and the ones after it still run */
+	for (size_t i = 0; i < spec->hooks.n[kind]; i++)
+		if (cryo_hooks_run_one(&spec->hooks, kind, i, state, &e) < 0)
+			cryo_error_warn_clear(&e, "%s `%s`", what, st->id);
 }
 
 static int do_start(const char *root, struct cryo_state *st, const struct cryo_spec *spec, struct cryo_error *err)

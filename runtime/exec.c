@@ -363,6 +363,34 @@ fail:
 	return r;
 }
 
+/*
+ * A container without a mount namespace of its own (create chroot()ed its
+ * init into root.path) shares ours: setns() can't put the new process
+ * into its root, so it gets the init's root (/proc/<init>/root) by
+ * chroot(). *ret_fd = -1 when the init has a mount namespace of its own.
+ * Opened after open_namespaces(), so the start time is checked again.
+ */
+static int open_shared_root(const struct cryo_state *st, const int fds[N_NS], int *ret_fd, struct cryo_error *err)
+{
+	_cleanup_close_ int fd = -1;
+	char path[64];
+	uint64_t now;
+
+	*ret_fd = -1;
+	for (size_t i = 0; i < N_NS; i++)
+		if (ns_types[i].flag == CLONE_NEWNS && fds[i] >= 0)
+			return 0;
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)st->pid);
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", path);
+	if (cryo_pid_start_time(st->pid, &now) < 0 || (st->pid_start_time && now != st->pid_start_time))
+		return cryo_error_setx(err, ESRCH, "container `%s` is not running (its init %d is gone)", st->id,
+				       (int)st->pid);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
 /* --preserve-fds N: fds 3 .. 3+N-1 must all be open, or cryo's own would take their numbers. */
 static int check_preserved(unsigned int n, struct cryo_error *err)
 {
@@ -404,6 +432,7 @@ struct child_args {
 	int sync_fd;
 	int console_fd;     /* -1: no terminal */
 	const int *ns_fds;  /* N_NS entries, -1 = shared with us */
+	int root_fd;        /* the init's root when its mount namespace is ours, else -1 */
 	unsigned int preserve_fds;
 	pid_t parent;
 	bool relay;         /* foreground terminal: cryo relays the pty */
@@ -424,14 +453,15 @@ static void __attribute__((noreturn)) child_main(const struct child_args *a)
 {
 	const struct cryo_spec *spec = a->spec;
 	struct cryo_error err = CRYO_ERROR_INIT;
-	int keep[2 + N_NS];
+	int keep[3 + N_NS];
 	char exe[PATH_MAX], c;
 	ssize_t n;
 
 	keep[0] = a->sync_fd;
 	keep[1] = a->console_fd;
+	keep[2] = a->root_fd;
 	for (size_t i = 0; i < N_NS; i++)
-		keep[2 + i] = a->ns_fds[i];
+		keep[3 + i] = a->ns_fds[i];
 	close_fds_from_except(3 + a->preserve_fds, keep, ARRAY_SIZE(keep));
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
 	    getppid() != a->parent)
@@ -450,6 +480,10 @@ static void __attribute__((noreturn)) child_main(const struct child_args *a)
 			child_fail(a->sync_fd, &err);
 		}
 		close(a->ns_fds[i]);
+	}
+	if (a->root_fd >= 0 && (fchdir(a->root_fd) < 0 || chroot(".") < 0)) {
+		cryo_error_set(&err, errno, "chroot into the container's root");
+		child_fail(a->sync_fd, &err);
 	}
 	if (a->console_fd >= 0) {
 		/* after the mount namespace: the pty comes from the container's devpts */
@@ -548,7 +582,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 {
 	struct cryo_state *st = NULL;
 	struct cryo_spec *spec = NULL;
-	_cleanup_close_ int lock = -1, console = -1, console_peer = -1, master = -1, self_pidns = -1;
+	_cleanup_close_ int lock = -1, console = -1, console_peer = -1, master = -1, self_pidns = -1, root_fd = -1;
 	int sync[2] = { -1, -1 }, ns_fds[N_NS], r;
 	char msg[MSG_MAX];
 	pid_t pid = -1;
@@ -587,6 +621,8 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 		goto out;
 	}
 	r = open_namespaces(st, ns_fds, err);
+	if (r >= 0)
+		r = open_shared_root(st, ns_fds, &root_fd, err);
 	if (r < 0)
 		goto out;
 	if (o->console_socket) {
@@ -637,6 +673,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 			.sync_fd = sync[1],
 			.console_fd = console,
 			.ns_fds = ns_fds,
+			.root_fd = root_fd,
 			.preserve_fds = o->preserve_fds,
 			.parent = getppid(),
 			.relay = console_peer >= 0,

@@ -376,18 +376,29 @@ static int run_one(const struct cryo_hook *h, const char *what, const char *stat
 	return 0;
 }
 
+int cryo_hooks_run_one(const struct cryo_hooks_spec *spec, enum cryo_hook_kind kind, size_t i,
+		       const char *state_json, struct cryo_error *err)
+{
+	const struct cryo_hook *h;
+	char what[4200];
+
+	if ((int)kind < 0 || kind >= _CRYO_HOOK_KIND_MAX)
+		return cryo_error_setx(err, EINVAL, "unknown hook kind %d", (int)kind);
+	if (i >= spec->n[kind])
+		return cryo_error_setx(err, EINVAL, "no hook %s[%zu]", cryo_hook_kind_names[kind], i);
+	h = &spec->hooks[kind][i];
+	snprintf(what, sizeof(what), "hook %s[%zu] `%s`", cryo_hook_kind_names[kind], i, h->path);
+	return run_one(h, what, state_json ? state_json : "", err);
+}
+
 int cryo_hooks_run(const struct cryo_hooks_spec *spec, enum cryo_hook_kind kind, const char *state_json,
 		   struct cryo_error *err)
 {
 	if ((int)kind < 0 || kind >= _CRYO_HOOK_KIND_MAX)
 		return cryo_error_setx(err, EINVAL, "unknown hook kind %d", (int)kind);
 	for (size_t i = 0; i < spec->n[kind]; i++) {
-		const struct cryo_hook *h = &spec->hooks[kind][i];
-		char what[4200];
-		int r;
+		int r = cryo_hooks_run_one(spec, kind, i, state_json, err);
 
-		snprintf(what, sizeof(what), "hook %s[%zu] `%s`", cryo_hook_kind_names[kind], i, h->path);
-		r = run_one(h, what, state_json ? state_json : "", err);
 		if (r < 0)
 			return r;
 	}

@@ -66,6 +66,14 @@ int cryo_hooks_parse(struct json_object *hooks, struct cryo_hooks_spec *out,
 int cryo_hooks_run(const struct cryo_hooks_spec *spec, enum cryo_hook_kind kind,
 		   const char *state_json, struct cryo_error *err);
 
+/*
+ * Run hook number i of one kind (same errors as cryo_hooks_run). For
+ * poststart and poststop, whose failures are warnings and never stop the
+ * hooks after them (runtime-spec "Lifecycle").
+ */
+int cryo_hooks_run_one(const struct cryo_hooks_spec *spec, enum cryo_hook_kind kind, size_t i,
+		       const char *state_json, struct cryo_error *err);
+
 void cryo_hooks_spec_free(struct cryo_hooks_spec *spec);
 
 #endif

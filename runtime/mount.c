@@ -325,7 +325,13 @@ int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool us
 	 */
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return cryo_error_set(err, errno, "make / a recursive slave");
-	if (spec->rootfs_propagation && !(spec->rootfs_propagation & MS_SHARED) &&
+	/*
+	 * private and slave cut us off from the host before anything is
+	 * mounted. shared and unbindable wait for pivot_root (in finish):
+	 * the old `/` made shared would carry our mounts back to the host's
+	 * peers, made unbindable it would refuse the rootfs bind below.
+	 */
+	if (spec->rootfs_propagation & (MS_PRIVATE | MS_SLAVE) &&
 	    mount(NULL, "/", NULL, spec->rootfs_propagation, NULL) < 0)
 		return cryo_error_set(err, errno, "set rootfs propagation");
 	if (mount(rootfs, rootfs, NULL, MS_BIND | MS_REC, NULL) < 0)
@@ -397,5 +403,9 @@ int cryo_mount_finish(const struct cryo_spec *spec, struct cryo_error *err)
 	}
 	if (spec->root_readonly && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
 		return cryo_error_set(err, errno, "make the root read-only");
+	/* the container's own root now: shared (peers only in this namespace) or unbindable */
+	if (spec->rootfs_propagation & (MS_SHARED | MS_UNBINDABLE) &&
+	    mount(NULL, "/", NULL, spec->rootfs_propagation, NULL) < 0)
+		return cryo_error_set(err, errno, "set rootfs propagation");
 	return 0;
 }

@@ -35,7 +35,7 @@ int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool us
 /* pivot_root into rootfd and detach the old root. */
 int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err);
 
-/* After pivot_root: masked paths, read-only paths, read-only root. */
+/* After pivot_root: masked paths, read-only paths, read-only root, shared or unbindable root propagation. */
 int cryo_mount_finish(const struct cryo_spec *spec, struct cryo_error *err);
 
 #endif

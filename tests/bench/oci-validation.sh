@@ -89,7 +89,18 @@ trap cleanup EXIT
 for t in $tests; do
 	for rt in $RUNTIMES; do
 		[ -n "${bin[$rt]:-}" ] || continue
-		(cd "$out" && RUNTIME=${bin[$rt]} timeout "$TIMEOUT" "./validation/$t/$t.t") >"$res/$t.$rt" 2>&1 </dev/null
+		wrap=()
+		# Debian's crun 1.8 fails every start on a host that has both v1
+		# controllers and a cgroup2 mount at /sys/fs/cgroup/unified (it
+		# takes the host for a hybrid one and finds no controllers there).
+		# It works with that mount gone, so crun -- and only crun -- runs
+		# each file in a private mount namespace with it unmounted; the
+		# host's mount is never touched (private propagation).
+		if [ "$rt" = crun ] && mountpoint -q /sys/fs/cgroup/unified; then
+			wrap=(unshare -m --propagation private sh -c 'umount /sys/fs/cgroup/unified && exec "$@"' sh)
+		fi
+		(cd "$out" && RUNTIME=${bin[$rt]} timeout "$TIMEOUT" "${wrap[@]}" "./validation/$t/$t.t") >"$res/$t.$rt" 2>&1 </dev/null
+		echo $? >"$res/$t.$rt.rc"
 	done
 done
 
@@ -115,7 +126,19 @@ def count(path):
         if m:
             planned = int(m.group(1))
     if planned is None or ok + nok == 0:
-        nok += 1  # the file crashed or hung before its plan: one failure
+        # Some files never print an ok line: process_rlimits_fail exits 0
+        # silently when the runtime refuses the config; prestart_fail,
+        # poststart, poststop print `1..0` and report a failure only as
+        # a YAML diagnostic (`  ---`). Exit 0 with neither: one pass.
+        # Anything else (a diagnostic, a crash, a hang): one failure.
+        try:
+            rc = int(open(path + ".rc").read())
+        except (OSError, ValueError):
+            rc = 1
+        if rc == 0 and ok + nok == 0 and not re.search(r"^\s*---\s*$", text, re.M):
+            ok += 1
+        else:
+            nok += 1
     return ok, nok
 tot = {r: [0, 0] for r in runtimes}
 worse = []

@@ -13,6 +13,43 @@ B=$T/$id
 bundle_new "$B"
 runit() { rt_timed run --bundle "$B" "$id" </dev/null 2>&1; }
 
+# -- no mount namespace: the runtime's, chrooted into root.path; no mount is made anywhere
+cp "$B/config.json" "$T/pristine.json"
+rootfs_mounts() { awk -v r="$B/rootfs" '$5 == r || index($5, r "/") == 1' /proc/self/mountinfo | wc -l; }
+mnt_before=$(rootfs_mounts)
+bundle_set "$B" '
+c["process"]["args"] = ["sh", "-c", "readlink /proc/$$/ns/mnt 2>/dev/null || echo no-proc; cat /inroot"]
+c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "mount"]
+'
+echo in-the-rootfs >"$B/rootfs/inroot"
+out=$(runit) || fail "run without a mount namespace: $out"
+# exec joins it in the same root
+bundle_set "$B" 'c["process"]["args"] = ["sleep", "30"]'
+rt_timed run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d without a mount namespace"
+xout=$(rt_timed exec "$id" cat /inroot 2>&1) || fail "exec without a mount namespace: $xout"
+[ "$xout" = in-the-rootfs ] || fail "exec without a mount namespace: not in root.path: $xout"
+rt delete --force "$id" >/dev/null 2>&1
+rm -f "$B/rootfs/inroot"
+echo "$out" | grep -qx no-proc || fail "no mount namespace: /proc was mounted: $out"
+echo "$out" | grep -qx in-the-rootfs || fail "no mount namespace: not chrooted into root.path: $out"
+[ "$(rootfs_mounts)" = "$mnt_before" ] || fail "no mount namespace: mounts were made under the rootfs on the host"
+cp "$T/pristine.json" "$B/config.json"
+
+# -- rootfsPropagation shared / unbindable: set on the container's own root, after pivot_root
+cat >"$B/rootfs/prop.sh" <<'SH'
+awk '$5 == "/" { print $7 }' /proc/self/mountinfo
+SH
+for prop in shared unbindable; do
+	bundle_set "$B" "c['process']['args'] = ['sh', '/prop.sh']; c['linux']['rootfsPropagation'] = '$prop'"
+	out=$(runit) || fail "rootfsPropagation $prop: $out"
+	case $prop in
+	shared) echo "$out" | grep -q '^shared:' || fail "rootfsPropagation shared: root mount is \`$out\`" ;;
+	unbindable) echo "$out" | grep -qx unbindable || fail "rootfsPropagation unbindable: root mount is \`$out\`" ;;
+	esac
+done
+rm -f "$B/rootfs/prop.sh"
+cp "$T/pristine.json" "$B/config.json"
+
 # -- capabilities, seccomp, rlimits, NNP, OOM score
 bundle_set "$B" '
 c["process"]["args"] = ["sh", "-c", """
@@ -56,6 +93,13 @@ expect_fail 1 rt create --bundle "$B" "$id"
 echo "$LAST_OUTPUT" | grep -q "config.json: process.capabilities.bounding\[0\]: unknown capability" || fail "bad cap: $LAST_OUTPUT"
 [ ! -e "$RTROOT/$id" ] || fail "bad cap left a state dir"
 
+# a capability the runtime itself can't hold (not in its bounding set) fails create, not the container after start
+bundle_set "$B" 'c["process"]["capabilities"] = {"bounding": ["CAP_SYSLOG"], "effective": ["CAP_SYSLOG"], "permitted": ["CAP_SYSLOG"]}'
+expect_fail 1 setpriv --bounding-set -syslog "$CRYO_BIN" --root "$RTROOT" create --bundle "$B" "$id"
+echo "$LAST_OUTPUT" | grep -q "process.capabilities.effective: CAP_SYSLOG is not in the runtime's bounding set" ||
+	fail "ungrantable cap: $LAST_OUTPUT"
+[ ! -e "$RTROOT/$id" ] || fail "ungrantable cap left a state dir"
+
 # -- hooks: order, state on stdin, where they run
 cat > "$B/rootfs/hook.sh" <<'SH'
 #!/bin/sh
@@ -86,12 +130,28 @@ check rt start "$id"
 for _ in $(seq 50); do grep -q poststart "$L" 2>/dev/null && break; sleep 0.1; done
 check rt delete --force "$id"
 got=$(cut -d' ' -f1,2 "$L" | tr '\n' ';')
-want='prestart "status":"creating";createRuntime "status":"creating";createContainer "status":"creating";startContainer "status":"creating";poststart "status":"running";poststop "status":"stopped";'
+want='prestart "status":"created";createRuntime "status":"created";createContainer "status":"creating";startContainer "status":"creating";poststart "status":"running";poststop "status":"stopped";'
 [ "$got" = "$want" ] || fail "hooks order/state: $got"
 grep -c "\"id\":\"$id\"" "$L" | grep -qx 6 || fail "hooks did not all get the container id: $(cat "$L")"
 
+# a failing poststart / poststop hook is a warning: start and delete succeed, the next hook still runs
+bundle_set "$B" "
+h = lambda kind, path, log, *rest: {'path': path, 'args': ['hook', kind, log] + list(rest), 'timeout': 10}
+c['hooks'] = {k: [h(k + '-fails', '$H', '$L', '3'), h(k + '-after', '$H', '$L')] for k in ('poststart', 'poststop')}
+"
+rm -f "$L"
+rt create --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "create with failing poststart hooks failed"
+check rt start "$id"
+for _ in $(seq 50); do grep -q poststart-after "$L" 2>/dev/null && break; sleep 0.1; done
+check rt delete --force "$id"
+got=$(cut -d' ' -f1 "$L" | tr '\n' ';')
+[ "$got" = "poststart-fails;poststart-after;poststop-fails;poststop-after;" ] || fail "failing post hooks: $got"
+
 # a failing createRuntime hook fails create and leaves nothing
-bundle_set "$B" "c['hooks']['createRuntime'][0]['args'].append('3')"
+bundle_set "$B" "
+h = lambda kind, path, log, *rest: {'path': path, 'args': ['hook', kind, log] + list(rest), 'timeout': 10}
+c['hooks'] = {'createRuntime': [h('createRuntime', '$H', '$L', '3')]}
+"
 expect_fail 1 rt create --bundle "$B" "$id"
 echo "$LAST_OUTPUT" | grep -q "createRuntime" || fail "failing hook: $LAST_OUTPUT"
 echo "$LAST_OUTPUT" | grep -q "status 3" || fail "failing hook status: $LAST_OUTPUT"
