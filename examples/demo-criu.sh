@@ -6,7 +6,7 @@
 # counting in its shell's memory is checkpointed (freeze → FIFREEZE →
 # rootfs snapshot → FITHAW → CRIU dump → manifest → atomic commit),
 # inspected, and restored: the counter goes on from where it was, not
-# from 1.
+# from 1. Then examples/demo-migrate.sh moves a container to another "host".
 set -euo pipefail
 CRYO=${1:?usage: demo-criu.sh PATH-TO-CRYO}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,3 +55,5 @@ echo "counter after restore: $now (was $at at checkpoint: it went on from memory
 [ "$now" -gt "$at" ] || { echo "demo: the counter did not continue" >&2; exit 1; }
 "$CRYO" --root "$ROOT" kill "$ID" KILL
 sleep 0.3
+
+bash "$SRC/examples/demo-migrate.sh" "$CRYO"

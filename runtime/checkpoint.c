@@ -334,6 +334,11 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 		.leave_running = o->leave_running || pre_dump || !o->criu.tcp_established,
 		.flags = o->criu,
 		.pre_dump = pre_dump,
+		/*
+		 * On top of a pre-dump CRIU leaves out the pages not dirtied
+		 * since only while tracking: without it the dump is full.
+		 */
+		.track_mem = o->parent_path != NULL,
 	};
 	int r;
 

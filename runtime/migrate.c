@@ -327,8 +327,10 @@ struct mctx {
 	bool image_made;
 	bool commit_sent, confirmed, peer_failed;
 	int64_t frozen_at, t0;
-	char *out_dir;           /* <root>/.migrate-out/<id> */
-	char *out_rel;           /* .migrate-out/<id> */
+	char *base_rel;          /* .migrate-out/<id>: every image of this run */
+	char *out_dir;           /* <root>/.migrate-out/<id>/img: the final dump */
+	char *out_rel;           /* .migrate-out/<id>/img */
+	unsigned rounds;         /* pre-copy rounds sent: pre1 .. pre<rounds> */
 	const char *step;
 	int64_t step_start;
 	struct cryo_error fail;  /* the error that failed the run, for the abort frame */
@@ -612,10 +614,106 @@ static int rm_under_root(const char *root, const char *rel)
 	return cryo_rm_rf_at(rfd, rel);
 }
 
+/* <root>/.migrate-out/<id>, empty: the images of this run (pre-copy rounds, the dump) */
+static int prepare_out(struct mctx *c, struct cryo_error *err)
+{
+	_cleanup_free_ char *parent = NULL, *base = NULL;
+	int r;
+
+	if (c->image_made)
+		return 0;
+	if (asprintf(&parent, "%s/" MIGRATE_OUT_DIR, c->o->root) < 0 ||
+	    asprintf(&c->base_rel, MIGRATE_OUT_DIR "/%s", c->o->id) < 0 ||
+	    asprintf(&c->out_rel, "%s/img", c->base_rel) < 0 ||
+	    asprintf(&c->out_dir, "%s/%s", c->o->root, c->out_rel) < 0 ||
+	    asprintf(&base, "%s/%s", c->o->root, c->base_rel) < 0)
+		return cryo_error_set(err, ENOMEM, "image dir");
+	r = cryo_mkdir_p(parent, 0700);
+	if (r < 0)
+		return cryo_error_set(err, -r, "create `%s`", parent);
+	/* a leftover of a migrate that was killed is ours to replace */
+	(void)rm_under_root(c->o->root, c->base_rel);
+	c->image_made = true;
+	if (mkdir(base, 0700) < 0)
+		return cryo_error_set(err, errno, "create `%s`", base);
+	return 0;
+}
+
+static void undo_images(void *ctx)
+{
+	struct mctx *c = ctx;
+
+	if (c->image_made && c->base_rel)
+		(void)rm_under_root(c->o->root, c->base_rel);
+	c->image_made = false;
+}
+
+static int send_image(struct mctx *c, const char *dir, uint32_t round, uint64_t *ret_sent, uint64_t *ret_pages,
+		      struct cryo_error *err);
+
+/* a round that sends more than this share of the last one: stop pre-copying */
+#define PRECOPY_SHRINK_PERCENT 80
+
+/*
+ * --pre-copy N: memory pre-dumps while the container runs, each sent
+ * at once; CRIU tracks the pages dirtied since the last one, so each
+ * round sends less, and the final dump (frozen) only what is left.
+ * The rounds stop early when the dirty set stops shrinking.
+ */
+static int step_precopy(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	uint64_t last_pages = 0;
+	unsigned k;
+	int r;
+
+	if (!c->o->pre_copy)
+		return 0;
+	r = prepare_out(c, err);
+	if (r < 0)
+		return r;
+	for (k = 1; k <= c->o->pre_copy; k++) {
+		_cleanup_free_ char *dir = NULL, *parent = NULL;
+		struct cryo_checkpoint_opts co = {
+			.root = c->o->root,
+			.id = c->o->id,
+			.pre_dump = true,
+			.criu = c->o->criu,
+			.fs_freeze = CRYO_FS_FREEZE_AUTO,
+			.sign_key = c->o->sign_key,
+		};
+		uint64_t sent = 0, pages = 0;
+
+		if (asprintf(&dir, "%s/%s/pre%u", c->o->root, c->base_rel, k) < 0 ||
+		    (k > 1 && asprintf(&parent, "../pre%u", k - 1) < 0))
+			return cryo_error_set(err, ENOMEM, "pre-copy");
+		co.image_path = dir;
+		co.parent_path = parent;
+		r = cryo_checkpoint(&co, err);
+		if (r < 0)
+			return cryo_error_prefix(err, "round %u", k);
+		r = send_image(c, dir, k, &sent, &pages, err);
+		if (r < 0)
+			return cryo_error_prefix(err, "round %u", k);
+		c->rounds = k;
+		if (k == 1)
+			c->res->first_round_pages = pages;
+		c->res->precopy_rounds = k;
+		c->res->precopy_bytes += sent;
+		cryo_debug("migrate `%s`: pre-copy round %u: %" PRIu64 " bytes (%" PRIu64 " of pages)", c->o->id, k,
+			   sent, pages);
+		if (k > 1 && pages * 100 >= last_pages * PRECOPY_SHRINK_PERCENT)
+			break;
+		last_pages = pages;
+	}
+	return 0;
+}
+
 /*
  * The image of the frozen container. cryo_checkpoint() finds the cgroup
  * frozen (by us) and, with leave-running, leaves it so: the tasks are
- * all there for a resume, and nothing of them runs meanwhile.
+ * all there for a resume, and nothing of them runs meanwhile. After a
+ * pre-copy it holds only what changed since the last round.
  */
 static int step_checkpoint(void *ctx, struct cryo_error *err)
 {
@@ -627,30 +725,18 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 		.leave_running = true,
 		.criu = c->o->criu,
 		.fs_freeze = CRYO_FS_FREEZE_AUTO,
+		.sign_key = c->o->sign_key,
 	};
 	int r;
 
-	if (asprintf(&parent, "%s/" MIGRATE_OUT_DIR, c->o->root) < 0 ||
-	    asprintf(&c->out_rel, MIGRATE_OUT_DIR "/%s", c->o->id) < 0 ||
-	    asprintf(&c->out_dir, "%s/%s", c->o->root, c->out_rel) < 0)
-		return cryo_error_set(err, ENOMEM, "image dir");
-	r = cryo_mkdir_p(parent, 0700);
+	r = prepare_out(c, err);
 	if (r < 0)
-		return cryo_error_set(err, -r, "create `%s`", parent);
-	/* a leftover of a migrate that was killed is ours to replace */
-	(void)rm_under_root(c->o->root, c->out_rel);
+		return r;
+	if (c->rounds && asprintf(&parent, "../pre%u", c->rounds) < 0)
+		return cryo_error_set(err, ENOMEM, "parent image");
 	co.image_path = c->out_dir;
-	c->image_made = true;
-	co.sign_key = c->o->sign_key;
+	co.parent_path = parent;
 	return cryo_checkpoint(&co, err);
-}
-
-static void undo_checkpoint(void *ctx)
-{
-	struct mctx *c = ctx;
-
-	if (c->image_made && c->out_rel)
-		(void)rm_under_root(c->o->root, c->out_rel);
 }
 
 struct file_ent {
@@ -694,6 +780,10 @@ static int list_image(int dirfd, struct file_ent **ret, size_t *ret_n, uint64_t 
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
+		/* CRIU's link to the previous round: the destination makes its own */
+		if (strcmp(de->d_name, "parent") == 0 && fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(s.st_mode))
+			continue;
 		if (fstatat(dirfd, de->d_name, &s, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(s.st_mode)) {
 			closedir(d);
 			ents_free(v, n);
@@ -729,8 +819,8 @@ static int list_image(int dirfd, struct file_ent **ret, size_t *ret_n, uint64_t 
 	return 0;
 }
 
-static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint64_t *sent, uint64_t total,
-		     int64_t *last_report, uint8_t *buf, struct cryo_error *err)
+static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint32_t round, uint64_t *sent,
+		     uint64_t total, int64_t *last_report, uint8_t *buf, struct cryo_error *err)
 {
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
@@ -749,7 +839,7 @@ static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint64
 	fm.size = e->size;
 	fm.has_mode = fm.has_round = 1;
 	fm.mode = e->mode;
-	fm.round = 0;
+	fm.round = round;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
 	fr.file = &fm;
 	r = cryo_transport_send(c->t, &fr, err);
@@ -785,9 +875,13 @@ static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint64
 	return 0;
 }
 
-static int step_transfer(void *ctx, struct cryo_error *err)
+/*
+ * One image, its manifest last, then the end of its round: round 0 is
+ * the final dump, 1.. the pre-copy rounds. *ret_pages: its page bytes.
+ */
+static int send_image(struct mctx *c, const char *dir, uint32_t round, uint64_t *ret_sent, uint64_t *ret_pages,
+		      struct cryo_error *err)
 {
-	struct mctx *c = ctx;
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateDone done = CRYO__MIGRATE_DONE__INIT;
 	_cleanup_close_ int dirfd = -1;
@@ -798,9 +892,9 @@ static int step_transfer(void *ctx, struct cryo_error *err)
 	size_t n = 0, i;
 	int r;
 
-	dirfd = open(c->out_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dirfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", c->out_dir);
+		return cryo_error_set(err, errno, "open `%s`", dir);
 	r = list_image(dirfd, &ents, &n, &total, err);
 	if (r < 0)
 		return r;
@@ -809,20 +903,31 @@ static int step_transfer(void *ctx, struct cryo_error *err)
 		ents_free(ents, n);
 		return cryo_error_set(err, ENOMEM, "transfer");
 	}
-	for (i = 0; i < n && r >= 0; i++)
-		r = send_file(c, dirfd, &ents[i], &sent, total, &last, buf, err);
+	*ret_pages = 0;
+	for (i = 0; i < n && r >= 0; i++) {
+		if (strncmp(ents[i].name, "pages-", 6) == 0)
+			*ret_pages += ents[i].size;
+		r = send_file(c, dirfd, &ents[i], round, &sent, total, &last, buf, err);
+	}
 	free(buf);
 	ents_free(ents, n);
 	if (r < 0)
 		return r;
 	mprogress(c, sent, total);
-	c->res->bytes = sent;
-	done.round = 0;
+	*ret_sent = sent;
+	done.round = round;
 	done.has_final = 1;
-	done.final = true;
+	done.final = round == 0;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_DONE;
 	fr.done = &done;
 	return cryo_transport_send(c->t, &fr, err);
+}
+
+static int step_transfer(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+
+	return send_image(c, c->out_dir, 0, &c->res->bytes, &c->res->pages_bytes, err);
 }
 
 /* The destination verifies, restores and keeps the container frozen; it says when. */
@@ -923,15 +1028,16 @@ static int step_stop(void *ctx, struct cryo_error *err)
 	r = cryo_state_save(c->o->root, c->st, err);
 	if (r < 0)
 		return r;
-	undo_checkpoint(c);
+	undo_images(c);
 	return 0;
 }
 
 static const struct mstep migrate_steps[] = {
 	{ "connect", step_connect, undo_connect },
-	{ "preflight", step_preflight, NULL },
+	{ "preflight", step_preflight, undo_images },
+	{ "precopy", step_precopy, NULL },
 	{ "freeze", step_freeze, undo_freeze },
-	{ "checkpoint", step_checkpoint, undo_checkpoint },
+	{ "checkpoint", step_checkpoint, NULL },
 	{ "transfer", step_transfer, NULL },
 	{ "restore", step_remote_restore, NULL },
 	{ "commit", step_commit, NULL },
@@ -940,7 +1046,7 @@ static const struct mstep migrate_steps[] = {
 };
 
 const char *const cryo_migrate_steps[] = {
-	"connect", "preflight", "freeze", "checkpoint", "transfer", "restore", "commit", "confirm", "stop", NULL,
+	"connect", "preflight", "precopy", "freeze", "checkpoint", "transfer", "restore", "commit", "confirm", "stop", NULL,
 };
 
 void cryo_migrate_result_done(struct cryo_migrate_result *r)
@@ -1009,6 +1115,7 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 	cryo_dest_done(&c.dest);
 	free(c.out_dir);
 	free(c.out_rel);
+	free(c.base_rel);
 	cryo_error_clear(&c.fail);
 	if (r < 0)
 		return cryo_error_prefix(err, "migrate `%s`", o->id);
@@ -1023,8 +1130,12 @@ struct rctx {
 	struct cryo_transport *t;
 	char *id;
 	bool dry_run, was_paused;
-	char *in_rel, *in_dir;      /* .migrate-in/<id>, <root>/.migrate-in/<id> */
+	char *in_rel, *in_dir;      /* .migrate-in/<id>, <root>/.migrate-in/<id>: every image received */
+	char *img_dir;              /* <in_dir>/img: the final dump (pre-copy rounds: <in_dir>/pre<k>) */
 	int in_fd;
+	int round_fd;               /* the dir of the round being received, or -1 */
+	uint32_t round;             /* its number (0 = the final dump) */
+	unsigned rounds_done;       /* pre-copy rounds received and verified */
 	bool staged;
 	char *bundle;               /* <bundle_dir>/<id> */
 	bool bundle_made;
@@ -1195,7 +1306,8 @@ static int rstep_stage(void *ctx, struct cryo_error *err)
 
 	if (asprintf(&parent, "%s/" MIGRATE_IN_DIR, c->o->root) < 0 ||
 	    asprintf(&c->in_rel, MIGRATE_IN_DIR "/%s", c->id) < 0 ||
-	    asprintf(&c->in_dir, "%s/%s", c->o->root, c->in_rel) < 0)
+	    asprintf(&c->in_dir, "%s/%s", c->o->root, c->in_rel) < 0 ||
+	    asprintf(&c->img_dir, "%s/img", c->in_dir) < 0)
 		return cryo_error_set(err, ENOMEM, "staging dir");
 	r = cryo_mkdir_p(parent, 0700);
 	if (r < 0)
@@ -1221,6 +1333,9 @@ static void rundo_stage(void *ctx)
 	if (c->in_fd >= 0)
 		close(c->in_fd);
 	c->in_fd = -1;
+	if (c->round_fd >= 0)
+		close(c->round_fd);
+	c->round_fd = -1;
 	if (c->staged)
 		(void)rm_under_root(c->o->root, c->in_rel);
 	c->staged = false;
@@ -1246,14 +1361,15 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	uint64_t left = fm->size;
 	int r;
 
-	if (!name_ok(fm->name))
+	/* `parent` is CRIU's link to the previous round: ours to make, never the peer's */
+	if (!name_ok(fm->name) || strcmp(fm->name, "parent") == 0)
 		return cryo_error_setx(err, EBADMSG, "the source sent a bad file name");
 	if (fm->size > *budget)
 		return cryo_error_setx(err, ENOSPC, "file `%s` of %" PRIu64 " bytes: not that much space here", fm->name,
 				       fm->size);
 	*budget -= fm->size;
 	/* O_EXCL: a name sent twice is refused, nothing is overwritten */
-	fd = openat(c->in_fd, fm->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = openat(c->round_fd, fm->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "create `%s`", fm->name);
 	while (left > 0) {
@@ -1293,6 +1409,96 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	return 0;
 }
 
+/*
+ * The first file of a round opens its dir: pre-copy rounds come in
+ * order (pre1, pre2, ...), the final dump (round 0) last; from the
+ * second on, each links to the round before (CRIU's `parent`), a link
+ * this host makes and the peer never names.
+ */
+static int enter_round(struct rctx *c, uint32_t round, struct cryo_error *err)
+{
+	char name[32], target[32];
+	_cleanup_close_ int fd = -1;
+
+	if (c->round_fd >= 0) {
+		if (round != c->round)
+			return cryo_error_setx(err, EBADMSG, "a file of round %u in round %u", round, c->round);
+		return 0;
+	}
+	if (round && (round != c->rounds_done + 1 || round > CRYO_MIGRATE_MAX_ROUNDS))
+		return cryo_error_setx(err, EBADMSG, "pre-copy round %u after round %u (at most %u)", round,
+				       c->rounds_done, CRYO_MIGRATE_MAX_ROUNDS);
+	if (round)
+		snprintf(name, sizeof(name), "pre%u", round);
+	else
+		snprintf(name, sizeof(name), "img");
+	if (mkdirat(c->in_fd, name, 0700) < 0)
+		return cryo_error_set(err, errno, "create `%s`", name);
+	fd = openat(c->in_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", name);
+	if (c->rounds_done) {
+		snprintf(target, sizeof(target), "../pre%u", c->rounds_done);
+		if (symlinkat(target, fd, "parent") < 0)
+			return cryo_error_set(err, errno, "link `%s` to its parent", name);
+	}
+	c->round_fd = TAKE_FD(fd);
+	c->round = round;
+	return 0;
+}
+
+static int check_signed(const struct rctx *c, struct cryo_error *err)
+{
+	if (!c->o->verify_key && !c->o->allow_unsigned)
+		return cryo_error_setx(err, EPERM, "an image from another host must be signed: pass --verify-key (or --allow-unsigned)");
+	return 0;
+}
+
+/* A pre-copy round is checked as it arrives, like the final dump: signed, whole, ours, a pre-dump. */
+static int verify_round(struct rctx *c, struct cryo_error *err)
+{
+	Cryo__Manifest *m = NULL;
+	int r;
+
+	r = check_signed(c, err);
+	if (r >= 0)
+		r = cryo_image_authenticate_at(c->round_fd, c->o->verify_key, false, err);
+	if (r >= 0)
+		r = cryo_manifest_read_at(c->round_fd, &m, err);
+	if (r >= 0)
+		r = cryo_manifest_verify_at(c->round_fd, m, err);
+	if (r >= 0 && (!m->container_id || strcmp(m->container_id, c->id) != 0))
+		r = cryo_error_setx(err, EBADMSG, "the image is of container `%s`, not `%s`",
+				    m->container_id ? m->container_id : "", c->id);
+	if (r >= 0 && !(m->criu && m->criu->has_pre_dump && m->criu->pre_dump))
+		r = cryo_error_setx(err, EBADMSG, "it is not a pre-dump");
+	cryo_manifest_free(m);
+	return r < 0 ? cryo_error_prefix(err, "pre-copy round %u", c->round) : 0;
+}
+
+/* 1: the final dump is in; 0: a pre-copy round is. */
+static int end_round(struct rctx *c, const Cryo__MigrateDone *d, struct cryo_error *err)
+{
+	bool final = d->has_final && d->final;
+	int r = 0;
+
+	if (c->round_fd < 0 || d->round != c->round)
+		return cryo_error_setx(err, EBADMSG, "the end of round %u, which was not sent", d->round);
+	if (final != (c->round == 0))
+		return cryo_error_setx(err, EBADMSG, "round %u ended as %s", d->round,
+				       final ? "the final dump" : "a pre-copy round");
+	if (!final)
+		r = verify_round(c, err);
+	close(c->round_fd);
+	c->round_fd = -1;
+	if (r < 0)
+		return r;
+	if (final)
+		return 1;
+	c->rounds_done++;
+	return 0;
+}
+
 static int rstep_transfer(void *ctx, struct cryo_error *err)
 {
 	struct rctx *c = ctx;
@@ -1314,15 +1520,18 @@ static int rstep_transfer(void *ctx, struct cryo_error *err)
 				cryo_migrate_frame_free(f);
 				return cryo_error_setx(err, EBADMSG, "more than %u files", CRYO_MANIFEST_MAX_FILES);
 			}
-			r = receive_file(c, f->file, &got, &budget, err);
+			r = enter_round(c, f->file->has_round ? f->file->round : 0, err);
+			if (r >= 0)
+				r = receive_file(c, f->file, &got, &budget, err);
 			break;
 		case CRYO__MIGRATE_FRAME__BODY_DONE:
-			if (f->done->has_final && f->done->final) {
+			r = end_round(c, f->done, err);
+			if (r > 0) {
 				cryo_migrate_frame_free(f);
+				c->res->precopy_rounds = c->rounds_done;
 				rprogress(c, got, got);
 				return 0;
 			}
-			r = cryo_error_setx(err, EOPNOTSUPP, "pre-copy rounds are not supported by this receiver");
 			break;
 		case CRYO__MIGRATE_FRAME__BODY_RESULT:
 			c->peer_failed = true;
@@ -1382,12 +1591,13 @@ static int rstep_verify(void *ctx, struct cryo_error *err)
 	int r;
 
 	/* from another machine: authenticated before anything is read (sign.h) */
-	if (!c->o->verify_key && !c->o->allow_unsigned)
-		return cryo_error_setx(err, EPERM, "an image from another host must be signed: pass --verify-key (or --allow-unsigned)");
-	r = cryo_image_authenticate(c->in_dir, c->o->verify_key, false, err);
+	r = check_signed(c, err);
 	if (r < 0)
 		return r;
-	r = cryo_manifest_load_verified(c->in_dir, &c->m, err);
+	r = cryo_image_authenticate(c->img_dir, c->o->verify_key, false, err);
+	if (r < 0)
+		return r;
+	r = cryo_manifest_load_verified(c->img_dir, &c->m, err);
 	if (r < 0)
 		return r;
 	if (!c->m->container_id || strcmp(c->m->container_id, c->id) != 0)
@@ -1515,7 +1725,7 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 	struct cryo_restore_opts ro = {
 		.root = c->o->root,
 		.id = c->id,
-		.image_path = c->in_dir,
+		.image_path = c->img_dir,
 		.bundle = c->bundle,
 		.detach = true,
 		.paused = true,
@@ -1653,7 +1863,7 @@ static void receive_failed(void *ctx, size_t failed, struct cryo_error *err)
 
 int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *res, struct cryo_error *err)
 {
-	struct rctx c = { .o = o, .res = res, .in_fd = -1 };
+	struct rctx c = { .o = o, .res = res, .in_fd = -1, .round_fd = -1 };
 	struct runner rn = {
 		.table = "receive", .steps = receive_steps, .n = ARRAY_SIZE(receive_steps),
 		.progress = o->progress, .userdata = o->userdata, .current = &c.step, .phase_start = &c.step_start,
@@ -1674,10 +1884,13 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 	}
 	if (c.in_fd >= 0)
 		close(c.in_fd);
+	if (c.round_fd >= 0)
+		close(c.round_fd);
 	cryo_transport_close(c.t);
 	free(c.id);
 	free(c.in_rel);
 	free(c.in_dir);
+	free(c.img_dir);
 	free(c.bundle);
 	cryo_manifest_free(c.m);
 	cryo_spec_free(c.spec);

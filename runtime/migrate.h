@@ -79,6 +79,7 @@ struct cryo_migrate_opts {
 	const char *sign_key;         /* sign the image (runtime/sign.h) */
 	struct cryo_criu_flags criu;
 	bool dry_run;
+	unsigned pre_copy;            /* at most this many memory rounds while it runs (<= CRYO_MIGRATE_MAX_ROUNDS) */
 	int64_t freeze_deadline_ms;   /* the source thaws by itself after this; 0 = 300000 */
 	int64_t timeout_ms;           /* each wait for the peer; 0 = 120000 */
 	cryo_migrate_progress_fn progress;
@@ -94,7 +95,11 @@ struct cryo_migrate_result {
 	bool dry_run_ready;           /* --dry-run: both ends can do it */
 	struct cryo_migrate_facts local, remote;
 	uint64_t downtime_us;         /* frozen here → running there (measured here) */
-	uint64_t total_us, bytes;
+	uint64_t total_us, bytes;     /* bytes: the final image (sent while frozen) */
+	unsigned precopy_rounds;      /* pre-copy rounds sent before the freeze */
+	uint64_t precopy_bytes;       /* their bytes */
+	uint64_t pages_bytes;         /* memory pages in the final image */
+	uint64_t first_round_pages;   /* memory pages in the first pre-copy round */
 };
 
 void cryo_migrate_result_done(struct cryo_migrate_result *r);
@@ -123,11 +128,15 @@ struct cryo_receive_result {
 	bool dry_run;
 	struct cryo_migrate_facts local, remote;
 	uint64_t downtime_us;         /* estimate: the source's frozen time + ours until thawed */
+	unsigned precopy_rounds;      /* pre-copy rounds received */
 };
 
 void cryo_receive_result_done(struct cryo_receive_result *r);
 
 int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *res, struct cryo_error *err);
+
+/* --pre-copy: at most this many rounds (CRIU's parent chain stays short) */
+#define CRYO_MIGRATE_MAX_ROUNDS 8
 
 /* The step names, in order (tests iterate them for CRYO_FAULT). */
 extern const char *const cryo_migrate_steps[];

@@ -125,9 +125,10 @@ struct ctx {
  * by their target, so a page file that is a symlink to a host file would
  * verify and be loaded into the container's memory: the only symlink an
  * image may hold is CRIU's `parent` (a dump on top of a pre-dump), and the
- * image it leads to is verified like this one, down the chain.
+ * image it leads to is authenticated and verified like this one, down the
+ * chain: the link names a dir, not its content.
  */
-static int verify_links(int image_fd, const Cryo__Manifest *m, int depth, struct cryo_error *err)
+static int verify_links(const struct ctx *c, int image_fd, const Cryo__Manifest *m, int depth, struct cryo_error *err)
 {
 	_cleanup_close_ int pfd = -1;
 	Cryo__Manifest *pm = NULL;
@@ -150,11 +151,13 @@ static int verify_links(int image_fd, const Cryo__Manifest *m, int depth, struct
 	pfd = cryo_image_open_at(image_fd, PARENT_LINK, err);
 	if (pfd < 0)
 		return cryo_error_prefix(err, "parent image");
-	r = cryo_manifest_read_at(pfd, &pm, err);
+	r = cryo_image_authenticate_at(pfd, c->o->verify_key, c->o->require_signature, err);
+	if (r >= 0)
+		r = cryo_manifest_read_at(pfd, &pm, err);
 	if (r >= 0)
 		r = cryo_manifest_verify_at(pfd, pm, err);
 	if (r >= 0)
-		r = verify_links(pfd, pm, depth + 1, err);
+		r = verify_links(c, pfd, pm, depth + 1, err);
 	cryo_manifest_free(pm);
 	return r < 0 ? cryo_error_prefix(err, "parent image") : 0;
 }
@@ -175,7 +178,7 @@ static int step_verify(void *ctx, struct cryo_error *err)
 	if (r >= 0)
 		r = cryo_manifest_verify_at(c->image_fd, c->m, err);
 	if (r >= 0)
-		r = verify_links(c->image_fd, c->m, 0, err);
+		r = verify_links(c, c->image_fd, c->m, 0, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "image `%s`", c->image);
 	if (c->m->criu && c->m->criu->has_pre_dump && c->m->criu->pre_dump)

@@ -67,6 +67,9 @@ static void usage(FILE *out)
 		"                            global options: `cryo --root /run/cryo`)\n"
 		"  --remote-opts OPTS        more options for the remote `receive`\n"
 		"  --sign-key FILE           sign the image (the destination verifies it)\n"
+		"  --pre-copy N              up to N memory rounds while it runs (1-8; CRIU\n"
+		"                            tracks dirty pages), so the frozen dump is small;\n"
+		"                            stops early when a round no longer shrinks\n"
 		"  --freeze-deadline MS      thaw here by itself if not committed by then\n"
 		"                            (default 300000)\n"
 		"  --timeout MS              longest wait for the destination (default 120000)\n"
@@ -209,8 +212,13 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 			o.timeout_ms = (int64_t)v;
 			break;
 		case OPT_PRE_COPY:
+			if (cryo_parse_u64(optarg, CRYO_MIGRATE_MAX_ROUNDS, &v) < 0 || v == 0)
+				return cli_usage_error("migrate", "--pre-copy takes a number of rounds from 1 to %u, not `%s`",
+						       CRYO_MIGRATE_MAX_ROUNDS, optarg);
+			o.pre_copy = (unsigned)v;
+			break;
 		case OPT_LAZY:
-			return cli_usage_error("migrate", "--pre-copy and --lazy are not implemented yet");
+			return cli_usage_error("migrate", "--lazy is not implemented yet (use --pre-copy)");
 		case OPT_LIST_STEPS:
 			for (const char *const *s = cryo_migrate_steps; *s; s++)
 				printf("%s\n", *s);
@@ -271,11 +279,20 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 		printf("dry run: both ends are ready\n");
 	} else if (cli->log_json) {
 		printf("{\"migrated\":\"%s\",\"dest\":\"%s\",\"downtime_usec\":%" PRIu64 ",\"total_usec\":%" PRIu64
-		       ",\"bytes\":%" PRIu64 "}\n",
-		       o.id, o.dest, res.downtime_us, res.total_us, res.bytes);
+		       ",\"bytes\":%" PRIu64 ",\"pages_bytes\":%" PRIu64 ",\"precopy_rounds\":%u,\"precopy_bytes\":%" PRIu64
+		       ",\"first_round_pages\":%" PRIu64 "}\n",
+		       o.id, o.dest, res.downtime_us, res.total_us, res.bytes, res.pages_bytes, res.precopy_rounds,
+		       res.precopy_bytes, res.first_round_pages);
 	} else {
-		printf("migrated `%s` to %s: downtime %.1f ms, total %.1f ms, %.1f MiB sent\n", o.id, o.dest,
-		       (double)res.downtime_us / 1e3, (double)res.total_us / 1e3, (double)res.bytes / 1048576.0);
+		printf("migrated `%s` to %s: downtime %.1f ms, total %.1f ms, %.1f MiB sent", o.id, o.dest,
+		       (double)res.downtime_us / 1e3, (double)res.total_us / 1e3,
+		       (double)(res.bytes + res.precopy_bytes) / 1048576.0);
+		if (res.precopy_rounds)
+			printf(" (%u pre-copy rounds %.1f MiB, first %.1f MiB of pages; frozen dump %.1f MiB, %.1f MiB of pages)",
+			       res.precopy_rounds, (double)res.precopy_bytes / 1048576.0,
+			       (double)res.first_round_pages / 1048576.0, (double)res.bytes / 1048576.0,
+			       (double)res.pages_bytes / 1048576.0);
+		printf("\n");
 	}
 	cryo_migrate_result_done(&res);
 	return 0;

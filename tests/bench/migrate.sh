@@ -11,8 +11,11 @@
 #             its downtime is the whole of both
 #   migrate   `cryo migrate tls://...`: downtime = frozen here -> running
 #             there (as measured by the source), and its total time
+#   pre-copy  the same with --pre-copy 3: memory rounds while it runs, the
+#             frozen dump only what changed (this workload writes its
+#             memory once: the case pre-copy is for)
 #
-# Prints medians and the ratios migrate/local. Every run is checked: the
+# Prints medians and the ratios migrate/local and pre-copy/local. Every run is checked: the
 # workload keeps counting afterwards.
 #
 #   tests/bench/migrate.sh [REPS] [MEM_MIB...]      (default 3, 64 256)
@@ -41,7 +44,30 @@ mig_tls_certs "$T/pki"
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ms_since() { echo $(( $(now_ms) - $1 )); }
 
-printf '%-6s %-4s %12s %14s %12s %10s %10s\n' MiB rep local_ms mig_downtime mig_total down/local total/local
+# one migration of $id (options: $@); sets down and total (ms)
+migrate_once() {
+	mig_receive "$T/r.out" --allow-unsigned
+	"$CRYO_BIN" --root "$RTROOT" --log-format json migrate --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" \
+		--ca "$MIG_PKI/ca.crt" "$@" "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/m.json" 2>"$T/m.err" ||
+		fail "migrate $*: $(cat "$T/m.err")"
+	mig_receive_wait 60
+	[ "$MIG_RC" = 0 ] || fail "receive: $(cat "$T/r.out")"
+	c=$(wl_count "$D")
+	wl_wait_above "$D" $((c + 10))
+	wl_status "$D" | grep -q ' ok ' || fail "after migrate $*: $(wl_status "$D")"
+	read -r down total <<<"$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["downtime_usec"]/1e3, m["total_usec"]/1e3)' "$T/m.json")"
+	check rt_dst delete --force "$id"
+	rm -rf "${MIG_BUNDLES:?}/$id"
+	check rt delete --force "$id"
+}
+
+start() {
+	rt run -d --bundle "$B" "$id" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/out")"
+	wl_wait_above "$S" 10
+}
+
+printf '%-6s %-4s %10s %10s %10s %10s %10s %9s %9s\n' MiB rep local_ms mig_down mig_total pre_down pre_total \
+	down/loc pre/loc
 for mib in $sizes; do
 	id=mb-$mib-$$
 	B=$T/$id
@@ -49,10 +75,9 @@ for mib in $sizes; do
 	cp "$WL_BIN" "$B/rootfs-dir/counter"
 	S=$B/rootfs-dir/status
 	D=$MIG_BUNDLES/$id/rootfs-dir/status
-	: >"$T/l" ; : >"$T/d" ; : >"$T/t"
+	: >"$T/l" ; : >"$T/d" ; : >"$T/t" ; : >"$T/pd" ; : >"$T/pt"
 	for rep in $(seq "$reps"); do
-		rt run -d --bundle "$B" "$id" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/out")"
-		wl_wait_above "$S" 10
+		start
 		# local checkpoint + restore: the container is down for both
 		rm -rf "$T/img"
 		t0=$(now_ms)
@@ -61,23 +86,15 @@ for mib in $sizes; do
 		local_ms=$(ms_since "$t0")
 		c=$(wl_count "$S")
 		wl_wait_above "$S" $((c + 10))
-		# migrate
-		mig_receive "$T/r.out" --allow-unsigned
-		"$CRYO_BIN" --root "$RTROOT" --log-format json migrate --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" \
-			--ca "$MIG_PKI/ca.crt" "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/m.json" 2>"$T/m.err" ||
-			fail "migrate: $(cat "$T/m.err")"
-		mig_receive_wait 60
-		[ "$MIG_RC" = 0 ] || fail "receive: $(cat "$T/r.out")"
-		c=$(wl_count "$D")
-		wl_wait_above "$D" $((c + 10))
-		read -r down total <<<"$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["downtime_usec"]/1e3, m["total_usec"]/1e3)' "$T/m.json")"
+		migrate_once
 		echo "$local_ms" >>"$T/l"; echo "$down" >>"$T/d"; echo "$total" >>"$T/t"
-		printf '%-6s %-4s %12s %14s %12s\n' "$mib" "$rep" "$local_ms" "$down" "$total"
-		check rt_dst delete --force "$id"
-		rm -rf "${MIG_BUNDLES:?}/$id"
-		check rt delete --force "$id"
+		pdown=$down ptotal=$total
+		start
+		migrate_once --pre-copy 3
+		echo "$down" >>"$T/pd"; echo "$total" >>"$T/pt"
+		printf '%-6s %-4s %10s %10s %10s %10s %10s\n' "$mib" "$rep" "$local_ms" "$pdown" "$ptotal" "$down" "$total"
 	done
-	l=$(median <"$T/l"); d=$(median <"$T/d"); t=$(median <"$T/t")
-	printf '%-6s %-4s %12s %14s %12s %10.2f %10.2f\n' "$mib" med "$l" "$d" "$t" \
-		"$(awk -v a="$d" -v b="$l" 'BEGIN { print a / b }')" "$(awk -v a="$t" -v b="$l" 'BEGIN { print a / b }')"
+	l=$(median <"$T/l"); d=$(median <"$T/d"); t=$(median <"$T/t"); pd=$(median <"$T/pd"); pt=$(median <"$T/pt")
+	printf '%-6s %-4s %10s %10s %10s %10s %10s %9.2f %9.2f\n' "$mib" med "$l" "$d" "$t" "$pd" "$pt" \
+		"$(awk -v a="$d" -v b="$l" 'BEGIN { print a / b }')" "$(awk -v a="$pd" -v b="$l" 'BEGIN { print a / b }')"
 done

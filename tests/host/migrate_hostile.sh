@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# `cryo receive` against a hostile source that passes the preflight and
+# then lies in its pre-copy rounds (tests/tools/cryo-test-peer): a file
+# named `parent` (CRIU's link to the round before, which only the
+# receiver makes), rounds out of order or mixed, the end of a round never
+# sent, a final dump posing as a round, a round that is no image, and
+# real signed images that are not a pre-dump or not of this container.
+# Each is refused at transfer with a reason, and nothing is left: no
+# staged images, no bundle, no container.
+. "$(dirname "$0")/../lib/common.sh"
+need_root
+need_cmd openssl
+PEER=$CRYO_BUILD/tests/tools/cryo-test-peer
+SEAL=$CRYO_BUILD/tests/tools/cryo-test-criu
+SIGN=$CRYO_BUILD/tests/tools/cryo-test-sign
+[ -x "$PEER" ] && [ -x "$SEAL" ] && [ -x "$SIGN" ] || fail "build the test tools first"
+R=$T/root
+B=$T/bundles
+id=hostile-$$
+mkdir -p "$R"
+(umask 077; openssl genpkey -algorithm ed25519 -out "$T/ed.pem" 2>/dev/null) || fail "openssl genpkey"
+openssl pkey -in "$T/ed.pem" -pubout -out "$T/ed.pub" 2>/dev/null || fail "openssl pkey"
+
+nothing_left() {
+	[ -z "$(ls -A "$R/.migrate-in" 2>/dev/null)" ] || fail "$1: staging left: $(ls -A "$R/.migrate-in")"
+	[ ! -e "$B/$id" ] || fail "$1: a bundle was made"
+	[ -z "$("$CRYO_BIN" --root "$R" list -q)" ] || fail "$1: a container exists"
+}
+
+attack() {  # scenario, expected words in the receiver's error
+	local out rc
+	out=$("$PEER" "$1" "$id" "$CRYO_BIN" --root "$R" receive --stdio --bundle-dir "$B" --verify-key "$T/ed.pub" 2>&1) &&
+		rc=0 || rc=$?
+	if [ "$rc" = 3 ] && echo "$out" | grep -q 'no working CRIU'; then
+		skip "receive needs CRIU on this host: $out"
+	fi
+	[ "$rc" = 1 ] || fail "$1: the receiver exited $rc: $out"
+	echo "$out" | grep -q 'failed at transfer' || fail "$1: not refused at transfer: $out"
+	echo "$out" | grep -q -- "$2" || fail "$1: no \`$2\` in: $out"
+	nothing_left "$1"
+	log "$1: $(echo "$out" | grep '^cryo' | tail -n 1)"
+}
+
+attack parent-name "bad file name"
+attack round-skip "pre-copy round 2 after round 0"
+attack round-mix "a file of round 0 in round 1"
+attack done-unsent "the end of round 1"
+attack final-flag "round 0 ended as a pre-copy round"
+attack round-bogus "pre-copy round 1"
+
+# real images, signed with the key the receiver trusts
+mkimg() {  # dir, container id
+	mkdir -m 0700 "$1"
+	echo pages >"$1/pages-1.img"
+	echo core >"$1/core-1.img"
+	chmod 600 "$1"/*
+	check "$SEAL" seal "$1" "$2"
+	check "$SIGN" sign "$1" "$T/ed.pem"
+}
+mkimg "$T/dump" "$id"
+attack "round-dir:$T/dump" "not a pre-dump"
+mkimg "$T/other" "other-$$"
+attack "round-dir:$T/other" "of container \`other-$$\`"
+echo "PASS migrate_hostile"
