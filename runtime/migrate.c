@@ -24,6 +24,7 @@
 #include "snapshot.h"
 #include "sign.h"
 #include "spec.h"
+#include "step.h"
 #include "state.h"
 #include "util.h"
 #include "version.h"
@@ -38,80 +39,6 @@
 /* Under the state root; a leading dot can't be a container id. */
 #define MIGRATE_OUT_DIR ".migrate-out"
 #define MIGRATE_IN_DIR ".migrate-in"
-
-/*
- * The step runner. A local copy of checkpoint.c's pattern until the
- * shared runner (runtime/step.h) lands: a table of named steps, each
- * with an undo; on failure the undos of the failed step and every step
- * before it run in reverse.
- */
-struct mstep {
-	const char *name;
-	int (*run)(void *ctx, struct cryo_error *err);
-	void (*undo)(void *ctx);
-};
-
-struct runner {
-	const char *table;     /* "migrate" / "receive": fault points are <table>:<step> */
-	const struct mstep *steps;
-	size_t n;
-	cryo_migrate_progress_fn progress;
-	void *userdata;
-	const char **current;  /* the step running (for progress from inside it) */
-	int64_t *phase_start;
-	/* called with the error before the undos run */
-	void (*on_fail)(void *ctx, size_t failed, struct cryo_error *err);
-};
-
-static int run_steps(const struct runner *rn, void *ctx, size_t *ret_failed, struct cryo_error *err)
-{
-	size_t i;
-	int r = 0;
-
-	for (i = 0; i < rn->n; i++) {
-		char fault[64];
-		int64_t start = cryo_now_us();
-
-		*rn->current = rn->steps[i].name;
-		*rn->phase_start = start;
-		if (rn->progress) {
-			struct cryo_migrate_progress p = { .side = rn->table, .phase = rn->steps[i].name };
-
-			rn->progress(&p, rn->userdata);
-		}
-		snprintf(fault, sizeof(fault), "%s:%s", rn->table, rn->steps[i].name);
-		if (cryo_fault(fault))
-			r = cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", fault);
-		else
-			r = rn->steps[i].run(ctx, err);
-		if (r < 0) {
-			cryo_error_prefix(err, "%s", rn->steps[i].name);
-			break;
-		}
-		/* a step may end the table early (dry run): it sets *current to NULL */
-		if (!*rn->current)
-			break;
-		if (rn->progress) {
-			struct cryo_migrate_progress p = { .side = rn->table, .phase = rn->steps[i].name,
-							   .phase_done = true,
-							   .phase_us = cryo_now_us() - start };
-
-			rn->progress(&p, rn->userdata);
-		}
-		cryo_debug("%s: %s done in %lld us", rn->table, rn->steps[i].name, (long long)(cryo_now_us() - start));
-	}
-	if (r < 0) {
-		size_t j = i + 1;
-
-		*ret_failed = i;
-		if (rn->on_fail)
-			rn->on_fail(ctx, i, err);
-		while (j-- > 0)
-			if (rn->steps[j].undo)
-				rn->steps[j].undo(ctx);
-	}
-	return r;
-}
 
 /* --- facts both ends exchange ------------------------------------------ */
 
@@ -315,7 +242,52 @@ static int recv_expect(struct cryo_transport *t, int64_t timeout_ms, Cryo__Migra
 
 /* --- the source: cryo migrate ------------------------------------------ */
 
+/*
+ * Where a run is, for progress reports: the first member of both sides'
+ * contexts, so the step table hooks serve both.
+ */
+struct phase {
+	const char *side;        /* "migrate" / "receive" */
+	const char *step;        /* the step running; NULL ends the table early (dry run) */
+	int64_t start;
+	cryo_migrate_progress_fn progress;
+	void *userdata;
+};
+
+static void phase_report(const struct phase *ph, bool done, int64_t usec, uint64_t bytes, uint64_t total)
+{
+	struct cryo_migrate_progress p = {
+		.side = ph->side, .phase = ph->step, .phase_done = done, .bytes = bytes, .total = total,
+		.phase_us = done ? usec : cryo_now_us() - ph->start,
+	};
+
+	if (ph->progress)
+		ph->progress(&p, ph->userdata);
+}
+
+/* bytes of total moved in the step running */
+static void phase_progress(const struct phase *ph, uint64_t bytes, uint64_t total)
+{
+	phase_report(ph, false, 0, bytes, total);
+}
+
+static void phase_on_step(void *ctx, const char *step, bool done, int64_t usec)
+{
+	struct phase *ph = ctx;
+
+	ph->step = step;
+	if (!done)
+		ph->start = cryo_now_us();
+	phase_report(ph, done, usec, 0, 0);
+}
+
+static bool phase_finished(void *ctx)
+{
+	return !((const struct phase *)ctx)->step;
+}
+
 struct mctx {
+	struct phase ph;         /* first: the table hooks take the context as a struct phase */
 	const struct cryo_migrate_opts *o;
 	struct cryo_migrate_result *res;
 	struct cryo_dest dest;
@@ -331,21 +303,8 @@ struct mctx {
 	char *out_dir;           /* <root>/.migrate-out/<id>/img: the final dump */
 	char *out_rel;           /* .migrate-out/<id>/img */
 	unsigned rounds;         /* pre-copy rounds sent: pre1 .. pre<rounds> */
-	const char *step;
-	int64_t step_start;
 	struct cryo_error fail;  /* the error that failed the run, for the abort frame */
 };
-
-static void mprogress(struct mctx *c, uint64_t bytes, uint64_t total)
-{
-	struct cryo_migrate_progress p = {
-		.side = "migrate", .phase = c->step, .bytes = bytes, .total = total,
-		.phase_us = cryo_now_us() - c->step_start,
-	};
-
-	if (c->o->progress)
-		c->o->progress(&p, c->o->userdata);
-}
 
 static int64_t mtimeout(const struct mctx *c)
 {
@@ -547,7 +506,7 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 		cryo_debug("migrate `%s`: kernel %s here, %s there", c->o->id, lf->kernel, c->res->remote.kernel);
 	if (c->o->dry_run) {
 		c->res->dry_run_ready = true;
-		c->step = NULL; /* the dry run ends here */
+		c->ph.step = NULL; /* the dry run ends here */
 	}
 	return 0;
 }
@@ -869,7 +828,7 @@ static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint32
 		}
 		if (cryo_now_us() - *last_report > PROGRESS_EVERY_US) {
 			*last_report = cryo_now_us();
-			mprogress(c, *sent, total);
+			phase_progress(&c->ph, *sent, total);
 		}
 	}
 	return 0;
@@ -913,7 +872,7 @@ static int send_image(struct mctx *c, const char *dir, uint32_t round, uint64_t 
 	ents_free(ents, n);
 	if (r < 0)
 		return r;
-	mprogress(c, sent, total);
+	phase_progress(&c->ph, sent, total);
 	*ret_sent = sent;
 	done.round = round;
 	done.has_final = 1;
@@ -1032,7 +991,7 @@ static int step_stop(void *ctx, struct cryo_error *err)
 	return 0;
 }
 
-static const struct mstep migrate_steps[] = {
+static const struct cryo_step migrate_steps[] = {
 	{ "connect", step_connect, undo_connect },
 	{ "preflight", step_preflight, undo_images },
 	{ "precopy", step_precopy, NULL },
@@ -1043,10 +1002,6 @@ static const struct mstep migrate_steps[] = {
 	{ "commit", step_commit, NULL },
 	{ "confirm", step_confirm, NULL },
 	{ "stop", step_stop, NULL },
-};
-
-const char *const cryo_migrate_steps[] = {
-	"connect", "preflight", "precopy", "freeze", "checkpoint", "transfer", "restore", "commit", "confirm", "stop", NULL,
 };
 
 void cryo_migrate_result_done(struct cryo_migrate_result *r)
@@ -1084,15 +1039,23 @@ static void migrate_failed(void *ctx, size_t failed, struct cryo_error *err)
 	c->fail.msg = err->msg ? strdup(err->msg) : NULL;
 }
 
+const struct cryo_step_table cryo_migrate_step_table = {
+	.name = "migrate",
+	.steps = migrate_steps,
+	.n_steps = ARRAY_SIZE(migrate_steps),
+	.faults_qualified = true,
+	.on_step = phase_on_step,
+	.finished = phase_finished,
+	.on_fail = migrate_failed,
+};
+
 int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *res, struct cryo_error *err)
 {
-	struct mctx c = { .o = o, .res = res };
-	struct runner rn = {
-		.table = "migrate", .steps = migrate_steps, .n = ARRAY_SIZE(migrate_steps),
-		.progress = o->progress, .userdata = o->userdata, .current = &c.step, .phase_start = &c.step_start,
-		.on_fail = migrate_failed,
+	struct mctx c = {
+		.ph = { .side = "migrate", .progress = o->progress, .userdata = o->userdata },
+		.o = o,
+		.res = res,
 	};
-	size_t failed = 0;
 	int r;
 
 	memset(res, 0, sizeof(*res));
@@ -1100,7 +1063,7 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 	if (r < 0)
 		return r;
 	c.t0 = cryo_now_us();
-	r = run_steps(&rn, &c, &failed, err);
+	r = cryo_step_run(&cryo_migrate_step_table, &c, NULL, err);
 	if (r < 0 && c.st && res->in_doubt) {
 		c.st->status = CRYO_STATUS_PAUSED;
 		(void)cryo_state_save(o->root, c.st, NULL);
@@ -1125,6 +1088,7 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 /* --- the destination: cryo receive ------------------------------------- */
 
 struct rctx {
+	struct phase ph;            /* first: see struct phase */
 	const struct cryo_receive_opts *o;
 	struct cryo_receive_result *res;
 	struct cryo_transport *t;
@@ -1145,25 +1109,12 @@ struct rctx {
 	bool restored, committed, peer_failed;
 	int64_t commit_at;
 	uint64_t frozen_usec;
-	const char *step;
-	int64_t step_start;
 	struct cryo_error fail;
 };
 
 static int64_t rtimeout(const struct rctx *c)
 {
 	return c->o->timeout_ms > 0 ? c->o->timeout_ms : DEFAULT_TIMEOUT_MS;
-}
-
-static void rprogress(struct rctx *c, uint64_t bytes, uint64_t total)
-{
-	struct cryo_migrate_progress p = {
-		.side = "receive", .phase = c->step, .bytes = bytes, .total = total,
-		.phase_us = cryo_now_us() - c->step_start,
-	};
-
-	if (c->o->progress)
-		c->o->progress(&p, c->o->userdata);
 }
 
 static int rstep_accept(void *ctx, struct cryo_error *err)
@@ -1293,7 +1244,7 @@ static int rstep_preflight(void *ctx, struct cryo_error *err)
 		return cryo_error_setx(err, -verdict, "refused: %s", why[0] ? why : strerror(-verdict));
 	}
 	if (c->dry_run)
-		c->step = NULL;
+		c->ph.step = NULL;
 	return 0;
 }
 
@@ -1529,7 +1480,7 @@ static int rstep_transfer(void *ctx, struct cryo_error *err)
 			if (r > 0) {
 				cryo_migrate_frame_free(f);
 				c->res->precopy_rounds = c->rounds_done;
-				rprogress(c, got, got);
+				phase_progress(&c->ph, got, got);
 				return 0;
 			}
 			break;
@@ -1551,7 +1502,7 @@ static int rstep_transfer(void *ctx, struct cryo_error *err)
 			return r;
 		if (cryo_now_us() - last > PROGRESS_EVERY_US) {
 			last = cryo_now_us();
-			rprogress(c, got, 0);
+			phase_progress(&c->ph, got, 0);
 		}
 	}
 }
@@ -1830,7 +1781,7 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	return 0;
 }
 
-static const struct mstep receive_steps[] = {
+static const struct cryo_step receive_steps[] = {
 	{ "accept", rstep_accept, rundo_accept },
 	{ "preflight", rstep_preflight, NULL },
 	{ "stage", rstep_stage, rundo_stage },
@@ -1839,10 +1790,6 @@ static const struct mstep receive_steps[] = {
 	{ "bundle", rstep_bundle, rundo_bundle },
 	{ "restore", rstep_restore, rundo_restore },
 	{ "commit", rstep_commit, NULL },
-};
-
-const char *const cryo_receive_steps[] = {
-	"accept", "preflight", "stage", "transfer", "verify", "bundle", "restore", "commit", NULL,
 };
 
 void cryo_receive_result_done(struct cryo_receive_result *r)
@@ -1861,21 +1808,31 @@ static void receive_failed(void *ctx, size_t failed, struct cryo_error *err)
 	c->fail.msg = err->msg ? strdup(err->msg) : NULL;
 }
 
+const struct cryo_step_table cryo_receive_step_table = {
+	.name = "receive",
+	.steps = receive_steps,
+	.n_steps = ARRAY_SIZE(receive_steps),
+	.faults_qualified = true,
+	.on_step = phase_on_step,
+	.finished = phase_finished,
+	.on_fail = receive_failed,
+};
+
 int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *res, struct cryo_error *err)
 {
-	struct rctx c = { .o = o, .res = res, .in_fd = -1, .round_fd = -1 };
-	struct runner rn = {
-		.table = "receive", .steps = receive_steps, .n = ARRAY_SIZE(receive_steps),
-		.progress = o->progress, .userdata = o->userdata, .current = &c.step, .phase_start = &c.step_start,
-		.on_fail = receive_failed,
+	struct rctx c = {
+		.ph = { .side = "receive", .progress = o->progress, .userdata = o->userdata },
+		.o = o,
+		.res = res,
+		.in_fd = -1,
+		.round_fd = -1,
 	};
-	size_t failed = 0;
 	int r;
 
 	memset(res, 0, sizeof(*res));
 	if (!o->bundle_dir || o->bundle_dir[0] != '/')
 		return cryo_error_setx(err, EINVAL, "receive: --bundle-dir must be an absolute path");
-	r = run_steps(&rn, &c, &failed, err);
+	r = cryo_step_run(&cryo_receive_step_table, &c, NULL, err);
 	if (r >= 0) {
 		/* the image served its purpose; CRIU's restore log is in the state dir */
 		rundo_stage(&c);

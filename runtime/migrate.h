@@ -138,9 +138,7 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 /* --pre-copy: at most this many rounds (CRIU's parent chain stays short) */
 #define CRYO_MIGRATE_MAX_ROUNDS 8
 
-/* The step names, in order (tests iterate them for CRYO_FAULT). */
-extern const char *const cryo_migrate_steps[];
-extern const char *const cryo_receive_steps[];
+/* The phases are the steps of cryo_migrate_step_table and cryo_receive_step_table (step.h). */
 
 /* The state annotation where the destination stores the downtime. */
 #define CRYO_MIGRATE_DOWNTIME_ANNOTATION "org.cryo.migrate.downtime_usec"

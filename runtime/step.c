@@ -12,6 +12,8 @@ const struct cryo_step_table *const cryo_step_tables[] = {
 	&cryo_pre_dump_step_table,
 	&cryo_restore_step_table,
 	&cryo_create_step_table,
+	&cryo_migrate_step_table,
+	&cryo_receive_step_table,
 	NULL,
 };
 
@@ -29,7 +31,7 @@ bool cryo_step_fault(const struct cryo_step_table *t, const char *step)
 {
 	char qualified[128];
 
-	if (cryo_fault(step))
+	if (!t->faults_qualified && cryo_fault(step))
 		return true;
 	if (snprintf(qualified, sizeof(qualified), "%s:%s", t->name, step) >= (int)sizeof(qualified))
 		return false;
@@ -52,9 +54,12 @@ int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_t
 		const struct cryo_step *s = &t->steps[i];
 		int64_t start = cryo_now_us();
 
+		if (t->on_step)
+			t->on_step(ctx, s->name, false, 0);
 		if (cryo_step_fault(t, s->name))
-			r = t->unprefixed ? cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s:%s)", t->name, s->name) :
-					    cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", s->name);
+			r = t->unprefixed || t->faults_qualified ?
+				    cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s:%s)", t->name, s->name) :
+				    cryo_error_setx(err, EIO, "injected fault (CRYO_FAULT=%s)", s->name);
 		else
 			r = s->run(ctx, err);
 		if (r < 0) {
@@ -70,9 +75,15 @@ int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_t
 			tm->usec = cryo_now_us() - start;
 		}
 		cryo_debug("%s: %s done in %lld us", t->name, s->name, (long long)(cryo_now_us() - start));
+		if (t->finished && t->finished(ctx))
+			break;
+		if (t->on_step)
+			t->on_step(ctx, s->name, true, cryo_now_us() - start);
 	}
 	if (r >= 0)
 		return 0;
+	if (t->on_fail)
+		t->on_fail(ctx, i, err);
 	/* the failed step's own undo first (its partial work), then the others newest first */
 	j = i + 1;
 	while (j-- > 0)

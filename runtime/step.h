@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * The step runner: every multi-step operation of cryo (checkpoint,
- * pre-dump, restore; migrate and receive next) is a table of named
+ * The step runner: every multi-step operation of cryo (create,
+ * checkpoint, pre-dump, restore, migrate, receive) is a table of named
  * steps, each with a `run` and an optional `undo`, run in order by
  * cryo_step_run() (bubblewrap's "plan, then execute": the order is data
  * that can be read, listed and tested).
@@ -16,7 +16,9 @@
  *
  * Fault points. CRYO_FAULT=<step> (as always) or CRYO_FAULT=<table>:<step>
  * (only that table's step: "restore:claim-id") makes the step fail with
- * EIO before it acts; a comma-separated list is allowed. Tests list the
+ * EIO before it acts; a comma-separated list is allowed. Tables whose
+ * step names other tables use too (migrate's "checkpoint", receive's
+ * "restore") take only the qualified form. Tests list the
  * tables and their steps (`cryo features` → org.cryo.steps) instead of
  * hard-coding names.
  *
@@ -40,10 +42,18 @@ struct cryo_step {
 };
 
 struct cryo_step_table {
-	const char *name;         /* "checkpoint", "pre-dump", "restore", "create" */
+	const char *name;         /* "checkpoint", "pre-dump", "restore", "create", "migrate", "receive" */
 	const struct cryo_step *steps;
 	size_t n_steps;
 	bool unprefixed;          /* a failed step's error is not prefixed with its name */
+	bool faults_qualified;    /* only CRYO_FAULT=<table>:<step> makes a step fail */
+	/* Optional hooks, each called with the run's ctx: */
+	/* a step starts (done = false), or ended well (done = true, after usec) */
+	void (*on_step)(void *ctx, const char *step, bool done, int64_t usec);
+	/* after a step ended well: true ends the run there, successfully (a dry run) */
+	bool (*finished)(void *ctx);
+	/* step number `failed` failed with err: called before the undos run */
+	void (*on_fail)(void *ctx, size_t failed, struct cryo_error *err);
 };
 
 #define CRYO_STEP_MAX 32
@@ -76,6 +86,8 @@ extern const struct cryo_step_table cryo_checkpoint_step_table;  /* checkpoint.c
 extern const struct cryo_step_table cryo_pre_dump_step_table;    /* checkpoint.c */
 extern const struct cryo_step_table cryo_restore_step_table;     /* restore.c */
 extern const struct cryo_step_table cryo_create_step_table;      /* container.c */
+extern const struct cryo_step_table cryo_migrate_step_table;     /* migrate.c */
+extern const struct cryo_step_table cryo_receive_step_table;     /* migrate.c */
 
 /* Every table, NULL-terminated (for `cryo features` and the tests). */
 extern const struct cryo_step_table *const cryo_step_tables[];

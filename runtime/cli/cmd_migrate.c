@@ -15,6 +15,7 @@
 #include "cli.h"
 #include "criu-flags.h"
 #include "migrate.h"
+#include "step.h"
 #include "util.h"
 
 enum {
@@ -220,8 +221,8 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 		case OPT_LAZY:
 			return cli_usage_error("migrate", "--lazy is not implemented yet (use --pre-copy)");
 		case OPT_LIST_STEPS:
-			for (const char *const *s = cryo_migrate_steps; *s; s++)
-				printf("%s\n", *s);
+			for (size_t i = 0; i < cryo_migrate_step_table.n_steps; i++)
+				printf("%s\n", cryo_migrate_step_table.steps[i].name);
 			return 0;
 		case 'h':
 			usage(stdout);

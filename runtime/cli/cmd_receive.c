@@ -14,6 +14,7 @@
 
 #include "cli.h"
 #include "migrate.h"
+#include "step.h"
 #include "util.h"
 
 enum {
@@ -130,8 +131,8 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 				o.accept_timeout_ms = (int64_t)v;
 			break;
 		case OPT_LIST_STEPS:
-			for (const char *const *s = cryo_receive_steps; *s; s++)
-				printf("%s\n", *s);
+			for (size_t i = 0; i < cryo_receive_step_table.n_steps; i++)
+				printf("%s\n", cryo_receive_step_table.steps[i].name);
 			return 0;
 		case 'h':
 			usage(stdout);
