@@ -57,7 +57,7 @@ for s in $steps; do
 done
 # a fault named with its table hits only that table
 CRYO_FAULT=checkpoint:freeze-fs expect_fail 1 rt checkpoint --image-path "$T/img" "$id"
-echo "$LAST_OUTPUT" | grep -q "freeze-fs: injected fault" || fail "checkpoint:freeze-fs: $LAST_OUTPUT"
+expect_output "freeze-fs: injected fault" "checkpoint:freeze-fs"
 assert_back "fault at checkpoint:freeze-fs" RUNNING
 CRYO_FAULT=restore:lock,pre-dump:lock expect_fail '!' rt checkpoint --image-path "$T/img" "$id"
 echo "$LAST_OUTPUT" | grep -q "injected fault" && fail "a fault of other tables fired in checkpoint: $LAST_OUTPUT"
@@ -72,15 +72,15 @@ check rt resume "$id"
 
 # --fs-freeze=required on a rootfs that is its own filesystem gets past freeze-fs
 CRYO_FAULT=snapshot-rootfs expect_fail 1 rt checkpoint --fs-freeze=required --image-path "$T/img" "$id"
-echo "$LAST_OUTPUT" | grep -q 'snapshot-rootfs: injected' || fail "--fs-freeze=required: $LAST_OUTPUT"
+expect_output 'snapshot-rootfs: injected' "--fs-freeze=required"
 assert_back "fs-freeze=required" RUNNING
 expect_fail 2 rt checkpoint --fs-freeze=sometimes "$id"
 
 if [ $criu_works = 0 ]; then
 	# the real thing fails in CRIU here: same unwind, and CRIU's own words
 	expect_fail 1 rt checkpoint --image-path "$T/img" "$id"
-	echo "$LAST_OUTPUT" | grep -q "criu-dump: criu dump failed: Error (" || fail "CRIU failure: $LAST_OUTPUT"
-	echo "$LAST_OUTPUT" | grep -q "(log: \`$RTROOT/$id/criu/dump.log\`)" || fail "CRIU failure names no log: $LAST_OUTPUT"
+	expect_output "criu-dump: criu dump failed: Error (" "CRIU failure"
+	expect_output "(log: \`$RTROOT/$id/criu/dump.log\`)" "CRIU failure names no log"
 	[ -s "$RTROOT/$id/criu/dump.log" ] || fail "CRIU's log is not at the named path"
 	assert_back "CRIU failure" RUNNING
 	log "real CRIU failure unwound: $LAST_OUTPUT"

@@ -15,10 +15,10 @@ for g in 'Container lifecycle (OCI):create' 'Freezer:freeze' 'Filesystem freeze:
 done
 
 expect_fail 2 cryo no-such-command
-echo "$LAST_OUTPUT" | grep -q "unknown command \`no-such-command\`" || fail "unknown command message: $LAST_OUTPUT"
+expect_output "unknown command \`no-such-command\`" "unknown command message"
 
 expect_fail 2 cryo --log-format xml features
-echo "$LAST_OUTPUT" | grep -q 'must be `text` or `json`' || fail "bad --log-format message: $LAST_OUTPUT"
+expect_output 'must be `text` or `json`' "bad --log-format message"
 
 expect_fail 2 cryo
 

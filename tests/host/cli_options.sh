@@ -43,7 +43,7 @@ for form in -- -; do
 	[ "$(c migrate ${form}list-steps | head -1)" = connect ] || fail "migrate ${form}list-steps"
 	[ "$(c receive ${form}list-steps | head -1)" = accept ] || fail "receive ${form}list-steps"
 	expect_fail 1 c --root "$R" freeze ${form}timeout 100 nosuch-$$
-	echo "$LAST_OUTPUT" | grep -q "nosuch-$$" || fail "freeze ${form}timeout: $LAST_OUTPUT"
+	expect_output "nosuch-$$" "freeze ${form}timeout"
 	expect_fail 1 c --root "$R" fsfreeze ${form}path "$T/nope" ${form}timeout 5
 	echo "$LAST_OUTPUT" | grep -qi "option" && fail "fsfreeze ${form}path: $LAST_OUTPUT"
 done
@@ -53,20 +53,20 @@ out=$(c --root "$R" list -qf json) || fail "list -qf json: $out"
 [ "$out" = "[]" ] || echo "$out" | python3 -c 'import json,sys; assert json.load(sys.stdin) == []' || fail "list -qf json printed: $out"
 check c --root "$R" delete -f nosuch-$$
 expect_fail 2 c --root "$R" list -f
-echo "$LAST_OUTPUT" | grep -q "option \`-f\` needs an argument" || fail "list -f: $LAST_OUTPUT"
+expect_output "option \`-f\` needs an argument" "list -f"
 
 log "flags of the other command are refused, unsupported ones clearly"
 expect_fail 2 c --root "$R" checkpoint -no-subreaper x
-echo "$LAST_OUTPUT" | grep -q "restore only" || fail "checkpoint -no-subreaper: $LAST_OUTPUT"
+expect_output "restore only" "checkpoint -no-subreaper"
 expect_fail 2 c --root "$R" restore --status-fd 2 x
 expect_fail 2 c --root "$R" restore --empty-ns pid x
-echo "$LAST_OUTPUT" | grep -q "only \`network\`" || fail "--empty-ns pid: $LAST_OUTPUT"
+expect_output "only \`network\`" "--empty-ns pid"
 expect_fail 1 c --root "$R" checkpoint --lazy-pages x
-echo "$LAST_OUTPUT" | grep -q "lazy-pages is not supported" || fail "--lazy-pages: $LAST_OUTPUT"
+expect_output "lazy-pages is not supported" "--lazy-pages"
 expect_fail 1 c --root "$R" checkpoint -page-server 10.0.0.1:27 x
-echo "$LAST_OUTPUT" | grep -q "page-server is not supported" || fail "--page-server: $LAST_OUTPUT"
+expect_output "page-server is not supported" "--page-server"
 expect_fail 2 c --root "$R" checkpoint --status-fd 999 x
-echo "$LAST_OUTPUT" | grep -q "status-fd 999" || fail "--status-fd of a closed fd: $LAST_OUTPUT"
+expect_output "status-fd 999" "--status-fd of a closed fd"
 
 log "errors reach --log: usage (exit 2) and failures (exit 1), JSON and text"
 rm -f "$T/j.log"

@@ -60,10 +60,10 @@ fi
 echo '{"memory": {"limit": 33554432}}' >"$T/res.json"
 check rt update -r "$T/res.json" "$id"
 expect_fail 1 rt update --kernel-memory 10m "$id"
-echo "$LAST_OUTPUT" | grep -q "not supported" || fail "--kernel-memory: $LAST_OUTPUT"
+expect_output "not supported" "--kernel-memory"
 echo '{"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]}' >"$T/bad.json"
 expect_fail 1 rt update --resources "$T/bad.json" "$id"
-echo "$LAST_OUTPUT" | grep -q "hugepageLimits" || fail "hugepageLimits: $LAST_OUTPUT"
+expect_output "hugepageLimits" "hugepageLimits"
 expect_fail 2 rt update --memory lots "$id"
 expect_fail 1 rt update --memory 10m nosuch-$$
 

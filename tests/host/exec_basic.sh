@@ -30,9 +30,9 @@ expect_fail 7 rt exec "$id" sh -c 'exit 7'
 expect_fail 8 rt exec "$id" -- sh -c 'exit 8'
 expect_fail 137 rt exec "$id" sh -c 'kill -9 $$'
 expect_fail 1 rt exec "$id" no-such-binary
-echo "$LAST_OUTPUT" | grep -q "no-such-binary. not found" || fail "missing binary: $LAST_OUTPUT"
+expect_output "no-such-binary. not found" "missing binary"
 expect_fail 1 rt exec --cwd /no/such/dir "$id" true
-echo "$LAST_OUTPUT" | grep -q "chdir .*/no/such/dir" || fail "missing cwd: $LAST_OUTPUT"
+expect_output "chdir .*/no/such/dir" "missing cwd"
 
 # every namespace of the init (its /proc/1 inside the container)
 out=$(rt exec "$id" sh -c 'for n in mnt net ipc uts pid cgroup user; do [ "$(readlink /proc/self/ns/$n)" = "$(readlink /proc/1/ns/$n)" ] || echo "differs: $n"; done; echo pid=$$') \
@@ -90,7 +90,7 @@ expect_fail 3 rt exec --process "$T/proc.json" "$id"
 [ "$LAST_OUTPUT" = "33:34 yes /etc" ] || fail "--process: $LAST_OUTPUT"
 echo '{"args": []}' >"$T/bad.json"
 expect_fail 1 rt exec --process "$T/bad.json" "$id"
-echo "$LAST_OUTPUT" | grep -q "process.args" || fail "bad --process: $LAST_OUTPUT"
+expect_output "process.args" "bad --process"
 expect_fail 2 rt exec --process "$T/proc.json" "$id" true
 
 # --preserve-fds: fd 3 gets through, fd 4 does not
@@ -99,7 +99,7 @@ out=$(rt exec --preserve-fds 1 "$id" sh -c 'cat <&3; for f in 3 4 5 6 7 8 9; do 
 	|| fail "preserve-fds: $out"
 [ "$(echo $out)" = "preserved fd3" ] || fail "--preserve-fds 1: \`$(echo $out)\`"
 expect_fail 1 rt exec --preserve-fds 5 "$id" true 3</dev/null
-echo "$LAST_OUTPUT" | grep -q "fd 4 is not open" || fail "preserve-fds of closed fds: $LAST_OUTPUT"
+expect_output "fd 4 is not open" "preserve-fds of closed fds"
 
 # signals to a foreground exec go to the process
 timeout 30 "$CRYO_BIN" --root "$RTROOT" exec "$id" sh -c 'trap "exit 42" TERM; while :; do sleep 0.1; done' </dev/null &
@@ -146,7 +146,7 @@ fi
 # paused: refused with a clear message; resumed: fine again
 check rt pause "$id"
 expect_fail 1 rt exec "$id" true
-echo "$LAST_OUTPUT" | grep -q "paused" || fail "exec into a paused container: $LAST_OUTPUT"
+expect_output "paused" "exec into a paused container"
 check rt resume "$id"
 check rt exec "$id" true
 
@@ -154,7 +154,7 @@ check rt exec "$id" true
 check rt kill "$id" KILL
 for _ in $(seq 100); do rt state "$id" 2>/dev/null | grep -q '"status":"stopped"' && break; sleep 0.05; done
 expect_fail 1 rt exec "$id" true
-echo "$LAST_OUTPUT" | grep -q "stopped" || fail "exec into a stopped container: $LAST_OUTPUT"
+expect_output "stopped" "exec into a stopped container"
 expect_fail 1 rt exec no-such-ctr-$$ true
 expect_fail 2 rt exec "$id"
 echo ok

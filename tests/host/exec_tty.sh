@@ -41,7 +41,7 @@ echo "$out" | grep -q "in-42" || fail "exec -t with piped input: $out"
 
 # a terminal for a detached exec needs a console socket
 expect_fail 1 rt exec -d -t "$id" true
-echo "$LAST_OUTPUT" | grep -q "console-socket" || fail "exec -d -t: $LAST_OUTPUT"
+expect_output "console-socket" "exec -d -t"
 
 # --console-socket: the master goes to recvtty, which prints what the process writes
 "$RECVTTY" --no-stdin "$T/tty.sock" >"$T/recv.out" 2>&1 &
@@ -64,5 +64,5 @@ echo "$out" | grep -q "got=hello" || fail "run: input did not reach the containe
 echo "$out" | grep -q "rc=6" || fail "run: exit code: $out"
 [ ! -e "$RTROOT/$id" ] || fail "run left its state dir"
 expect_fail 1 rt run -d --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "console-socket" || fail "run -d of a terminal container: $LAST_OUTPUT"
+expect_output "console-socket" "run -d of a terminal container"
 echo ok

@@ -37,11 +37,11 @@ for h in v1 v2; do
 	# already frozen / already thawed: errors, exit 1, state unchanged
 	check cryo freeze --cgroup "$cg"
 	expect_fail 1 cryo freeze --cgroup "$cg"
-	echo "$LAST_OUTPUT" | grep -q "already FROZEN" || fail "$h: already frozen message: $LAST_OUTPUT"
+	expect_output "already FROZEN" "$h: already frozen message"
 	fz_expect_state "$cg" FROZEN
 	check cryo thaw --cgroup "$cg"
 	expect_fail 1 cryo thaw --cgroup "$cg"
-	echo "$LAST_OUTPUT" | grep -q "not frozen (RUNNING)" || fail "$h: already thawed message: $LAST_OUTPUT"
+	expect_output "not frozen (RUNNING)" "$h: already thawed message"
 	fz_expect_state "$cg" RUNNING
 
 	# pause/resume are the OCI names and want a container, not a cgroup
@@ -49,19 +49,19 @@ for h in v1 v2; do
 
 	# the hierarchy's root can't be frozen
 	expect_fail 1 cryo freeze --cgroup "$(fz_root $h)"
-	echo "$LAST_OUTPUT" | grep -q "can't be frozen" || fail "$h: root cgroup message: $LAST_OUTPUT"
+	expect_output "can't be frozen" "$h: root cgroup message"
 done
 
 # missing cgroup, not a cgroup, usage errors
 expect_fail 1 cryo freeze --cgroup /sys/fs/cgroup/unified/cryo-test-freezer-$$-missing
-echo "$LAST_OUTPUT" | grep -q "cryo-test-freezer-$$-missing.*No such file" || fail "missing cgroup message: $LAST_OUTPUT"
+expect_output "cryo-test-freezer-$$-missing.*No such file" "missing cgroup message"
 expect_fail 1 cryo thaw --cgroup "$T"
-echo "$LAST_OUTPUT" | grep -q "not in a cgroup filesystem" || fail "non-cgroup message: $LAST_OUTPUT"
+expect_output "not in a cgroup filesystem" "non-cgroup message"
 expect_fail 2 cryo freeze
 expect_fail 2 cryo freeze --cgroup /x some-id
 expect_fail 2 cryo freeze --timeout abc --cgroup /x
 expect_fail 2 cryo freeze --deadline 10 --hold 10 --cgroup /x
 expect_fail 1 cryo --root "$T/root" freeze no-such-container
-echo "$LAST_OUTPUT" | grep -q "container \`no-such-container\` does not exist" || fail "missing container message: $LAST_OUTPUT"
+expect_output "container \`no-such-container\` does not exist" "missing container message"
 expect_fail 1 cryo --root "$T/root" freeze ../evil
 echo ok

@@ -30,7 +30,7 @@ for h in v1 v2; do
 	[ "$(status "$id")" = "paused FROZEN" ] || fail "$h: after pause: $(status "$id")"
 	fz_expect_state "$cg" FROZEN
 	expect_fail 1 cryo --root "$R" pause "$id"
-	echo "$LAST_OUTPUT" | grep -q "already FROZEN" || fail "$h: pause twice: $LAST_OUTPUT"
+	expect_output "already FROZEN" "$h: pause twice"
 	check cryo --root "$R" resume "$id"
 	[ "$(status "$id")" = "running RUNNING" ] || fail "$h: after resume: $(status "$id")"
 	expect_fail 1 cryo --root "$R" resume "$id"
@@ -50,7 +50,7 @@ for h in v1 v2; do
 	for _ in $(seq 100); do [ "$(status "$id" | cut -d' ' -f1)" = stopped ] && break; sleep 0.05; done
 	[ "$(status "$id" | cut -d' ' -f1)" = stopped ] || fail "$h: not stopped after kill-all: $(status "$id")"
 	expect_fail 1 cryo --root "$R" pause "$id"
-	echo "$LAST_OUTPUT" | grep -q "is stopped, not running" || fail "$h: pause of a stopped container: $LAST_OUTPUT"
+	expect_output "is stopped, not running" "$h: pause of a stopped container"
 	check cryo --root "$R" delete "$id"
 done
 echo ok

@@ -119,11 +119,11 @@ for h in v1 v2; do
 
 	# unwinding: a failing freeze releases its hold; a failing journal write freezes nothing
 	expect_fail 1 env CRYO_FAULT=freeze "$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --deadline 60000
-	echo "$LAST_OUTPUT" | grep -q "injected fault" || fail "$h: fault freeze: $LAST_OUTPUT"
+	expect_output "injected fault" "$h: fault freeze"
 	[ -z "$(ls "$R/.holds/"*.json 2>/dev/null)" ] || fail "$h: failed freeze left its hold"
 	fz_expect_state "$cg" RUNNING
 	expect_fail 1 env CRYO_FAULT=hold-journal "$CRYO_BIN" --root "$R" freeze --cgroup "$cg" --deadline 60000
-	echo "$LAST_OUTPUT" | grep -q "write journal entry" || fail "$h: fault hold-journal: $LAST_OUTPUT"
+	expect_output "write journal entry" "$h: fault hold-journal"
 	[ -z "$(ls "$R/.holds/"*.json 2>/dev/null)" ] || fail "$h: failed hold left a journal entry"
 	fz_expect_state "$cg" RUNNING
 	check cryo --root "$R" freeze --cgroup "$cg" --deadline 60000
@@ -143,15 +143,15 @@ JSON
 	[ "$(cryo --root "$R" freezer-state fz-$h)" = FROZEN ] || fail "$h: container not FROZEN"
 	fz_expect_state "$cg" FROZEN
 	expect_fail 1 cryo --root "$R" pause fz-$h
-	echo "$LAST_OUTPUT" | grep -q "already FROZEN" || fail "$h: pause twice: $LAST_OUTPUT"
+	expect_output "already FROZEN" "$h: pause twice"
 	check cryo --root "$R" resume fz-$h
 	grep -q '"status":"running"' "$R/fz-$h/state.json" || fail "$h: resume did not record running"
 	fz_expect_state "$cg" RUNNING
 	expect_fail 1 cryo --root "$R" resume fz-$h
-	echo "$LAST_OUTPUT" | grep -q "not frozen" || fail "$h: resume twice: $LAST_OUTPUT"
+	expect_output "not frozen" "$h: resume twice"
 	cg_remove "$cg"
 	# its init is gone: the container is stopped and can't be paused
 	expect_fail 1 cryo --root "$R" pause fz-$h
-	echo "$LAST_OUTPUT" | grep -q "is stopped, not running" || fail "$h: pause of a stopped container: $LAST_OUTPUT"
+	expect_output "is stopped, not running" "$h: pause of a stopped container"
 done
 echo ok

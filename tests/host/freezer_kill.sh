@@ -39,5 +39,5 @@ for h in v1 v2; do
 	cg_remove "$cg"
 done
 expect_fail 2 cryo kill-all --cgroup /x NOSUCHSIG
-echo "$LAST_OUTPUT" | grep -q "unknown signal" || fail "bad signal message: $LAST_OUTPUT"
+expect_output "unknown signal" "bad signal message"
 echo ok

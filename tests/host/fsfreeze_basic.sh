@@ -30,17 +30,17 @@ for fs in ext4 xfs; do
 
 	log "$fs: double thaw is EINVAL, not frozen"
 	expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
-	echo "$LAST_OUTPUT" | grep -q "it is not frozen" || fail "$fs: double thaw: $LAST_OUTPUT"
+	expect_output "it is not frozen" "$fs: double thaw"
 	expect_fail 1 cryo --root "$R" fsthaw --force --path "$mp"
-	echo "$LAST_OUTPUT" | grep -q "not frozen (FITHAW: Invalid argument)" || fail "$fs: forced thaw of unfrozen: $LAST_OUTPUT"
+	expect_output "not frozen (FITHAW: Invalid argument)" "$fs: forced thaw of unfrozen"
 
 	log "$fs: nested holds of two owners, each thaws only its own"
 	check cryo --root "$R" fsfreeze --path "$mp" --owner a --timeout 60
 	check cryo --root "$R" fsfreeze --path "$mp" --owner b --timeout 60
 	expect_fail 1 cryo --root "$R" fsfreeze --path "$mp" --owner a
-	echo "$LAST_OUTPUT" | grep -q "owner \`a\` already holds" || fail "$fs: second hold of a: $LAST_OUTPUT"
+	expect_output "owner \`a\` already holds" "$fs: second hold of a"
 	expect_fail 1 cryo --root "$R" fsthaw --path "$mp" --owner c
-	echo "$LAST_OUTPUT" | grep -q "not for owner \`c\`" || fail "$fs: thaw by non-owner: $LAST_OUTPUT"
+	expect_output "not for owner \`c\`" "$fs: thaw by non-owner"
 	start_writer "$mp/nested" "n"
 	wait_dstate $WRITER || fail "$fs: writer not blocked by the nested freeze"
 	out=$(cryo --root "$R" fsthaw --path "$mp" --owner a) || fail "$fs: thaw a: $out"
@@ -59,7 +59,7 @@ for fs in ext4 xfs; do
 	check cryo --root "$R" fsfreeze --path "$mp" --timeout 60
 	check fsfreeze -u "$mp"
 	expect_fail 1 cryo --root "$R" fsfreeze --reset-timeout 30 --path "$mp"
-	echo "$LAST_OUTPUT" | grep -q "the consistency window was lost" || fail "$fs: reset after fsfreeze -u: $LAST_OUTPUT"
+	expect_output "the consistency window was lost" "$fs: reset after fsfreeze -u"
 	start_writer "$mp/behind" "b"
 	wait_gone $WRITER 50 || fail "$fs: the reset probe left it frozen"
 	check cryo --root "$R" fsfreeze --path "$mp" --owner a --timeout 60
@@ -68,14 +68,14 @@ for fs in ext4 xfs; do
 	start_writer "$mp/behind2" "b2"
 	wait_dstate $WRITER || fail "$fs: b's hold after a thaw behind cryo's back did not freeze"
 	expect_fail 1 cryo --root "$R" fsthaw --path "$mp" --owner a
-	echo "$LAST_OUTPUT" | grep -q "the consistency window was lost" || fail "$fs: a's hold survived: $LAST_OUTPUT"
+	expect_output "the consistency window was lost" "$fs: a's hold survived"
 	check cryo --root "$R" fsthaw --path "$mp" --owner b
 	wait_gone $WRITER 50 || fail "$fs: not thawed after b"
 
 	log "$fs: a freeze cryo did not make is EBUSY and not cryo's to thaw"
 	check fsfreeze -f "$mp"
 	expect_fail 1 cryo --root "$R" fsfreeze --path "$mp"
-	echo "$LAST_OUTPUT" | grep -q "already frozen, and not by cryo" || fail "$fs: foreign freeze: $LAST_OUTPUT"
+	expect_output "already frozen, and not by cryo" "$fs: foreign freeze"
 	expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
 	check cryo --root "$R" fsthaw --force --path "$mp"
 	expect_fail 1 fsfreeze -u "$mp"
@@ -91,17 +91,17 @@ for m in tmpfs ovl; do
 	expect_fail 1 cryo --root "$R" fsfreeze --path "$T/$m"
 	echo "$LAST_OUTPUT" | grep -q "does not support freezing (FIFREEZE: Operation not supported)" ||
 		fail "$m: $LAST_OUTPUT"
-	echo "$LAST_OUTPUT" | grep -q "rootfs on a filesystem of its own" || fail "$m: no advice: $LAST_OUTPUT"
+	expect_output "rootfs on a filesystem of its own" "$m: no advice"
 done
 
 log "EPERM without CAP_SYS_ADMIN"
 expect_fail 1 setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$CRYO_BIN" --root "$R" fsfreeze --path "$T/ext4"
-echo "$LAST_OUTPUT" | grep -q "needs CAP_SYS_ADMIN" || fail "EPERM: $LAST_OUTPUT"
+expect_output "needs CAP_SYS_ADMIN" "EPERM"
 check cryo --root "$R" fsfreeze --path "$T/ext4" --timeout 60
 for sub in "fsthaw --path $T/ext4" "fsfreeze --reset-timeout 9 --path $T/ext4"; do
 	# shellcheck disable=SC2086
 	expect_fail 1 setpriv --inh-caps=-sys_admin --bounding-set=-sys_admin "$CRYO_BIN" --root "$R" $sub
-	echo "$LAST_OUTPUT" | grep -q "needs CAP_SYS_ADMIN" || fail "EPERM for $sub: $LAST_OUTPUT"
+	expect_output "needs CAP_SYS_ADMIN" "EPERM for $sub"
 done
 check cryo --root "$R" fsthaw --path "$T/ext4"
 
@@ -117,7 +117,7 @@ wait_dstate $WRITER || fail "freeze by id did not freeze the rootfs"
 check cryo --root "$R" fsthaw fsfz-c1
 wait_gone $WRITER 50 || fail "thaw by id did not thaw"
 expect_fail 1 cryo --root "$R" fsfreeze fsfz-nope
-echo "$LAST_OUTPUT" | grep -q "does not exist" || fail "unknown id: $LAST_OUTPUT"
+expect_output "does not exist" "unknown id"
 
 log "nothing is left in the state dir once the freeze is over (issue 17: no lock files)"
 R2=$T/root2

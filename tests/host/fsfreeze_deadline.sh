@@ -56,7 +56,7 @@ for fs in ext4 xfs; do
 	echo "$LAST_OUTPUT" | grep -q "already thawed by timeout .*the consistency window was lost" ||
 		fail "$fs: reset after timeout: $LAST_OUTPUT"
 	expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
-	echo "$LAST_OUTPUT" | grep -q "the consistency window was lost" || fail "$fs: thaw after timeout: $LAST_OUTPUT"
+	expect_output "the consistency window was lost" "$fs: thaw after timeout"
 done
 
 mp=$T/ext4
@@ -77,7 +77,7 @@ log "reset to 4 s $(( t1 - t0 )) ms after a 3 s freeze: thawed ${ms} ms after th
 
 log "--timeout 0 without --force is refused"
 expect_fail 2 cryo --root "$R" fsfreeze --path "$mp" --timeout 0
-echo "$LAST_OUTPUT" | grep -q "without a deadline" || fail "timeout 0: $LAST_OUTPUT"
+expect_output "without a deadline" "timeout 0"
 
 log "kill -9 of cryo and of its process group while it holds a freeze"
 setsid "$CRYO_BIN" --root "$R" fsfreeze --path "$mp" --timeout 8 -- sleep 60 &
@@ -152,7 +152,7 @@ wait_gone $WRITER 50 || fail "timeout 0: not thawed"
 
 log "a failure after FIFREEZE inside the watchdog is rolled back (CRYO_FAULT=fsfreeze-hold)"
 expect_fail 1 env CRYO_FAULT=fsfreeze-hold "$CRYO_BIN" --root "$R" fsfreeze --path "$mp"
-echo "$LAST_OUTPUT" | grep -q "Input/output error" || fail "fault after freeze: $LAST_OUTPUT"
+expect_output "Input/output error" "fault after freeze"
 start_writer "$mp/f" "f"
 wait_gone $WRITER 50 || fail "left frozen after a failed hold"
 
@@ -160,7 +160,7 @@ log "kill -9 of the watchdog itself: cryo says so, --force thaws"
 freeze_60s
 kill_watchdog
 expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
-echo "$LAST_OUTPUT" | grep -q "its watchdog (pid $wd) is gone, so no deadline will thaw it" || fail "dead watchdog: $LAST_OUTPUT"
+expect_output "its watchdog (pid $wd) is gone, so no deadline will thaw it" "dead watchdog"
 expect_fail 1 cryo --root "$R" fsfreeze --path "$mp"
 echo "$LAST_OUTPUT" | grep -q "still frozen by cryo (1 hold(s) in its journal), but their watchdog (pid $wd) is gone" ||
 	fail "freeze over a dead watchdog: $LAST_OUTPUT"
@@ -169,7 +169,7 @@ echo "$out" | grep -q "fs-thaw \`$mp\`: hold \`fs@[0-9]*:[0-9]*\` of dead pid $w
 start_writer "$mp/d" "d"
 wait_gone $WRITER 50 || fail "cryo recover did not thaw"
 expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
-echo "$LAST_OUTPUT" | grep -q "already thawed by \`cryo recover\` after its watchdog died" || fail "thaw after recover: $LAST_OUTPUT"
+expect_output "already thawed by \`cryo recover\` after its watchdog died" "thaw after recover"
 
 log "the same, thawed by hand with fsthaw --force; recover keeps a live hold"
 freeze_60s
@@ -181,7 +181,7 @@ check cryo --root "$R" fsthaw --force --path "$mp"
 start_writer "$mp/d2" "d2"
 wait_gone $WRITER 50 || fail "--force did not thaw"
 expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
-echo "$LAST_OUTPUT" | grep -q "already thawed by a forced thaw" || fail "thaw after a forced thaw: $LAST_OUTPUT"
+expect_output "already thawed by a forced thaw" "thaw after a forced thaw"
 
 log "SIGTERM to the watchdog thaws"
 freeze_60s
@@ -190,5 +190,5 @@ wait_dstate $WRITER || fail "not frozen"
 kill -TERM "$wd"
 wait_gone $WRITER 30 || fail "SIGTERM to the watchdog did not thaw"
 expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
-echo "$LAST_OUTPUT" | grep -q "already thawed by SIGTERM" || fail "thaw after SIGTERM: $LAST_OUTPUT"
+expect_output "already thawed by SIGTERM" "thaw after SIGTERM"
 echo ok

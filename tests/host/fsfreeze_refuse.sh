@@ -19,33 +19,33 @@ mkdir -p "$mp/images" "$mp/sub"
 refused() {
 	expect_fail 1 env CRYO_FAULT=fsfreeze-freeze "$CRYO_BIN" "$@"
 	echo "$LAST_OUTPUT" | grep -q "injected fault" && fail "\`cryo $*\` was not refused: $LAST_OUTPUT"
-	echo "$LAST_OUTPUT" | grep -q "refusing to freeze" || fail "\`cryo $*\`: $LAST_OUTPUT"
+	expect_output "refusing to freeze" "\`cryo $*\`"
 }
 
 log "the fault injection itself works (so a missed refusal would show)"
 expect_fail 1 env CRYO_FAULT=fsfreeze-freeze "$CRYO_BIN" --root "$R" fsfreeze --path "$mp"
-echo "$LAST_OUTPUT" | grep -q "injected fault" || fail "fault injection: $LAST_OUTPUT"
+expect_output "injected fault" "fault injection"
 
 log "the filesystem holding /"
 refused --root "$R" fsfreeze --path /
-echo "$LAST_OUTPUT" | grep -q "holding \`/\`" || fail "/: $LAST_OUTPUT"
+expect_output "holding \`/\`" "/"
 refused --root "$R" fsfreeze --force --path /
 refused --root "$R" fsfreeze --force --path "$T"
 # $T is on / on the host; in the VM /tmp is a tmpfs, refused as the state dir's
 if [ "$(stat -c %d "$T")" = "$(stat -c %d /)" ]; then
-	echo "$LAST_OUTPUT" | grep -q "holding \`/\`" || fail "$T (on /): $LAST_OUTPUT"
+	expect_output "holding \`/\`" "$T (on /)"
 fi
 
 log "the filesystem holding the state dir"
 refused --root "$mp/state" fsfreeze --path "$mp"
-echo "$LAST_OUTPUT" | grep -q "state dir \`$mp/state\`" || fail "state dir: $LAST_OUTPUT"
+expect_output "state dir \`$mp/state\`" "state dir"
 refused --root "$mp/state" fsfreeze --force --path "$mp"
 
 log "the filesystem holding an image/staging dir, existing or not yet"
 refused --root "$R" fsfreeze --path "$mp" --keep-writable "$T/elsewhere" --keep-writable "$mp/images"
-echo "$LAST_OUTPUT" | grep -q "\`$mp/images\`, which must stay writable" || fail "image dir: $LAST_OUTPUT"
+expect_output "\`$mp/images\`, which must stay writable" "image dir"
 refused --root "$R" fsfreeze --force --path "$mp" --keep-writable "$mp/new/staging"
-echo "$LAST_OUTPUT" | grep -q "\`$mp/new/staging\`" || fail "staging dir: $LAST_OUTPUT"
+expect_output "\`$mp/new/staging\`" "staging dir"
 
 log "the filesystem holding the --log file"
 refused --root "$R" --log "$mp/cryo.log" fsfreeze --path "$mp"

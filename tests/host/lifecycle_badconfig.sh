@@ -84,26 +84,26 @@ bad 'c["linux"]["sysctl"] = {"net.ipv4.ip_forward": "1"}; c["linux"]["namespaces
 # not JSON at all, truncated, trailing garbage, too big
 printf '{"ociVersion": "1.0.2", "process": {' > "$B/config.json"
 expect_fail 1 rt create --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "config.json: invalid JSON at byte" || fail "truncated: $LAST_OUTPUT"
+expect_output "config.json: invalid JSON at byte" "truncated"
 nothing_left truncated
 printf '{} xx' > "$B/config.json"
 expect_fail 1 rt create --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "config.json: invalid JSON" || fail "trailing garbage: $LAST_OUTPUT"
+expect_output "config.json: invalid JSON" "trailing garbage"
 printf '[1, 2]' > "$B/config.json"
 expect_fail 1 rt create --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "config.json: must be a JSON object" || fail "array: $LAST_OUTPUT"
+expect_output "config.json: must be a JSON object" "array"
 head -c 5000000 /dev/zero | tr '\0' ' ' > "$B/config.json"
 expect_fail 1 rt create --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "is larger than" || fail "huge: $LAST_OUTPUT"
+expect_output "is larger than" "huge"
 nothing_left huge
 expect_fail 1 rt create --bundle "$T/no-such-bundle" "$id"
-echo "$LAST_OUTPUT" | grep -q "no-such-bundle" || fail "missing bundle: $LAST_OUTPUT"
+expect_output "no-such-bundle" "missing bundle"
 
 # injected failures unwind too
 cp "$T/good.json" "$B/config.json"
 for f in cgroup-create init-mount; do
 	expect_fail 1 env CRYO_FAULT=$f "$CRYO_BIN" --root "$RTROOT" create --bundle "$B" "$id"
-	echo "$LAST_OUTPUT" | grep -q "injected fault" || fail "CRYO_FAULT=$f: $LAST_OUTPUT"
+	expect_output "injected fault" "CRYO_FAULT=$f"
 	nothing_left "CRYO_FAULT=$f"
 done
 # and the good config still works after all that

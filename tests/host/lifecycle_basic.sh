@@ -27,14 +27,14 @@ sleep 0.3
 [ ! -s "$T/out" ] || fail "the container ran before start: $(cat "$T/out")"
 
 expect_fail 1 rt create --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "already exists" || fail "second create: $LAST_OUTPUT"
+expect_output "already exists" "second create"
 
 check rt start "$id"
 for _ in $(seq 50); do grep -q "count 1" "$T/out" && break; sleep 0.1; done
 grep -q "count 1" "$T/out" || fail "the container printed nothing after start"
 rt state "$id" | grep -q '"status":"running"' || fail "not running after start: $(rt state "$id")"
 expect_fail 1 rt start "$id"
-echo "$LAST_OUTPUT" | grep -q "only a created container can be started" || fail "second start: $LAST_OUTPUT"
+expect_output "only a created container can be started" "second start"
 
 rt list | grep -q "^$id .*running" || fail "list: $(rt list)"
 rt list -q | grep -qx "$id" || fail "list -q: $(rt list -q)"
@@ -45,7 +45,7 @@ rt ps "$id" | grep -qx "$pid" || fail "ps does not list the init $pid: $(rt ps "
 [ "$(cgfile freezer "$id" cgroup.procs | head -1)" = "$pid" ] || fail "init is not in the v1 freezer cgroup"
 
 expect_fail 1 rt delete "$id"
-echo "$LAST_OUTPUT" | grep -q "is running" || fail "delete of a running container: $LAST_OUTPUT"
+expect_output "is running" "delete of a running container"
 expect_fail 2 rt kill "$id" NOSUCHSIG
 
 # pid 1 of a pid namespace ignores TERM without a handler; KILL by name
@@ -53,14 +53,14 @@ check rt kill "$id" SIGKILL
 for _ in $(seq 50); do rt state "$id" | grep -q '"status":"stopped"' && break; sleep 0.1; done
 rt state "$id" | grep -q '"status":"stopped"' || fail "not stopped after kill: $(rt state "$id")"
 expect_fail 1 rt kill "$id" 9
-echo "$LAST_OUTPUT" | grep -q "not running" || fail "kill of a stopped container: $LAST_OUTPUT"
+expect_output "not running" "kill of a stopped container"
 check rt delete "$id"
 [ ! -e "$RTROOT/$id" ] || fail "state dir left after delete"
 for h in unified freezer memory cpu pids; do
 	[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after delete"
 done
 expect_fail 1 rt state "$id"
-echo "$LAST_OUTPUT" | grep -q "does not exist" || fail "state of a deleted container: $LAST_OUTPUT"
+expect_output "does not exist" "state of a deleted container"
 
 # a created container can be deleted without --force; run -d + delete --force
 rt create --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "create again failed"
@@ -74,7 +74,7 @@ check rt delete --force "$id"
 mkdir "$T/spec"
 check rt spec --bundle "$T/spec"
 expect_fail 1 rt spec --bundle "$T/spec"
-echo "$LAST_OUTPUT" | grep -q "File exists" || fail "spec over an existing config: $LAST_OUTPUT"
+expect_output "File exists" "spec over an existing config"
 cp "$T/spec/config.json" "$B/config.json"
 bundle_set "$B" 'c["process"]["args"] = ["sh", "-c", "echo default-spec-ok"]; c["process"]["terminal"] = False; c["linux"]["cgroupsPath"] = "/'"$CGPARENT/$id"'"'
 out=$(rt_timed run --bundle "$B" "$id" </dev/null 2>&1) || fail "run of the default spec: $out"
@@ -82,5 +82,5 @@ out=$(rt_timed run --bundle "$B" "$id" </dev/null 2>&1) || fail "run of the defa
 
 # bad ids never reach the filesystem
 expect_fail 1 rt create --bundle "$B" ../evil
-echo "$LAST_OUTPUT" | grep -q "invalid character" || fail "bad id: $LAST_OUTPUT"
+expect_output "invalid character" "bad id"
 echo ok

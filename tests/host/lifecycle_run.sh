@@ -53,6 +53,6 @@ done
 # a missing executable is reported by create, not silently at start
 bundle_set "$B" 'c["process"]["args"] = ["no-such-binary"]; c["process"]["user"] = {"uid": 0, "gid": 0}'
 expect_fail 1 rt_timed run --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "process.args\[0\]: \`no-such-binary\` not found" || fail "missing binary: $LAST_OUTPUT"
+expect_output "process.args\[0\]: \`no-such-binary\` not found" "missing binary"
 [ ! -e "$RTROOT/$id" ] || fail "failed run left its state dir"
 echo ok

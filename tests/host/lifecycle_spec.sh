@@ -90,7 +90,7 @@ done
 # a bad capability name is a config error naming the field
 bundle_set "$B" 'c["process"]["capabilities"]["bounding"] = ["CAP_NOPE"]'
 expect_fail 1 rt create --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "config.json: process.capabilities.bounding\[0\]: unknown capability" || fail "bad cap: $LAST_OUTPUT"
+expect_output "config.json: process.capabilities.bounding\[0\]: unknown capability" "bad cap"
 [ ! -e "$RTROOT/$id" ] || fail "bad cap left a state dir"
 
 # a capability the runtime itself can't hold (not in its bounding set) fails create, not the container after start
@@ -153,14 +153,14 @@ h = lambda kind, path, log, *rest: {'path': path, 'args': ['hook', kind, log] + 
 c['hooks'] = {'createRuntime': [h('createRuntime', '$H', '$L', '3')]}
 "
 expect_fail 1 rt create --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "createRuntime" || fail "failing hook: $LAST_OUTPUT"
-echo "$LAST_OUTPUT" | grep -q "status 3" || fail "failing hook status: $LAST_OUTPUT"
+expect_output "createRuntime" "failing hook"
+expect_output "status 3" "failing hook status"
 [ ! -e "$RTROOT/$id" ] || fail "failing hook left a state dir"
 [ ! -e "/sys/fs/cgroup/unified/$CGPARENT/$id" ] || fail "failing hook left a cgroup"
 # a hook over its timeout is killed, and fails create
 bundle_set "$B" "c['hooks']['createRuntime'] = [{'path': '/bin/sleep', 'args': ['sleep', '30'], 'timeout': 1}]"
 expect_fail 1 timeout 20 "$CRYO_BIN" --root "$RTROOT" create --bundle "$B" "$id"
-echo "$LAST_OUTPUT" | grep -q "timed out" || fail "hook timeout: $LAST_OUTPUT"
+expect_output "timed out" "hook timeout"
 [ ! -e "$RTROOT/$id" ] || fail "timed-out hook left a state dir"
 
 # -- terminal through --console-socket
@@ -173,7 +173,7 @@ c['process']['args'] = ['sh', '-c', 'tty; [ -t 0 ] && [ -t 1 ] && echo is-a-tty;
 c['process']['consoleSize'] = {'height': 33, 'width': 111}
 "
 	expect_fail 1 rt create --bundle "$B" "$id"
-	echo "$LAST_OUTPUT" | grep -q "needs --console-socket" || fail "terminal without socket: $LAST_OUTPUT"
+	expect_output "needs --console-socket" "terminal without socket"
 	"$RECVTTY" --no-stdin --ready "$T/ready" "$T/console.sock" > "$T/tty.out" 2>&1 &
 	rpid=$!
 	at_exit "kill $rpid"

@@ -55,11 +55,11 @@ check runc delete "$id"
 
 # bad input: garbage on stdin, missing fields, unknown verb
 expect_fail 1 sh -c "echo 'not json' | $HOOK --root $STATE register"
-echo "$LAST_OUTPUT" | grep -q 'not an OCI state JSON object' || fail "garbage stdin: $LAST_OUTPUT"
+expect_output 'not an OCI state JSON object' "garbage stdin"
 expect_fail 1 sh -c "echo '{\"id\":\"x\"}' | $HOOK --root $STATE register"
-echo "$LAST_OUTPUT" | grep -q 'lacks id, bundle or pid' || fail "missing fields: $LAST_OUTPUT"
+expect_output 'lacks id, bundle or pid' "missing fields"
 expect_fail 1 sh -c "echo '{\"id\":\"../x\",\"bundle\":\"/\",\"pid\":1}' | $HOOK --root $STATE register"
-echo "$LAST_OUTPUT" | grep -q 'invalid character' || fail "bad id: $LAST_OUTPUT"
+expect_output 'invalid character' "bad id"
 expect_fail 2 "$HOOK" frobnicate
 [ -z "$(ls -A "$STATE" 2>/dev/null)" ] || fail "failed registrations left state behind: $(ls -A "$STATE")"
 echo ok

@@ -108,14 +108,14 @@ unchanged() {  # what
 
 refused() {  # what, expected text
 	restore 1 --bundle "$B"
-	echo "$LAST_OUTPUT" | grep -q -- "$2" || fail "$1: unexpected outcome: $LAST_OUTPUT"
+	expect_output "$2" "$1: unexpected outcome"
 	echo "$LAST_OUTPUT" | grep -q "injected fault" && fail "$1: was not refused: $LAST_OUTPUT"
 	unchanged "$1"
 }
 
 not_used() {  # what: the image's word is ignored, restore goes on to the (faulted) cgroup step
 	restore 1 --bundle "$B"
-	echo "$LAST_OUTPUT" | grep -q "restore \`$id\`: cgroup: injected fault" || fail "$1: unexpected outcome: $LAST_OUTPUT"
+	expect_output "restore \`$id\`: cgroup: injected fault" "$1: unexpected outcome"
 	unchanged "$1"
 }
 
@@ -124,7 +124,7 @@ new_image; cp "$T/snap.img" "$I/rootfs.img"; chmod 600 "$I/rootfs.img"
 img_config "c['root']['path'] = '$H'"
 seal / copy rootfs.img "$H/victim.img" ext4
 not_used "image bundle \`/\`, root.path = a host dir, snapshot from a host file"
-echo "$LAST_OUTPUT" | grep -q "root.path is \`rootfs\` in the bundle, \`$H\` in the image" || fail "no warning about root.path: $LAST_OUTPUT"
+expect_output "root.path is \`rootfs\` in the bundle, \`$H\` in the image" "no warning about root.path"
 
 new_image
 img_config "c['root']['path'] = '/'"
@@ -205,7 +205,7 @@ unchanged "--bundle defaults to the cwd"
 # --- a FIFO as manifest.pb neither hangs inspect nor restore
 new_image; mkfifo "$I/manifest.pb"
 expect_fail 1 timeout 10 "$CRYO_BIN" inspect "$I"
-echo "$LAST_OUTPUT" | grep -q "manifest.pb\`: not a regular file" || fail "inspect of a FIFO manifest: $LAST_OUTPUT"
+expect_output "manifest.pb\`: not a regular file" "inspect of a FIFO manifest"
 refused "FIFO manifest.pb" "manifest.pb\`: not a regular file"
 
 # --- an image dir another user can write is refused

@@ -34,8 +34,8 @@ refused() {  # name, damage, expected text
 	mkimg
 	eval "$2"
 	expect_fail 1 cryo --root "$R" restore -d --image-path "$T/img" "$id"
-	echo "$LAST_OUTPUT" | grep -q -- "$3" || fail "$1: unexpected error: $LAST_OUTPUT"
-	echo "$LAST_OUTPUT" | grep -q "restore \`$id\`: verify: image \`$T/img\`" || fail "$1: error does not name the image: $LAST_OUTPUT"
+	expect_output "$3" "$1: unexpected error"
+	expect_output "restore \`$id\`: verify: image \`$T/img\`" "$1: error does not name the image"
 	[ ! -e "$R/$id" ] || fail "$1: container state was created"
 	log "$1: $LAST_OUTPUT"
 }
@@ -51,5 +51,5 @@ mkimg
 printf 'Z' | dd of="$T/img/pages-1.img" bs=1 seek=5 conv=notrunc status=none
 expect_fail 1 cryo inspect "$T/img"
 grep -q . <<<"$LAST_OUTPUT"
-echo "$LAST_OUTPUT" | grep -q '^verified: *file `pages-1.img` is corrupted' || fail "inspect of a damaged image: $LAST_OUTPUT"
+expect_output '^verified: *file `pages-1.img` is corrupted' "inspect of a damaged image"
 echo "PASS restore_badimage"

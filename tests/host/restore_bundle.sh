@@ -85,7 +85,7 @@ steps=$("$CRYO_BIN" features | python3 -c 'import json,sys; print(" ".join(json.
 [ -n "$steps" ] || fail "cryo features lists no restore steps"
 for s in $steps; do
 	CRYO_FAULT=restore:$s expect_fail 1 timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$B" --image-path "$T/img" "$id"
-	echo "$LAST_OUTPUT" | grep -q "$s: injected fault" || fail "fault at $s: $LAST_OUTPUT"
+	expect_output "$s: injected fault" "fault at $s"
 	[ ! -e "$RTROOT/$id" ] || fail "fault at $s: the container's state was left"
 	mountpoint -q "$B/rootfs" || fail "fault at $s: B's previous rootfs is not mounted again"
 	[ "$(stat -c %i "$B/rootfs.img")" = "$b_ino" ] || fail "fault at $s: B/rootfs.img is not the previous file"
@@ -131,7 +131,7 @@ timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$A" --image-path "
 
 # pre-dump: its own table; a fault in it gives the container back running
 CRYO_FAULT=pre-dump:criu-pre-dump expect_fail 1 rt checkpoint --pre-dump --image-path "$T/pre" "$id"
-echo "$LAST_OUTPUT" | grep -q "criu-pre-dump: injected fault" || fail "fault at pre-dump:criu-pre-dump: $LAST_OUTPUT"
+expect_output "criu-pre-dump: injected fault" "fault at pre-dump:criu-pre-dump"
 [ "$(rt freezer-state "$id")" = RUNNING ] && [ ! -e "$T/pre" ] || fail "fault in pre-dump: not undone"
 if ! timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --pre-dump --image-path "$T/pre" "$id" </dev/null >"$T/out" 2>&1; then
 	grep -q "Tracking memory is not available" "$T/out" || fail "pre-dump: $(cat "$T/out")"

@@ -40,7 +40,7 @@ old_ino=$(stat -c %i "$C/rootfs")
 
 # a failure after the rootfs is staged puts the old directory back
 CRYO_FAULT=restore:criu-restore expect_fail 1 rt restore -d --bundle "$C" --image-path "$T/img" "$id"
-echo "$LAST_OUTPUT" | grep -q "criu-restore: injected fault" || fail "fault: $LAST_OUTPUT"
+expect_output "criu-restore: injected fault" "fault"
 [ "$(stat -c %i "$C/rootfs")" = "$old_ino" ] && [ -e "$C/rootfs/after-checkpoint" ] || fail "fault: the old rootfs is not back"
 ls -a "$C" | grep -q cryo-restore && fail "fault: left $(ls -a "$C")"
 

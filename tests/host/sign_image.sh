@@ -44,7 +44,7 @@ restore_refused() {
 	shift 2
 	expect_fail 1 cryo --root "$R" restore -d --image-path "$T/img" --bundle "$T/nobundle" "$@" "$id"
 	echo "$LAST_OUTPUT" | grep -qF -- "$text" || fail "$what: unexpected error: $LAST_OUTPUT"
-	echo "$LAST_OUTPUT" | grep -qE "restore \`$id\`: (verify: )?image \`$T/img\`" || fail "$what: error does not name the image: $LAST_OUTPUT"
+	expect_output -E "restore \`$id\`: (verify: )?image \`$T/img\`" "$what: error does not name the image"
 	[ ! -e "$R/$id" ] || fail "$what: container state was created"
 	log "$what: $(head -1 <<<"$LAST_OUTPUT")"
 }
@@ -101,7 +101,7 @@ restore_refused "flipped signature byte" "signature does not match" --verify-key
 rm "$T/img/manifest.sig"
 mkfifo -m 600 "$T/img/manifest.sig"
 expect_fail 1 timeout 20 "$CRYO_BIN" --root "$R" restore -d --image-path "$T/img" --verify-key "$K/ed.pub" "$id"
-echo "$LAST_OUTPUT" | grep -q "manifest.sig\`: not a regular file" || fail "FIFO signature: $LAST_OUTPUT"
+expect_output "manifest.sig\`: not a regular file" "FIFO signature"
 
 # key files: a symlink, a FIFO and a group-readable secret are refused
 ln -s "$K/ed.pub" "$K/link.pub"
@@ -110,15 +110,15 @@ mkimg
 check "$SIGN" sign "$T/img" "$K/ed.pem"
 restore_refused "symlinked key" "refusing to follow it" --verify-key "$K/link.pub"
 expect_fail 1 timeout 20 "$CRYO_BIN" --root "$R" restore -d --image-path "$T/img" --verify-key "$K/fifo.key" "$id"
-echo "$LAST_OUTPUT" | grep -q "fifo.key\`: not a regular file" || fail "FIFO key: $LAST_OUTPUT"
+expect_output "fifo.key\`: not a regular file" "FIFO key"
 chmod 640 "$K/hmac.key"
 expect_fail 1 "$SIGN" sign "$T/img" "$K/hmac.key"
-echo "$LAST_OUTPUT" | grep -q "accessible to other users (mode 0640)" || fail "group-readable key: $LAST_OUTPUT"
+expect_output "accessible to other users (mode 0640)" "group-readable key"
 
 # checkpoint --sign-key: a key that can't sign is refused before the container is looked at
 expect_fail 1 cryo --root "$R" checkpoint --sign-key "$K/ed.pub" --image-path "$T/ck" "$id"
-echo "$LAST_OUTPUT" | grep -q "holds a public key: signing needs the Ed25519 private key" || fail "checkpoint with a public key: $LAST_OUTPUT"
+expect_output "holds a public key: signing needs the Ed25519 private key" "checkpoint with a public key"
 expect_fail 1 cryo --root "$R" checkpoint --sign-key "$K/hmac.key" --image-path "$T/ck" "$id"
-echo "$LAST_OUTPUT" | grep -q "accessible to other users" || fail "checkpoint with a readable key: $LAST_OUTPUT"
+expect_output "accessible to other users" "checkpoint with a readable key"
 [ ! -e "$T/ck" ] || fail "checkpoint with a bad key made an image"
 echo "PASS sign_image"

@@ -66,7 +66,7 @@ for backend in v2 v1; do
 	echo "$out" | grep -q '0 recorded' || fail "post without pre printed: $out"
 	echo '{bad' > "$R/sleep.json"
 	expect_fail 1 cryo --root "$R" sleep-hook post
-	echo "$LAST_OUTPUT" | grep -q 'is not a JSON array' || fail "corrupt record: $LAST_OUTPUT"
+	expect_output 'is not a JSON array' "corrupt record"
 	[ ! -e "$R/sleep.json" ] || fail "corrupt sleep.json left behind"
 done
 expect_fail 2 cryo --root "$R" sleep-hook during

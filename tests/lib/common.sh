@@ -4,7 +4,11 @@
 #   skip "reason"          exit 77, reason printed
 #   fail "reason"          exit 1
 #   check CMD...           run CMD, fail with its output if it fails
-#   expect_fail RC CMD...  CMD must exit with RC (any non-zero if RC is "!")
+#   expect_fail RC CMD...  CMD must exit with RC (any non-zero if RC is "!");
+#                          its output is left in LAST_OUTPUT
+#   expect_output [-E] PATTERN WHAT
+#                          LAST_OUTPUT must match PATTERN (grep; -E: extended),
+#                          else fail with "WHAT: <the output>"
 #   at_exit "cmd"          run cmd on exit (LIFO), before the host check
 #   now_ms                 CLOCK_REALTIME in ms
 #   cg_remove DIR          thaw a test cgroup (v1 or v2, any state), SIGKILL
@@ -63,6 +67,15 @@ expect_fail() {
 		[ $rc = "$want" ] || fail "\`$*\` exited $rc, expected $want: $out"
 	fi
 	LAST_OUTPUT=$out
+}
+
+expect_output() {
+	local opt=-q
+	if [ "$1" = -E ]; then
+		opt=-qE
+		shift
+	fi
+	printf '%s\n' "$LAST_OUTPUT" | grep $opt -- "$1" || fail "$2: $LAST_OUTPUT"
 }
 
 need_root() { [ "$(id -u)" = 0 ] || skip "needs root"; }
