@@ -10,7 +10,9 @@
  *   >= 6.6  a holder argument: freezes by the kernel and by userspace are
  *           counted apart, FITHAW can no longer undo ours.
  *   >= 6.16 an owner argument too (only needed with FREEZE_EXCL).
- * Only the 6.1 branch is compiled in this project's CI (bookworm headers).
+ * CI compiles the < 6.6 branch (bookworm's 6.1 headers, the VM kernel) and
+ * the >= 6.6 one (bookworm's 6.12 headers, compile only); no Debian kernel
+ * >= 6.16 has headers in bookworm, so that branch is not compiled here.
  */
 #ifndef CRYO_FREEZER_COMPAT_H
 #define CRYO_FREEZER_COMPAT_H

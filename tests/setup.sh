@@ -67,6 +67,26 @@ if [ ${#missing[@]} -gt 0 ]; then
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
+# A newer kernel's headers, only to compile kmod/compat.h's >= 6.6 branch
+# (kmod/CMakeLists.txt): bookworm ships 6.12 ones (+deb12). The newest a
+# mirror lists may not be there yet: the first that installs.
+install_newer_headers() {
+	local h
+	for h in $(apt-cache pkgnames linux-headers-6.12 | grep -E '^linux-headers-6\.12\.[0-9]+\+deb12-amd64$' | sort -Vr | head -n 4); do
+		if DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$h" >/dev/null 2>&1; then
+			echo "setup.sh: installed $h (kmod compat build)"
+			return 0
+		fi
+	done
+	return 1
+}
+if ! ls -d /usr/src/linux-headers-6.12.*+deb12-amd64 >/dev/null 2>&1; then
+	if ! install_newer_headers && ! { apt-get update -qq && install_newer_headers; }; then
+		echo "setup.sh: no linux-headers-6.12.*+deb12-amd64 could be installed (kmod compat build)" >&2
+		exit 1
+	fi
+fi
+
 # The kernel image and modules are unpacked into a cache, never installed
 # on the host (the host boots its own kernel; /boot stays untouched).
 "$(dirname "$0")/vm/fetch-kernel" "$kver" >/dev/null
