@@ -471,6 +471,9 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 		return cryo_error_setx(err, ENOENT, "no working CRIU on this host");
 	if (lf->criu_checked && !lf->criu_check_ok)
 		return cryo_error_setx(err, EOPNOTSUPP, "`criu check` fails on this host (see `cryo check`)");
+	if (c->o->pre_copy && !lf->soft_dirty)
+		return cryo_error_setx(err, EOPNOTSUPP,
+				       "--pre-copy needs the kernel to track dirty memory (CONFIG_MEM_SOFT_DIRTY), which this one does not");
 
 	r = send_hello(c->t, lf, c->o->id, c->o->dry_run, c->was_paused, err);
 	if (r < 0)
