@@ -1414,9 +1414,10 @@ static int verify_round(struct rctx *c, struct cryo_error *err)
 	Cryo__Manifest *m = NULL;
 	int r;
 
+	/* the rounds before were checked as they came: of them, only their signatures */
 	r = check_signed(c, err);
-	if (r >= 0)
-		r = cryo_image_authenticate_at(c->round_fd, c->o->verify_key, false, err);
+	if (r >= 0 && c->o->verify_key)
+		r = cryo_image_verify_sigs_at(c->round_fd, c->o->verify_key, err);
 	if (r >= 0)
 		r = cryo_manifest_read_at(c->round_fd, &m, err);
 	if (r >= 0)
@@ -1548,9 +1549,20 @@ static int rstep_verify(void *ctx, struct cryo_error *err)
 	r = check_signed(c, err);
 	if (r < 0)
 		return r;
-	r = cryo_image_authenticate(c->img_dir, c->o->verify_key, false, err);
-	if (r < 0)
-		return r;
+	/*
+	 * Once, here; restore takes it as verified (the staging dir is ours
+	 * alone). The pre-copy rounds were checked as they came: hashing them
+	 * again now would add to the downtime.
+	 */
+	if (c->o->verify_key) {
+		_cleanup_close_ int fd = open(c->img_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (fd < 0)
+			return cryo_error_set(err, errno, "open `%s`", c->img_dir);
+		r = cryo_image_verify_sigs_at(fd, c->o->verify_key, err);
+		if (r < 0)
+			return r;
+	}
 	r = cryo_manifest_load_verified(c->img_dir, &c->m, err);
 	if (r < 0)
 		return r;
@@ -1684,6 +1696,7 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.detach = true,
 		.paused = true,
 		.verify_key = c->o->verify_key,
+		.preverified = true,
 	};
 	pid_t pid = 0;
 	int r;

@@ -125,10 +125,11 @@ struct ctx {
  * by their target, so a page file that is a symlink to a host file would
  * verify and be loaded into the container's memory: the only symlink an
  * image may hold is CRIU's `parent` (a dump on top of a pre-dump), and the
- * image it leads to is authenticated and verified like this one, down the
- * chain: the link names a dir, not its content.
+ * image it leads to is checked like this one, down the chain; its files
+ * are hashed here unless the signature check did (with a key, sign.c
+ * verifies the parents whole).
  */
-static int verify_links(const struct ctx *c, int image_fd, const Cryo__Manifest *m, int depth, struct cryo_error *err)
+static int verify_links(int image_fd, const Cryo__Manifest *m, int depth, bool hash, struct cryo_error *err)
 {
 	_cleanup_close_ int pfd = -1;
 	Cryo__Manifest *pm = NULL;
@@ -151,13 +152,11 @@ static int verify_links(const struct ctx *c, int image_fd, const Cryo__Manifest 
 	pfd = cryo_image_open_at(image_fd, PARENT_LINK, err);
 	if (pfd < 0)
 		return cryo_error_prefix(err, "parent image");
-	r = cryo_image_authenticate_at(pfd, c->o->verify_key, c->o->require_signature, err);
-	if (r >= 0)
-		r = cryo_manifest_read_at(pfd, &pm, err);
-	if (r >= 0)
+	r = cryo_manifest_read_at(pfd, &pm, err);
+	if (r >= 0 && hash)
 		r = cryo_manifest_verify_at(pfd, pm, err);
 	if (r >= 0)
-		r = verify_links(c, pfd, pm, depth + 1, err);
+		r = verify_links(pfd, pm, depth + 1, hash, err);
 	cryo_manifest_free(pm);
 	return r < 0 ? cryo_error_prefix(err, "parent image") : 0;
 }
@@ -171,14 +170,18 @@ static int step_verify(void *ctx, struct cryo_error *err)
 	c->image_fd = cryo_image_open(c->image, err);
 	if (c->image_fd < 0)
 		return c->image_fd;
-	/* before anything else: an unauthenticated image changes nothing (sign.h) */
-	r = cryo_image_authenticate_at(c->image_fd, c->o->verify_key, c->o->require_signature, err);
-	if (r >= 0)
+	if (c->o->preverified) {
 		r = cryo_manifest_read_at(c->image_fd, &c->m, err);
-	if (r >= 0)
-		r = cryo_manifest_verify_at(c->image_fd, c->m, err);
-	if (r >= 0)
-		r = verify_links(c, c->image_fd, c->m, 0, err);
+	} else {
+		/* before anything else: an unauthenticated image changes nothing (sign.h) */
+		r = cryo_image_authenticate_at(c->image_fd, c->o->verify_key, c->o->require_signature, err);
+		if (r >= 0)
+			r = cryo_manifest_read_at(c->image_fd, &c->m, err);
+		if (r >= 0)
+			r = cryo_manifest_verify_at(c->image_fd, c->m, err);
+		if (r >= 0)
+			r = verify_links(c->image_fd, c->m, 0, !c->o->verify_key, err);
+	}
 	if (r < 0)
 		return cryo_error_prefix(err, "image `%s`", c->image);
 	if (c->m->criu && c->m->criu->has_pre_dump && c->m->criu->pre_dump)

@@ -47,6 +47,11 @@ struct cryo_restore_opts {
 	struct cryo_criu_flags criu;
 	const char *verify_key;     /* the image must be signed with this key (sign.h); NULL = none */
 	bool require_signature;     /* refuse an image that is not verified with verify_key */
+	/*
+	 * The caller authenticated and verified this image and its parents
+	 * itself, in a dir only it can write (receive): read, not checked again.
+	 */
+	bool preverified;
 };
 
 /*

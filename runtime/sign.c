@@ -446,7 +446,7 @@ int cryo_image_signature_at(int dirfd, struct cryo_signature_info *ret, struct c
  * parent, ...) must be signed with the same key, and since nothing else
  * verifies a parent, its files are checked against its manifest here too.
  */
-static int verify_dir(int dirfd, const struct key *k, unsigned depth, struct cryo_error *err)
+static int verify_dir(int dirfd, const struct key *k, unsigned depth, bool parent_files, struct cryo_error *err)
 {
 	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
 	_cleanup_free_ char *sig = NULL, *manifest = NULL;
@@ -489,7 +489,7 @@ static int verify_dir(int dirfd, const struct key *k, unsigned depth, struct cry
 	r = cryo_manifest_parse(manifest, mlen, &m, err);
 	if (r < 0)
 		return r;
-	if (depth > 0) {
+	if (depth > 0 && parent_files) {
 		r = cryo_manifest_verify_at(dirfd, m, err);
 		if (r < 0)
 			return r;
@@ -504,25 +504,35 @@ static int verify_dir(int dirfd, const struct key *k, unsigned depth, struct cry
 	pfd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (pfd < 0)
 		return cryo_error_set(err, errno, "parent image `%s`", parent);
-	r = verify_dir(pfd, k, depth + 1, err);
+	r = verify_dir(pfd, k, depth + 1, parent_files, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "parent image `%s`", parent);
 	return 0;
 }
 
-int cryo_image_verify_at(int dirfd, const char *key_file, struct cryo_error *err)
+static int verify_at(int dirfd, const char *key_file, bool parent_files, struct cryo_error *err)
 {
 	struct key k;
 	int r;
 
 	r = load_key(key_file, false, &k, err);
 	if (r >= 0) {
-		r = verify_dir(dirfd, &k, 0, err);
+		r = verify_dir(dirfd, &k, 0, parent_files, err);
 		key_done(&k);
 	}
 	if (r < 0)
 		return cryo_error_prefix(err, "verify signature");
 	return 0;
+}
+
+int cryo_image_verify_at(int dirfd, const char *key_file, struct cryo_error *err)
+{
+	return verify_at(dirfd, key_file, true, err);
+}
+
+int cryo_image_verify_sigs_at(int dirfd, const char *key_file, struct cryo_error *err)
+{
+	return verify_at(dirfd, key_file, false, err);
 }
 
 static int open_image_dir(const char *image_dir, struct cryo_error *err)

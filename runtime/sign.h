@@ -88,6 +88,12 @@ int cryo_image_sign_at(int dirfd, const char *key_file, struct cryo_error *err);
  */
 int cryo_image_verify(const char *image_dir, const char *key_file, struct cryo_error *err);
 int cryo_image_verify_at(int dirfd, const char *key_file, struct cryo_error *err);
+/*
+ * The same, but of the parents only their signatures: for a caller that
+ * checked their files itself (receive checks each pre-copy round as it
+ * arrives; hashing them again would add to the downtime).
+ */
+int cryo_image_verify_sigs_at(int dirfd, const char *key_file, struct cryo_error *err);
 
 /*
  * The restore policy in one call: with a key, the image must be signed

@@ -93,6 +93,29 @@ for kind in ed25519 hmac raw; do
 	restore_refused "$kind: re-sealed manifest" "signature does not match \`manifest.pb\`: the image was altered" --verify-key "$vkey" --require-signature
 done
 
+# the attack through CRIU's parent link: a signed dump on top of an unsigned
+# (or differently signed) pre-dump must not lead restore into the parent
+for how in unsigned wrong-key; do
+	rm -rf "$T/pre"
+	mkdir -m 0700 "$T/pre"
+	echo evil-pages >"$T/pre/pages-1.img"
+	chmod 600 "$T/pre/pages-1.img"
+	check "$SEAL" seal "$T/pre" "$id"
+	[ $how = wrong-key ] && check "$SIGN" sign "$T/pre" "$K/other.pem"
+	mkimg
+	ln -s ../pre "$T/img/parent"
+	check "$SEAL" seal "$T/img" "$id"
+	check "$SIGN" sign "$T/img" "$K/ed.pem"
+	if [ $how = unsigned ]; then
+		restore_refused "signed dump, unsigned parent" "parent image \`../pre\`: " --verify-key "$K/ed.pub"
+		expect_output "the image is not signed" "signed dump, unsigned parent"
+	else
+		restore_refused "signed dump, parent signed by another key" "parent image \`../pre\`: " --verify-key "$K/ed.pub"
+		expect_output "not by the verify key" "signed dump, parent signed by another key"
+	fi
+done
+rm -f "$T/img/parent"
+
 # a flipped byte of the signature; a signature that is a FIFO (must not hang)
 mkimg
 check "$SIGN" sign "$T/img" "$K/ed.pem"
