@@ -122,6 +122,11 @@ static void hash_one(struct cryo_imghash *h, struct entry *e)
 		return;
 	if (cryo_digest_fd(fd, sha, &size, NULL) < 0)
 		return;
+	/*
+	 * Start writing it back now, while CRIU writes the next file: the
+	 * commit's syncfs then waits for what is left, not for all of it.
+	 */
+	(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size)
 		return;
 	/* a close-write that came while we read makes this digest stale */
