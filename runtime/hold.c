@@ -858,6 +858,15 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 	return ret;
 }
 
+/* `<root>/.migrate-in` or `<root>/.migrate-out` (migrate.c) */
+static bool migrate_dir(const char *path)
+{
+	const char *b = strrchr(path, '/');
+
+	b = b ? b + 1 : path;
+	return strcmp(b, ".migrate-in") == 0 || strcmp(b, ".migrate-out") == 0;
+}
+
 int cryo_hold_staging_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
 {
 	_cleanup_free_ char *parent = NULL;
@@ -870,15 +879,19 @@ int cryo_hold_staging_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 	if (!base || base == rec->target || !base[1])
 		return cryo_error_setx(err, EINVAL, "staging dir `%s` is not an absolute path", rec->target);
 	base++;
-	/* only ever a dir named like the ones cryo_image_stage() makes, for this very holder */
-	tag = strstr(base, STAGING_TAG);
-	if (base[0] != '.' || !tag || cryo_parse_u64(tag + strlen(STAGING_TAG), INT_MAX, &pid) < 0 ||
-	    (pid_t)pid != rec->holder_pid)
-		return cryo_error_setx(err, EINVAL, "`%s` is not a staging dir of pid %d", rec->target,
-				       (int)rec->holder_pid);
 	parent = strndup(rec->target, (size_t)(base - 1 - rec->target));
 	if (!parent)
 		return cryo_error_set(err, ENOMEM, "staging dir");
+	/*
+	 * only ever a dir named like the ones cryo_image_stage() makes, for
+	 * this very holder, or a migration's dir of one container
+	 */
+	tag = strstr(base, STAGING_TAG);
+	if (!(base[0] == '.' && tag && cryo_parse_u64(tag + strlen(STAGING_TAG), INT_MAX, &pid) == 0 &&
+	      (pid_t)pid == rec->holder_pid) &&
+	    !(migrate_dir(parent) && cryo_validate_id(base, NULL) == 0))
+		return cryo_error_setx(err, EINVAL, "`%s` is not a staging dir of pid %d", rec->target,
+				       (int)rec->holder_pid);
 	pfd = open(parent[0] ? parent : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (pfd < 0 && errno == ENOENT)
 		return 0;

@@ -181,7 +181,12 @@ typedef void (*cryo_hold_report_fn)(const struct cryo_hold_rec *rec, const char 
 int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX], cryo_hold_report_fn report,
 		      void *userdata, struct cryo_error *err);
 
-/* The undo of a CRYO_HOLD_STAGING hold: remove the staging dir of the dead holder. */
+/*
+ * The undo of a CRYO_HOLD_STAGING hold: remove the staging dir of the
+ * dead holder. Only a dir of a name cryo makes: an image's staging dir
+ * (`.<name>.staging-<holder pid>`), or migration's `.migrate-in/<id>` /
+ * `.migrate-out/<id>` (under the state root).
+ */
 int cryo_hold_staging_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);
 
 #endif

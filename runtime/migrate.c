@@ -303,6 +303,7 @@ struct mctx {
 	char *out_dir;           /* <root>/.migrate-out/<id>/img: the final dump */
 	char *out_rel;           /* .migrate-out/<id>/img */
 	unsigned rounds;         /* pre-copy rounds sent: pre1 .. pre<rounds> */
+	struct cryo_hold *out_hold; /* journals .migrate-out/<id>: `cryo recover` removes it if we die */
 	struct cryo_error fail;  /* the error that failed the run, for the abort frame */
 };
 
@@ -576,6 +577,30 @@ static int rm_under_root(const char *root, const char *rel)
 	return cryo_rm_rf_at(rfd, rel);
 }
 
+/*
+ * A dir of this run's images, journalled (a staging hold): a migrate or
+ * receive killed before it cleans up leaves it to `cryo recover`.
+ */
+static int hold_dir(const char *root, const char *id, const char *tag, const char *dir, struct cryo_hold **ret,
+		    struct cryo_error *err)
+{
+	char name[160];
+
+	snprintf(name, sizeof(name), "%s@%s", id, tag);
+	return cryo_hold_acquire(root, name, CRYO_HOLD_STAGING, dir, "dir", 0,
+				 CRYO_HOLD_UNDO_ON_EXIT | CRYO_HOLD_NO_WATCHDOG, cryo_hold_staging_undo, ret, err);
+}
+
+/* The dir is gone (or kept on purpose): its journal entry goes too. */
+static void release_dir(struct cryo_hold **h, const char *id)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (*h && cryo_hold_release(*h, &e) < 0)
+		cryo_error_warn_clear(&e, "`%s`: release the journal entry of its images", id);
+	*h = NULL;
+}
+
 /* <root>/.migrate-out/<id>, empty: the images of this run (pre-copy rounds, the dump) */
 static int prepare_out(struct mctx *c, struct cryo_error *err)
 {
@@ -598,7 +623,7 @@ static int prepare_out(struct mctx *c, struct cryo_error *err)
 	c->image_made = true;
 	if (mkdir(base, 0700) < 0)
 		return cryo_error_set(err, errno, "create `%s`", base);
-	return 0;
+	return hold_dir(c->o->root, c->o->id, "migrate-out", base, &c->out_hold, err);
 }
 
 static void undo_images(void *ctx)
@@ -608,6 +633,7 @@ static void undo_images(void *ctx)
 	if (c->image_made && c->base_rel)
 		(void)rm_under_root(c->o->root, c->base_rel);
 	c->image_made = false;
+	release_dir(&c->out_hold, c->o->id);
 }
 
 static int send_image(struct mctx *c, const char *dir, uint32_t round, uint64_t *ret_sent, uint64_t *ret_pages,
@@ -1076,6 +1102,7 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 		cryo_transport_close(c.t);
 	if (c.hold)
 		cryo_hold_free(c.hold);
+	release_dir(&c.out_hold, o->id);
 	cryo_freezer_close(c.fz);
 	cryo_state_free(c.st);
 	cryo_dest_done(&c.dest);
@@ -1104,6 +1131,7 @@ struct rctx {
 	uint32_t round;             /* its number (0 = the final dump) */
 	unsigned rounds_done;       /* pre-copy rounds received and verified */
 	bool staged;
+	struct cryo_hold *in_hold;  /* journals .migrate-in/<id> (see hold_dir) */
 	char *bundle;               /* <bundle_dir>/<id> */
 	bool bundle_made;
 	Cryo__Manifest *m;
@@ -1274,6 +1302,9 @@ static int rstep_stage(void *ctx, struct cryo_error *err)
 	if (mkdirat(rfd, c->in_rel, 0700) < 0)
 		return cryo_error_set(err, errno, "create `%s`", c->in_dir);
 	c->staged = true;
+	r = hold_dir(c->o->root, c->id, "migrate-in", c->in_dir, &c->in_hold, err);
+	if (r < 0)
+		return r;
 	c->in_fd = openat(rfd, c->in_rel, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (c->in_fd < 0)
 		return cryo_error_set(err, errno, "open `%s`", c->in_dir);
@@ -1293,6 +1324,7 @@ static void rundo_stage(void *ctx)
 	if (c->staged)
 		(void)rm_under_root(c->o->root, c->in_rel);
 	c->staged = false;
+	release_dir(&c->in_hold, c->id);
 }
 
 /* A file name from the peer: one plain component, nothing hidden. */

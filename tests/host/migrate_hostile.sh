@@ -8,7 +8,8 @@
 # sent, a final dump posing as a round, a round that is no image, and
 # real signed images that are not a pre-dump or not of this container.
 # Each is refused at transfer with a reason, and nothing is left: no
-# staged images, no bundle, no container.
+# staged images, no bundle, no container, no journal entry. A receive
+# killed mid-transfer leaves its staged images to `cryo recover`.
 . "$(dirname "$0")/../lib/common.sh"
 need_root
 need_cmd openssl
@@ -27,6 +28,7 @@ nothing_left() {
 	[ -z "$(ls -A "$R/.migrate-in" 2>/dev/null)" ] || fail "$1: staging left: $(ls -A "$R/.migrate-in")"
 	[ ! -e "$B/$id" ] || fail "$1: a bundle was made"
 	[ -z "$("$CRYO_BIN" --root "$R" list -q)" ] || fail "$1: a container exists"
+	[ -z "$(ls -A "$R/.holds" 2>/dev/null)" ] || fail "$1: journal entries left: $(ls -A "$R/.holds")"
 }
 
 attack() {  # scenario, expected words in the receiver's error
@@ -63,4 +65,20 @@ mkimg "$T/dump" "$id"
 attack "round-dir:$T/dump" "not a pre-dump"
 mkimg "$T/other" "other-$$"
 attack "round-dir:$T/other" "of container \`other-$$\`"
+# a receive killed in the middle of a transfer: its staged images are
+# journalled, and `cryo recover` removes them
+"$PEER" stall "$id" "$CRYO_BIN" --root "$R" receive --stdio --bundle-dir "$B" --verify-key "$T/ed.pub" \
+	>"$T/stall.out" 2>&1 &
+ppid=$!
+for _ in $(seq 100); do [ -d "$R/.migrate-in/$id/pre1" ] && break; sleep 0.05; done
+[ -d "$R/.migrate-in/$id/pre1" ] || fail "stalled transfer: nothing staged: $(cat "$T/stall.out")"
+rpid=$(pgrep -f -- "^$CRYO_BIN --root $R receive --stdio") || fail "no receive to kill"
+kill -9 $rpid
+kill -9 "$ppid" 2>/dev/null
+wait "$ppid" 2>/dev/null
+ls "$R/.holds" | grep -q "^$id@migrate-in" || fail "killed receive: its staging is not journalled: $(ls -A "$R/.holds")"
+check "$CRYO_BIN" --root "$R" recover
+[ ! -e "$R/.migrate-in/$id" ] || fail "recover left the killed receive's staged images"
+nothing_left "killed receive, recovered"
+log "a receive killed mid-transfer: recover removed its staged images"
 echo "PASS migrate_hostile"

@@ -16,6 +16,7 @@
  *   final-flag     the final dump ended as if it were a pre-copy round
  *   round-bogus    a whole round 1 that is no image (no manifest, no signature)
  *   round-dir:DIR  DIR's files (manifest last, signature after it) as round 1
+ *   stall          a file of round 1, half sent, then nothing (until killed)
  */
 #include <dirent.h>
 #include <errno.h>
@@ -203,6 +204,18 @@ int main(int argc, char **argv)
 		} else if (strncmp(scen, "round-dir:", 10) == 0) {
 			if (send_dir(scen + 10, 1) == 0)
 				(void)send_done(1, false);
+		} else if (strcmp(scen, "stall") == 0) {
+			Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+			Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
+
+			fm.name = (char *)"pages-1.img";
+			fm.size = 1 << 20;
+			fm.has_round = 1;
+			fm.round = 1;
+			fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
+			fr.file = &fm;
+			if (send_frame(&fr) == 0)
+				pause();
 		} else if (strcmp(scen, "round-bogus") == 0) {
 			if (send_file("pages-1.img", 1, "not pages") == 0)
 				(void)send_done(1, false);
