@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: GPL-2.0-only
+/*
+ * The staging-dir undo (what `cryo recover` runs for a dead holder's
+ * staging hold) removes only dirs of names cryo makes: an image's
+ * `.<name>.staging-<holder pid>`, or migration's `.migrate-in/<id>` and
+ * `.migrate-out/<id>`; any other target in a journal entry is refused
+ * and left alone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "hold.h"
+#include "util.h"
+#include "testlib.h"
+
+static char base[PATH_MAX];
+
+static void mkdirs(const char *rel)
+{
+	char p[PATH_MAX * 2];
+
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	assert_int_equal(cryo_mkdir_p(p, 0700), 0);
+	/* something inside, so removal is recursive */
+	strncat(p, "/pages-1.img", sizeof(p) - strlen(p) - 1);
+	assert_int_equal(cryo_write_new_file_at(AT_FDCWD, p, "x", 1, 0600), 0);
+}
+
+static bool exists(const char *rel)
+{
+	char p[PATH_MAX * 2];
+	struct stat st;
+
+	snprintf(p, sizeof(p), "%s/%s", base, rel);
+	return lstat(p, &st) == 0;
+}
+
+static int undo(const char *rel, pid_t holder)
+{
+	char target[PATH_MAX * 2];
+	struct cryo_hold_rec rec = { .kind = CRYO_HOLD_STAGING, .target = target, .holder_pid = holder };
+	struct cryo_error err = CRYO_ERROR_INIT;
+	int r;
+
+	snprintf(target, sizeof(target), "%s/%s", base, rel);
+	r = cryo_hold_staging_undo(&rec, &err);
+	cryo_error_clear(&err);
+	return r;
+}
+
+static void test_staging_undo(void **state)
+{
+	(void)state;
+	snprintf(base, sizeof(base), "/tmp/cryo-test-hold.XXXXXX");
+	assert_non_null(mkdtemp(base));
+
+	/* an image's staging dir of this holder: removed */
+	mkdirs(".img.staging-4242");
+	assert_int_equal(undo(".img.staging-4242", 4242), 0);
+	assert_false(exists(".img.staging-4242"));
+	/* of another holder: refused, kept */
+	mkdirs(".img.staging-4243");
+	assert_int_equal(undo(".img.staging-4243", 4242), -EINVAL);
+	assert_true(exists(".img.staging-4243"));
+
+	/* migration's dirs of one container: removed, pre-copy rounds and all */
+	mkdirs("root/.migrate-in/web/pre1");
+	mkdirs("root/.migrate-in/web/img");
+	assert_int_equal(undo("root/.migrate-in/web", 1), 0);
+	assert_false(exists("root/.migrate-in/web"));
+	assert_true(exists("root/.migrate-in"));
+	mkdirs("root/.migrate-out/web/pre1");
+	assert_int_equal(undo("root/.migrate-out/web", 1), 0);
+	assert_false(exists("root/.migrate-out/web"));
+
+	/* anything else is refused and left: a plain dir, the state root, a bad id, the parent itself */
+	mkdirs("root/web");
+	assert_int_equal(undo("root/web", 1), -EINVAL);
+	assert_true(exists("root/web"));
+	assert_int_equal(undo("root", 1), -EINVAL);
+	assert_true(exists("root"));
+	mkdirs("root/.migrate-in/.hidden");
+	assert_int_equal(undo("root/.migrate-in/.hidden", 1), -EINVAL);
+	assert_true(exists("root/.migrate-in/.hidden"));
+	assert_int_equal(undo("root/.migrate-in", 1), -EINVAL);
+	assert_true(exists("root/.migrate-in"));
+	mkdirs("root/.migrate-inx/web");
+	assert_int_equal(undo("root/.migrate-inx/web", 1), -EINVAL);
+	assert_true(exists("root/.migrate-inx/web"));
+
+	/* gone already: nothing to do */
+	assert_int_equal(undo("root/.migrate-in/gone", 1), 0);
+
+	assert_int_equal(cryo_rm_rf_at(AT_FDCWD, base), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_staging_undo),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
