@@ -36,6 +36,7 @@ struct cryo_imghash {
 	bool running;
 	bool stopping;
 	bool overflow;
+	bool writeback;
 	struct entry *v;
 	size_t n, cap;
 	uint64_t bytes;
@@ -122,11 +123,9 @@ static void hash_one(struct cryo_imghash *h, struct entry *e)
 		return;
 	if (cryo_digest_fd(fd, sha, &size, NULL) < 0)
 		return;
-	/*
-	 * Start writing it back now, while CRIU writes the next file: the
-	 * commit's syncfs then waits for what is left, not for all of it.
-	 */
-	(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
+	/* (CRYO_IMGHASH_WRITEBACK) */
+	if (h->writeback)
+		(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
 	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size)
 		return;
 	/* a close-write that came while we read makes this digest stale */
@@ -179,7 +178,7 @@ static void *worker(void *arg)
 	}
 }
 
-int cryo_imghash_start(int dirfd, struct cryo_imghash **ret, struct cryo_error *err)
+int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, struct cryo_error *err)
 {
 	struct cryo_imghash *h;
 	struct dirent *de;
@@ -189,6 +188,7 @@ int cryo_imghash_start(int dirfd, struct cryo_imghash **ret, struct cryo_error *
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return cryo_error_set(err, ENOMEM, "image hash");
+	h->writeback = flags & CRYO_IMGHASH_WRITEBACK;
 	h->ifd = h->efd = -1;
 	h->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (h->dirfd < 0) {

@@ -25,8 +25,17 @@
 
 struct cryo_imghash;
 
+/*
+ * Start each file's writeback as soon as it is hashed (sync_file_range):
+ * the final syncfs then waits only for the rest. It competes with the
+ * writer for the disk, so it pays where the whole run counts (a
+ * checkpoint that stops the container), not where the writer's own time
+ * does (--leave-running: the container is frozen while CRIU writes).
+ */
+#define CRYO_IMGHASH_WRITEBACK (1U << 0)
+
 /* Watch dirfd (flat, as CRIU's image dir is) and hash what is there and what comes. */
-int cryo_imghash_start(int dirfd, struct cryo_imghash **ret, struct cryo_error *err);
+int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, struct cryo_error *err);
 
 /* The writer is done: hash what is pending and stop the thread. */
 int cryo_imghash_finish(struct cryo_imghash *h, struct cryo_error *err);

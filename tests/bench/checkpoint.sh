@@ -127,13 +127,13 @@ m = json.load(sys.stdin)
 steps = {t["step"]: t["usec"] / 1e3 for t in m["timings"]}
 print("cryo frozen %s %.0f" % (sys.argv[1], m["frozen_window_usec"] / 1e3))
 print("cryo fsfrozen %s %.0f" % (sys.argv[1], m["fs_frozen_window_usec"] / 1e3))
-for s in ("criu-dump", "snapshot-rootfs", "manifest", "commit"):
+for s in ("criu-dump", "snapshot-rootfs", "manifest", "hash", "sync", "commit"):
     if s in steps:
         print("cryo step:%s %s %.0f" % (s, sys.argv[1], steps[s]))
 ' "$1" >>"$T/times" || fail "inspect --json"
 	c=$(count_of "$3/rootfs/status")
 	t0=$(now_ms)
-	rt restore -d --image-path "$img" "$id" </dev/null >"$T/rs.out" 2>&1 || fail "cryo restore: $(cat "$T/rs.out")"
+	rt restore -d --bundle "$3" --image-path "$img" "$id" </dev/null >"$T/rs.out" 2>&1 || fail "cryo restore: $(cat "$T/rs.out")"
 	rec cryo restore "$1" $(($(now_ms) - t0))
 	# the rootfs was put back from the snapshot: the status file too
 	wait_counting "$3/rootfs/status" $((c + 20))
@@ -203,7 +203,7 @@ for mem in mems:
 print("\n# cryo checkpoint, median ms: frozen window, fs frozen, and its steps")
 for mem in mems:
     parts = []
-    for k in ("frozen", "fsfrozen", "step:criu-dump", "step:snapshot-rootfs", "step:manifest", "step:commit"):
+    for k in ("frozen", "fsfrozen", "step:criu-dump", "step:snapshot-rootfs", "step:hash", "step:sync", "step:commit"):
         v = med(("cryo", k, mem))
         if v is not None:
             parts.append("%s %.0f" % (k.replace("step:", ""), v))

@@ -82,7 +82,7 @@ for mib in $sizes; do
 		rm -rf "$T/img"
 		t0=$(now_ms)
 		check rt checkpoint --image-path "$T/img" "$id"
-		rt restore -d --image-path "$T/img" "$id" </dev/null >"$T/out" 2>&1 || fail "restore: $(cat "$T/out")"
+		rt restore -d --bundle "$B" --image-path "$T/img" "$id" </dev/null >"$T/out" 2>&1 || fail "restore: $(cat "$T/out")"
 		local_ms=$(ms_since "$t0")
 		c=$(wl_count "$S")
 		wl_wait_above "$S" $((c + 10))

@@ -74,7 +74,7 @@ static void test_hashes_what_is_written(void **state)
 	dfd = open(tl_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
 	put(dfd, "before.img", 4096, 1);
-	assert_int_equal(cryo_imghash_start(dfd, &h, &err), 0);
+	assert_int_equal(cryo_imghash_start(dfd, CRYO_IMGHASH_WRITEBACK, &h, &err), 0);
 	for (round = 0; round < 20; round++) {
 		snprintf(name, sizeof(name), "pages-%u.img", round);
 		put(dfd, name, 65536 + round * 4096, (int)round);
@@ -118,7 +118,7 @@ static void test_free_while_running(void **state)
 	(void)state;
 	dfd = open(tl_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
-	assert_int_equal(cryo_imghash_start(dfd, &h, &err), 0);
+	assert_int_equal(cryo_imghash_start(dfd, CRYO_IMGHASH_WRITEBACK, &h, &err), 0);
 	put(dfd, "x.img", 1000, 3);
 	/* no finish: nothing may be trusted, and free stops the thread */
 	assert_false(cryo_imghash_lookup(h, dfd, "x.img", sha, &size));
