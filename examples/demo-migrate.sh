@@ -5,9 +5,10 @@
 # CRIU works): two "hosts" on one kernel, the destination in a network
 # namespace behind a veth pair with a cgroup namespace and a cryo state
 # root of its own (tests/lib/migrate.sh). A container holding 64 MiB of
-# checked memory is moved over mutual TLS with `cryo migrate --pre-copy`:
-# the memory goes in rounds while it runs, the image is signed here and
-# verified there, and the counter goes on at the destination.
+# checked memory is moved over mutual TLS with `cryo migrate --pre-copy`
+# (where the kernel tracks dirty memory; plainly otherwise): the memory
+# goes in rounds while it runs, the image is signed here and verified
+# there, and the counter goes on at the destination.
 CRYO_BIN=$(realpath "${1:?usage: demo-migrate.sh PATH-TO-CRYO}")
 export CRYO_BIN
 SRC=$(cd "$(dirname "$0")/.." && pwd)
@@ -42,8 +43,17 @@ step "there: cryo receive --listen $MIG_IP_DST:$MIG_PORT --verify-key KEY (mutua
 mig_receive "$T/r.out" --verify-key "$T/mig.key"
 cat "$T/r.out"
 
-step "here: cryo migrate --pre-copy 3 --sign-key KEY $id tls://$MIG_IP_DST:$MIG_PORT"
-rt_migrate --pre-copy 3 --sign-key "$T/mig.key" "$id" "tls://$MIG_IP_DST:$MIG_PORT" 2>"$T/m.err" ||
+step "here: cryo migrate --dry-run $id tls://$MIG_IP_DST:$MIG_PORT (both ends' facts; nothing frozen)"
+rt_migrate --dry-run "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/dry.out" 2>&1 || fail "dry run: $(cat "$T/dry.out")"
+mig_receive_wait 30
+grep -E '^(here|destination):|dry run' "$T/dry.out"
+# pre-copy needs the kernel's soft-dirty tracking here
+precopy=()
+grep -q '^here:.*soft-dirty yes' "$T/dry.out" && precopy=(--pre-copy 3)
+mig_receive "$T/r.out" --verify-key "$T/mig.key"
+
+step "here: cryo migrate ${precopy[*]} --sign-key KEY $id tls://$MIG_IP_DST:$MIG_PORT"
+rt_migrate "${precopy[@]}" --sign-key "$T/mig.key" "$id" "tls://$MIG_IP_DST:$MIG_PORT" 2>"$T/m.err" ||
 	fail "migrate: $(cat "$T/m.err") / receive: $(cat "$T/r.out")"
 grep -v '^\s*$' "$T/m.err" | tail -n 4 || true
 mig_receive_wait 60
