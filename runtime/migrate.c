@@ -433,14 +433,46 @@ static uint64_t read_u64_file(const char *path)
 	return v;
 }
 
-/* The image is about the container's memory plus, for an own fs, its image file. */
+/*
+ * What CRIU will write of the tasks' memory: each task's anonymous pages
+ * (smaps_rollup), counted per task as CRIU dumps them, pages a fork shares
+ * copy-on-write included (the cgroup's memory use counts those once).
+ */
+static uint64_t tasks_anon_bytes(const char *cgroup_dir)
+{
+	_cleanup_free_ char *procs = NULL, *buf = NULL;
+	uint64_t total = 0;
+	size_t len = 0;
+	char *line, *save = NULL;
+
+	if (!cgroup_dir || asprintf(&procs, "%s/cgroup.procs", cgroup_dir) < 0 ||
+	    cryo_read_file_at(AT_FDCWD, procs, 1 << 20, &buf, &len) < 0)
+		return 0;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		_cleanup_free_ char *path = NULL, *rollup = NULL;
+		size_t rlen = 0;
+		const char *a;
+		unsigned long long kb;
+
+		if (asprintf(&path, "/proc/%s/smaps_rollup", line) < 0 ||
+		    cryo_read_file_at(AT_FDCWD, path, 1 << 16, &rollup, &rlen) < 0)
+			continue;
+		a = strstr(rollup, "\nAnonymous:");
+		if (a && sscanf(a + 1, "Anonymous: %llu kB", &kb) == 1)
+			total += (uint64_t)kb << 10;
+	}
+	return total;
+}
+
+/* The image is about the tasks' memory plus, for an own fs, its image file. */
 static void estimate_need(struct mctx *c, const struct cryo_mount *mnt, bool own_fs)
 {
 	_cleanup_free_ char *p = NULL, *backing = NULL;
 	struct stat s;
-	uint64_t mem = 0;
+	uint64_t mem;
 
-	if (c->st->cgroup_v2 && asprintf(&p, "%s/memory.current", c->st->cgroup_v2) >= 0)
+	mem = tasks_anon_bytes(c->st->cgroup_v2 ? c->st->cgroup_v2 : c->st->cgroup_v1_freezer);
+	if (!mem && c->st->cgroup_v2 && asprintf(&p, "%s/memory.current", c->st->cgroup_v2) >= 0)
 		mem = read_u64_file(p);
 	free(p);
 	p = NULL;
