@@ -864,7 +864,7 @@ static bool migrate_dir(const char *path)
 	const char *b = strrchr(path, '/');
 
 	b = b ? b + 1 : path;
-	return strcmp(b, ".migrate-in") == 0 || strcmp(b, ".migrate-out") == 0;
+	return strcmp(b, CRYO_MIGRATE_IN_DIR) == 0 || strcmp(b, CRYO_MIGRATE_OUT_DIR) == 0;
 }
 
 int cryo_hold_staging_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)

@@ -182,6 +182,13 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		      void *userdata, struct cryo_error *err);
 
 /*
+ * Migration's image dirs, under the state root (migrate.c; a leading dot
+ * can't be a container id): <root>/<dir>/<id>.
+ */
+#define CRYO_MIGRATE_OUT_DIR ".migrate-out"
+#define CRYO_MIGRATE_IN_DIR ".migrate-in"
+
+/*
  * The undo of a CRYO_HOLD_STAGING hold: remove the staging dir of the
  * dead holder. Only a dir of a name cryo makes: an image's staging dir
  * (`.<name>.staging-<holder pid>`), or migration's `.migrate-in/<id>` /

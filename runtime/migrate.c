@@ -13,6 +13,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 
+#include "cgroup.h"
 #include "checkpoint.h"
 #include "container.h"
 #include "freezer.h"
@@ -37,9 +38,6 @@
 /* below this much free space (after the image) the destination refuses */
 #define FREE_RESERVE_BYTES (64ULL << 20)
 #define PROGRESS_EVERY_US 200000
-/* Under the state root; a leading dot can't be a container id. */
-#define MIGRATE_OUT_DIR ".migrate-out"
-#define MIGRATE_IN_DIR ".migrate-in"
 
 /* --- facts both ends exchange ------------------------------------------ */
 
@@ -438,23 +436,21 @@ static uint64_t read_u64_file(const char *path)
  * (smaps_rollup), counted per task as CRIU dumps them, pages a fork shares
  * copy-on-write included (the cgroup's memory use counts those once).
  */
-static uint64_t tasks_anon_bytes(const char *cgroup_dir)
+static uint64_t tasks_anon_bytes(const char *cgroup_rel)
 {
-	_cleanup_free_ char *procs = NULL, *buf = NULL;
+	_cleanup_free_ pid_t *pids = NULL;
 	uint64_t total = 0;
-	size_t len = 0;
-	char *line, *save = NULL;
+	size_t n = 0, i;
 
-	if (!cgroup_dir || asprintf(&procs, "%s/cgroup.procs", cgroup_dir) < 0 ||
-	    cryo_read_file_at(AT_FDCWD, procs, 1 << 20, &buf, &len) < 0)
+	if (!cgroup_rel || cryo_cgroup_pids(cgroup_rel, &pids, &n, NULL) < 0)
 		return 0;
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	for (i = 0; i < n; i++) {
 		_cleanup_free_ char *path = NULL, *rollup = NULL;
 		size_t rlen = 0;
 		const char *a;
 		unsigned long long kb;
 
-		if (asprintf(&path, "/proc/%s/smaps_rollup", line) < 0 ||
+		if (asprintf(&path, "/proc/%d/smaps_rollup", (int)pids[i]) < 0 ||
 		    cryo_read_file_at(AT_FDCWD, path, 1 << 16, &rollup, &rlen) < 0)
 			continue;
 		a = strstr(rollup, "\nAnonymous:");
@@ -471,7 +467,7 @@ static void estimate_need(struct mctx *c, const struct cryo_mount *mnt, bool own
 	struct stat s;
 	uint64_t mem;
 
-	mem = tasks_anon_bytes(c->st->cgroup_v2 ? c->st->cgroup_v2 : c->st->cgroup_v1_freezer);
+	mem = tasks_anon_bytes(c->st->cgroup_path);
 	if (!mem && c->st->cgroup_v2 && asprintf(&p, "%s/memory.current", c->st->cgroup_v2) >= 0)
 		mem = read_u64_file(p);
 	free(p);
@@ -662,8 +658,8 @@ static int prepare_out(struct mctx *c, struct cryo_error *err)
 
 	if (c->image_made)
 		return 0;
-	if (asprintf(&parent, "%s/" MIGRATE_OUT_DIR, c->o->root) < 0 ||
-	    asprintf(&c->base_rel, MIGRATE_OUT_DIR "/%s", c->o->id) < 0 ||
+	if (asprintf(&parent, "%s/" CRYO_MIGRATE_OUT_DIR, c->o->root) < 0 ||
+	    asprintf(&c->base_rel, CRYO_MIGRATE_OUT_DIR "/%s", c->o->id) < 0 ||
 	    asprintf(&c->out_rel, "%s/img", c->base_rel) < 0 ||
 	    asprintf(&c->out_dir, "%s/%s", c->o->root, c->out_rel) < 0 ||
 	    asprintf(&base, "%s/%s", c->o->root, c->base_rel) < 0)
@@ -1339,8 +1335,8 @@ static int rstep_stage(void *ctx, struct cryo_error *err)
 	_cleanup_close_ int rfd = -1;
 	int r;
 
-	if (asprintf(&parent, "%s/" MIGRATE_IN_DIR, c->o->root) < 0 ||
-	    asprintf(&c->in_rel, MIGRATE_IN_DIR "/%s", c->id) < 0 ||
+	if (asprintf(&parent, "%s/" CRYO_MIGRATE_IN_DIR, c->o->root) < 0 ||
+	    asprintf(&c->in_rel, CRYO_MIGRATE_IN_DIR "/%s", c->id) < 0 ||
 	    asprintf(&c->in_dir, "%s/%s", c->o->root, c->in_rel) < 0 ||
 	    asprintf(&c->img_dir, "%s/img", c->in_dir) < 0)
 		return cryo_error_set(err, ENOMEM, "staging dir");
