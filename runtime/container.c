@@ -1278,6 +1278,13 @@ int cryo_container_delete(const char *root, const char *id, bool force, struct c
 		goto out;
 	}
 	r = destroy(root, st, err);
+	/*
+	 * -ENOENT means "no such container" to the caller (delete --force of
+	 * one already gone is done): a file missing half-way through the
+	 * teardown is not that, and the container is still there.
+	 */
+	if (r == -ENOENT)
+		r = -EIO;
 out:
 	if (r < 0)
 		return cryo_error_prefix(err, "delete `%s`", id);
