@@ -14,13 +14,15 @@
  *                                            /proc/<it>/ while it still is
  *                                            a copy of cryo), dies with cryo
  *  attach it to the cgroup (every hierarchy)
- *  oom_score_adj, "G" ─────────────────────▶ setns(pidfd, user|mnt|net|ipc|
+ *  oom_score_adj, "G<pid>" ────────────────▶ setns(pidfd, user|mnt|net|ipc|
  *                                            uts|cgroup, only those that
  *                                            differ from ours): root and cwd
  *                                            become the container's root;
  *                                            the terminal (or a session of
  *                                            its own), chdir(cwd), args[0],
- *                                            rlimits/seccomp/caps/user, exec
+ *                                            rlimits/seccomp (the notify fd
+ *                                            to listenerPath, with <pid>)/
+ *                                            caps/user, exec
  *  EOF on the sync socket = exec'd;
  *  "E<message>" = it failed
  *  pid file, unlock; detach: done, else
