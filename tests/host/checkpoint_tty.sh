@@ -26,13 +26,15 @@ B=$T/$id
 bundle_new "$B" sh -c 'i=0; while :; do i=$((i+1)); echo n=$i; sleep 0.2; done & while read x; do echo got=$x; [ "$x" = quit ] && exit 3; done'
 bundle_set "$B" 'c["process"]["terminal"] = True'
 
-# recvtty N: a receiver on $T/sN, its stdin the fifo $T/inN (held open on fd 6+N), its output $T/outN
+# recvtty N: a receiver on $T/sN, its stdin the fifo $T/inN (held open
+# on fd $recv_in: what is written there goes to the pty), its output
+# $T/outN, its pid $recv_pid
 recv_start() {
 	local n=$1
 	mkfifo "$T/in$n"
-	eval "exec $((6 + n))<>\"$T/in$n\""
+	exec {recv_in}<>"$T/in$n"
 	"$RECVTTY" --print-name "$T/s$n" <"$T/in$n" >"$T/out$n" 2>&1 &
-	eval "recv_pid$n=$!"
+	recv_pid=$!
 	for _ in $(seq 100); do [ -S "$T/s$n" ] && return 0; sleep 0.05; done
 	fail "recvtty $n did not listen"
 }
@@ -50,20 +52,23 @@ assert_nothing_left() {
 		[ -d "$d" ] && fail "$1: cgroup $d is left"
 	done
 	for p in $(pgrep -x criu); do
-		ls -l "/proc/$p/fd" 2>/dev/null | grep -q "$T" && fail "$1: a CRIU (pid $p) is left with our files open"
+		for f in /proc/"$p"/fd/*; do
+			[[ $(readlink "$f" 2>/dev/null) == "$T"/* ]] && fail "$1: a CRIU (pid $p) is left with our files open"
+		done
 	done
 	return 0
 }
 
 recv_start 1
+in1=$recv_in rp1=$recv_pid
 check rt run -d --console-socket "$T/s1" --bundle "$B" "$id" </dev/null
 wait_for "$T/out1" "^n=5$" "the counter does not reach the console socket"
-echo before >&7
+echo before >&"$in1"
 wait_for "$T/out1" "^got=before$" "the container does not read its terminal"
 check rt checkpoint --image-path "$T/img" "$id"
 # the container is gone: its terminal hangs up and recvtty ends
-for _ in $(seq 100); do kill -0 "$recv_pid1" 2>/dev/null || break; sleep 0.05; done
-kill -0 "$recv_pid1" 2>/dev/null && fail "the pty is still open after the checkpoint"
+for _ in $(seq 100); do kill -0 "$rp1" 2>/dev/null || break; sleep 0.05; done
+kill -0 "$rp1" 2>/dev/null && fail "the pty is still open after the checkpoint"
 before=$(last_count "$T/out1")
 [ -n "$before" ] || fail "no count before the checkpoint: $(cat "$T/out1")"
 log "counted to $before before the checkpoint"
@@ -82,23 +87,25 @@ assert_nothing_left "restore to a dead console socket"
 
 bundle_set "$B" 'c["process"]["terminal"] = False'
 recv_start 9
+rp9=$recv_pid
 expect_fail 1 rt restore -d --console-socket "$T/s9" --image-path "$T/img" --bundle "$B" "$id"
 expect_output "process.terminal is false in the bundle" "restore of a terminal into a bundle without one"
 expect_fail 1 rt restore -d --image-path "$T/img" --bundle "$B" "$id" </dev/null
 expect_output "process.terminal is false in the bundle" "restore of a terminal into a bundle without one (no socket)"
 assert_nothing_left "restore into a bundle without a terminal"
-kill "$recv_pid9" 2>/dev/null
+kill "$rp9" 2>/dev/null
 bundle_set "$B" 'c["process"]["terminal"] = True'
 
 # --- restore with a new console socket: the counter goes on, stdin works
 
 recv_start 2
+in2=$recv_in rp2=$recv_pid
 check rt restore -d --console-socket "$T/s2" --image-path "$T/img" --bundle "$B" "$id" </dev/null
 grep -q "recvtty: got /dev/pts/[0-9]" "$T/out2" || fail "the new master is not named as create names it: $(cat "$T/out2")"
 wait_for "$T/out2" "^n=$((before + 3))$" "the counter does not go on past $before on the new master"
 first=$(tr -d '\r' <"$T/out2" | sed -n 's/^n=\([0-9]*\)$/\1/p' | head -1)
 [ "$first" -gt "$before" ] || fail "the restored counter starts at $first, not past $before"
-echo after >&8
+echo after >&"$in2"
 wait_for "$T/out2" "^got=after$" "what is written to the new master does not reach the container"
 # the container's terminal is still its own devpts' (the one restored), not the host's
 tty_in=$(rt exec "$id" readlink /proc/1/fd/0) || fail "exec: $tty_in"
@@ -106,7 +113,7 @@ tty_in=$(rt exec "$id" readlink /proc/1/fd/0) || fail "exec: $tty_in"
 [ "$(rt state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = running ] \
 	|| fail "restored container is not running"
 check rt delete --force "$id"
-kill "$recv_pid2" 2>/dev/null
+kill "$rp2" 2>/dev/null
 
 # --- the same image in the foreground without a socket: relayed to our stdio; the exit code comes back
 
