@@ -39,34 +39,11 @@ int cryo_console_connect(const char *path, int *ret_fd, struct cryo_error *err)
 
 int cryo_console_send_fd(int socket_fd, int fd, const char *name, struct cryo_error *err)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	/*
-	 * A stream socket drops ancillary data sent with an empty payload, so
-	 * an unnamed fd still travels with one NUL byte.
-	 */
-	struct iovec iov = { .iov_base = (void *)(name && *name ? name : ""),
-			     .iov_len = name && *name ? strlen(name) : 1 };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *c;
-	ssize_t n;
+	/* an unnamed fd still travels with one byte (a NUL) */
+	bool named = name && *name;
+	int r = cryo_send_with_fd(socket_fd, fd, named ? name : "", named ? strlen(name) : 1);
 
-	memset(&u, 0, sizeof(u));
-	c = CMSG_FIRSTHDR(&msg);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(c), &fd, sizeof(int));
-	do
-		n = sendmsg(socket_fd, &msg, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n < 0)
-		return cryo_error_set(err, errno, "send the console fd");
-	if ((size_t)n != iov.iov_len)
-		return cryo_error_setx(err, EIO, "send the console fd: short write");
-	return 0;
+	return r < 0 ? cryo_error_set(err, -r, "send the console fd") : 0;
 }
 
 int cryo_console_recv_fd(int socket_fd, int *ret_fd, char **ret_name, struct cryo_error *err)

@@ -520,42 +520,6 @@ nomem:
 	return NULL;
 }
 
-/*
- * The state and the notify fd in one sendmsg (SCM_RIGHTS); what a short
- * write leaves follows without fds, as the runtime-spec allows.
- */
-static int send_state(int sock, const char *text, int nfd, struct cryo_error *err)
-{
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} u;
-	size_t len = strlen(text), done = 0;
-	struct iovec iov = { .iov_base = (void *)text, .iov_len = len };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
-	struct cmsghdr *cm;
-	ssize_t n;
-
-	memset(&u, 0, sizeof(u));
-	cm = CMSG_FIRSTHDR(&mh);
-	cm->cmsg_level = SOL_SOCKET;
-	cm->cmsg_type = SCM_RIGHTS;
-	cm->cmsg_len = CMSG_LEN(sizeof(int));
-	memcpy(CMSG_DATA(cm), &nfd, sizeof(int));
-	do
-		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	while (n >= 0) {
-		done += (size_t)n;
-		if (done >= len)
-			return 0;
-		n = send(sock, text + done, len - done, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			n = 0;
-	}
-	return cryo_error_set(err, errno, "send the notify fd to linux.seccomp.listenerPath");
-}
-
 int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, const struct cryo_seccomp_listener *l,
 		       struct cryo_error *err)
 {
@@ -633,10 +597,13 @@ int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, const struct cryo_s
 		r = cryo_error_set(err, -nfd, "get the notify fd");
 		goto prefix;
 	}
-	r = send_state(l->fd, payload, nfd, err);
+	/* the state and the notify fd in one sendmsg, as the runtime-spec has it */
+	r = cryo_send_with_fd(l->fd, nfd, payload, strlen(payload));
 	close(nfd);
-	if (r < 0)
+	if (r < 0) {
+		r = cryo_error_set(err, -r, "send the notify fd to linux.seccomp.listenerPath");
 		goto prefix;
+	}
 	goto out;
 prefix:
 	cryo_error_prefix(err, "seccomp");

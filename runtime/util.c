@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <signal.h>
@@ -356,4 +357,40 @@ static int rm_rf_depth(int dfd, const char *name, int depth)
 int cryo_rm_rf_at(int dirfd, const char *name)
 {
 	return rm_rf_depth(dirfd, name, 0);
+}
+
+int cryo_send_with_fd(int sock, int fd, const void *buf, size_t len)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	size_t done = 0;
+
+	if (!len)
+		return -EINVAL;
+	memset(&u, 0, sizeof(u));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &fd, sizeof(int));
+	while (done < len) {
+		ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		done += (size_t)n;
+		/* the fd went with the first bytes */
+		iov.iov_base = (char *)buf + done;
+		iov.iov_len = len - done;
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+	}
+	return 0;
 }

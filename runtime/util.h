@@ -136,6 +136,15 @@ int cryo_write_file_atomic_at(int dirfd, const char *path, const void *buf, size
 int cryo_write_pid_file(const char *path, pid_t pid, struct cryo_error *err);
 
 /*
+ * Send buf (len >= 1: a stream socket drops ancillary data that comes with
+ * no payload) over a UNIX stream socket with fd attached (SCM_RIGHTS) to
+ * its first byte; what a short write leaves follows without fds. Only
+ * sendmsg(2) is used, one syscall a seccomp filter can be asked to let
+ * through. 0 or -errno.
+ */
+int cryo_send_with_fd(int sock, int fd, const void *buf, size_t len);
+
+/*
  * Remove dirfd/name and, for a directory, everything below it (never
  * following symlinks; at most 32 levels). A missing name is not an error.
  */
