@@ -91,13 +91,17 @@ bool cryo_sealexe_binary_protected(void)
 }
 
 /*
- * A read-only bind mount of just the binary, detached (in no mount table,
- * freed when its last reference goes: the exe of the processes that run
- * from it). Writes through /proc/PID/exe — also later, through an O_PATH
- * fd the container kept — then fail with EROFS; the mount can't be made
- * writable from a container: mount_setattr() needs CAP_SYS_ADMIN over the
- * mount's anonymous namespace, which belongs to the host's user namespace.
- * Kernel >= 5.12 and CAP_SYS_ADMIN (ENOSYS, EPERM in a user namespace).
+ * A read-only bind mount of just the binary, detached: in no mount table.
+ * Writes through /proc/PID/exe then fail with EROFS, also later, through
+ * an O_PATH fd the container kept after cryo exited. The fd returned here
+ * is O_CLOEXEC and exec'd: the exec closes it, and closing the last fd of
+ * an open_tree() dissolves the tree (umounts it; it lives on only for the
+ * references it still has, the exe of the processes that run from it, and
+ * is freed with the last). That matters: while it is still attached to
+ * its anonymous namespace, anyone with CAP_SYS_ADMIN over their own mount
+ * namespace (a user namespace of their own) could mount_setattr() it back
+ * to read-write; once dissolved, mount_setattr() and open_tree() refuse it
+ * (EINVAL). Kernel >= 5.12 and CAP_SYS_ADMIN (else ENOSYS, EPERM).
  */
 static int ro_bind_self(void)
 {
@@ -172,7 +176,7 @@ int cryo_sealexe_ensure(char **envp, struct cryo_error *err)
 	if (on_detached_mount())  /* a re-exec that did not make it read-only: don't loop */
 		return cryo_error_setx(err, EROFS, "cryo runs from a detached mount that is not read-only");
 	if (mode && *mode && strcmp(mode, "memfd") != 0 && strcmp(mode, "bind") != 0)
-		return cryo_error_set(err, EINVAL, "CRYO_SEALEXE=`%s`: expected `bind` or `memfd`", mode);
+		return cryo_error_setx(err, EINVAL, "CRYO_SEALEXE=`%s`: expected `bind` or `memfd`", mode);
 	argv = self_argv(&argbuf);
 	if (!argv)
 		return cryo_error_set(err, ENOMEM, "read /proc/self/cmdline");
@@ -191,7 +195,10 @@ int cryo_sealexe_ensure(char **envp, struct cryo_error *err)
 		how = "a sealed memfd copy";
 	}
 	cryo_debug("sealexe: re-executing from %s", how);
-	/* O_CLOEXEC + AT_EMPTY_PATH works: the kernel keeps the file open across exec */
+	/*
+	 * O_CLOEXEC + AT_EMPTY_PATH works: the kernel keeps the file open
+	 * across exec; closing fd there is what dissolves the bind mount.
+	 */
 	syscall(SYS_execveat, fd, "", argv, envp, AT_EMPTY_PATH);
 	return cryo_error_set(err, errno, "re-execute cryo from %s", how);
 }
