@@ -21,11 +21,11 @@ bool cryo_sealexe_binary_protected(void);
 bool cryo_sealexe_is_sealed(void);
 
 /*
- * If not running from a sealed copy yet (and the binary is not protected
- * by itself, see above), copy /proc/self/exe into a sealed
- * memfd and execveat() it with this process's arguments (from
- * /proc/self/cmdline) and envp. Returns 0 when already sealed, and
- * otherwise only on failure.
+ * If not running from a protected binary yet (read-only mount, immutable,
+ * or a sealed copy), execveat() the read-only bind mount of /proc/self/exe
+ * or, when that fails, its sealed memfd copy, with this process's
+ * arguments (from /proc/self/cmdline) and envp. Returns 0 when already
+ * protected, and otherwise only on failure.
  */
 int cryo_sealexe_ensure(char **envp, struct cryo_error *err);
 

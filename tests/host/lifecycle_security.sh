@@ -22,16 +22,83 @@ out=$(ls "/proc/$(cat "$T/pid")/fd")
 [ "$(echo $out)" = "0 1 2" ] || fail "fds of the container's init: \`$(echo $out)\`"
 check rt delete --force "$id"
 
-# CVE-2019-5736: the init's exe is a sealed memfd, not the host binary
+# CVE-2019-5736: the container init runs the cryo binary through a
+# read-only bind mount that is in no mount table (default), or from a sealed
+# memfd copy (CRYO_SEALEXE=memfd, the fallback without open_tree/mount_setattr)
 sum=$(sha256sum "$CRYO_BIN" | cut -d' ' -f1)
+bin_mounted() { awk -v b="$(realpath "$CRYO_BIN")" '$5 == b || $4 == b' "$1"; }
 bundle_set "$B" 'c["process"]["args"] = ["sleep", "100"]'
-rt create --bundle "$B" --pid-file "$T/pid" "$id" </dev/null >/dev/null 2>&1 || fail "create failed"
-pid=$(cat "$T/pid")
-exe=$(readlink "/proc/$pid/exe")
-case "$exe" in /memfd:cryo*) ;; *) fail "the container init runs from \`$exe\`, not a sealed memfd" ;; esac
-if (echo x > "/proc/$pid/exe") 2>/dev/null; then fail "/proc/$pid/exe of the init could be opened for writing"; fi
+cat > "$T/attack.py" <<'PY'
+# a container's root in its own user namespace holds the init's exe open
+# (O_PATH), and writes it after cryo is gone (the CVE's race, made certain)
+import ctypes, errno, os, struct, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+pid, ready = sys.argv[1], sys.argv[2]
+fd = os.open(f"/proc/{pid}/exe", os.O_PATH | os.O_CLOEXEC)
+attr = ctypes.create_string_buffer(struct.pack("QQQQ", 0, 1, 0, 0), 32)  # attr_clr = RDONLY
+def unwrap(who):  # mount_setattr(AT_EMPTY_PATH): only a dissolved tree refuses even root
+    if libc.syscall(442, fd, b"", 0x1000, attr, 32) == 0:
+        print(who, "made the mount writable")
+unwrap("host root")
+if libc.unshare(0x10000000 | 0x00020000) != 0:  # CLONE_NEWUSER | CLONE_NEWNS
+    sys.exit("unshare: " + os.strerror(ctypes.get_errno()))
+unwrap("userns root")
+open(ready, "w").close()
+while os.path.exists(f"/proc/{pid}"):
+    time.sleep(0.05)
+for _ in range(200):  # like the exploit, retry while the file is still being executed
+    try:
+        os.close(os.open(f"/proc/self/fd/{fd}", os.O_WRONLY))
+        print("write-opened")
+        break
+    except OSError as e:
+        if e.errno != errno.ETXTBSY:
+            print("write-refused", os.strerror(e.errno))
+            break
+        time.sleep(0.05)
+else:
+    print("write-refused", os.strerror(errno.ETXTBSY), "(for 10 s)")
+PY
+for how in bind memfd; do
+	rm -f "$T/log" "$T/ready"
+	CRYO_SEALEXE=$how rt --debug --log "$T/log" create --bundle "$B" --pid-file "$T/pid" "$id" </dev/null >/dev/null 2>&1 \
+		|| fail "create ($how) failed: $(tail -3 "$T/log")"
+	pid=$(cat "$T/pid")
+	exe=$(readlink "/proc/$pid/exe")
+	case "$how:$exe" in bind:/ | memfd:/memfd:cryo*) ;; *) fail "$how: the container init runs from \`$exe\`" ;; esac
+	grep -q "sealexe: re-executing from a $([ $how = bind ] && echo read-only || echo sealed)" "$T/log" \
+		|| fail "$how: --debug does not say how cryo re-executed: $(grep sealexe "$T/log")"
+	# from inside the container (its mount and pid namespaces, its root): the init's exe
+	out=$(nsenter -t "$pid" -m -p -r -w sh -c 'echo x > /proc/1/exe && echo written' 2>&1) || true
+	case "$out" in *written*) fail "$how: /proc/1/exe could be written from inside the container" ;; esac
+	[ -z "$(bin_mounted "/proc/$pid/mountinfo")$(bin_mounted /proc/self/mountinfo)" ] \
+		|| fail "$how: the cryo binary is in a mount table: $(bin_mounted "/proc/$pid/mountinfo")"
+	if (echo x > "/proc/$pid/exe") 2>/dev/null; then fail "$how: /proc/$pid/exe of the init could be opened for writing"; fi
+	if [ $how = bind ]; then
+		echo "$out" | grep -q "Read-only file system" || fail "bind: writing /proc/1/exe: \`$out\` (expected EROFS)"
+		python3 "$T/attack.py" "$pid" "$T/ready" > "$T/attack.out" 2>&1 &
+		apid=$!
+		for _ in $(seq 100); do [ -e "$T/ready" ] || ! kill -0 $apid 2>/dev/null && break; sleep 0.1; done
+		[ -e "$T/ready" ] || fail "the attack script did not start: $(cat "$T/attack.out")"
+	fi
+	check rt delete --force "$id"
+	if [ $how = bind ]; then
+		wait $apid || fail "the attack script failed: $(cat "$T/attack.out")"
+		[ "$(cat "$T/attack.out")" = "write-refused Read-only file system" ] \
+			|| fail "bind: the kept exe, after cryo exited: $(cat "$T/attack.out")"
+	fi
+	[ "$(sha256sum "$CRYO_BIN" | cut -d' ' -f1)" = "$sum" ] || fail "$how: the cryo binary changed"
+done
+# `cryo exec` re-executes the same way before it enters the container
+rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d failed"
+rm -f "$T/log"
+out=$(rt --debug --log "$T/log" exec "$id" true 2>&1) || fail "exec: $out"
+grep -q "sealexe: re-executing from a read-only detached bind mount" "$T/log" \
+	|| fail "exec: --debug does not show the bind mount: $(grep sealexe "$T/log")"
 check rt delete --force "$id"
-# an entrypoint that execs /proc/self/exe runs the memfd copy, never the host file
+# the detached mount is in no mount table (the host check sees the rest)
+[ -z "$(bin_mounted /proc/self/mountinfo)" ] || fail "the cryo binary is mounted: $(bin_mounted /proc/self/mountinfo)"
+# an entrypoint that execs /proc/self/exe runs cryo read-only, never writable
 bundle_set "$B" 'c["process"]["args"] = ["/proc/self/exe"]'
 rt_timed run --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || true
 [ "$(sha256sum "$CRYO_BIN" | cut -d' ' -f1)" = "$sum" ] || fail "the cryo binary changed"
