@@ -446,23 +446,25 @@ static int apply_dev_rules(const char *rel, const struct cryo_spec_resources *re
 
 /*
  * A weight is a share under a proportional I/O scheduler (CFQ, BFQ); with
- * none of them built in there is no weight file, and no device would
- * honour the weight anyway: it is skipped (logged). A throttle file is
- * always there; a line naming a block device this host does not have
- * (ENODEV: nothing to throttle) is skipped the same way, as cryo did
- * before it wrote blockIO at all, so a config made elsewhere still runs.
+ * none of them built in there is no weight file and nothing would honour
+ * the weight: refused, as runc and crun do, rather than dropped in
+ * silence. A throttle file is always there; a line naming a block device
+ * this host does not have (ENODEV: nothing to throttle) is skipped, as
+ * cryo did before it wrote blockIO at all, so a config made elsewhere
+ * still runs.
  */
 static int write_at(int dfd, const char *dir, const char *name, const char *line, const char *field,
 		    struct cryo_error *err)
 {
 	int r = cryo_write_file_at(dfd, name, line);
 
-	if (r == -ENOENT && strstr(name, "weight")) {
-		cryo_debug("cgroup: %s: no `%s` in `%s` (no proportional I/O scheduler): not applied", field, name, dir);
-		return 0;
-	}
+	if (r == -ENOENT && strstr(name, "weight"))
+		return cryo_error_setx(err, EOPNOTSUPP,
+				       "%s: this host's blkio controller has no `%s` (no proportional I/O scheduler): "
+				       "the weight would not be honoured",
+				       field, name);
 	if (r == -ENODEV) {
-		cryo_debug("cgroup: %s: `%s`: no such block device here: not applied", field, line);
+		cryo_debug("cgroup: %s: `%s`: no such device on this host: not applied", field, line);
 		return 0;
 	}
 	if (r < 0)
@@ -474,6 +476,27 @@ static int write_at(int dfd, const char *dir, const char *name, const char *line
 static const char *weight_file(int dfd, const char *cfq, const char *bfq)
 {
 	return faccessat(dfd, cfq, F_OK, 0) == 0 || faccessat(dfd, bfq, F_OK, 0) < 0 ? cfq : bfq;
+}
+
+/* The container's directory in the v1 hierarchy of ctrl, which field of the config needs. */
+static int open_v1_dir(const char *ctrl, const char *rel, const char *field, char **ret_dir, int *ret_fd,
+		       struct cryo_error *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	int fd;
+
+	if (!is_v1(ctrl))
+		return cryo_error_setx(err, EOPNOTSUPP, "%s: this host mounts no v1 %s hierarchy (cgroup2 has none)",
+				       field, ctrl);
+	dir = v1_path(ctrl, rel);
+	if (!dir)
+		return cryo_error_set(err, ENOMEM, "%s cgroup `%s`", ctrl, rel);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", dir);
+	*ret_dir = TAKE_PTR(dir);
+	*ret_fd = fd;
+	return 0;
 }
 
 /*
@@ -501,14 +524,9 @@ static int apply_blkio(const char *rel, const struct cryo_spec_resources *res, s
 		any = any || res->n_blkio[l];
 	if (!any)
 		return 0;
-	if (!is_v1("blkio"))
-		return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no v1 blkio hierarchy", f);
-	dir = v1_path("blkio", rel);
-	if (!dir)
-		return cryo_error_set(err, ENOMEM, "blkio cgroup `%s`", rel);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", dir);
+	r = open_v1_dir("blkio", rel, f, &dir, &dfd, err);
+	if (r < 0)
+		return r;
 	if (res->blkio_weight) {
 		snprintf(line, sizeof(line), "%u", (unsigned)res->blkio_weight);
 		r = write_at(dfd, dir, weight_file(dfd, "blkio.weight", "blkio.bfq.weight"), line,
@@ -540,6 +558,38 @@ static int apply_blkio(const char *rel, const struct cryo_spec_resources *res, s
 			snprintf(line, sizeof(line), "%u:%u %llu", d->major, d->minor, (unsigned long long)d->rate);
 			r = write_at(dfd, dir, throttle[l], line, "linux.resources.blockIO", err);
 		}
+	}
+	return r;
+}
+
+/*
+ * linux.resources.network: net_cls.classid and one net_prio.ifpriomap
+ * line per interface. Both controllers exist only on cgroup v1; a config
+ * that asks for them on a host without them is refused, not run without.
+ */
+static int write_v1(const char *ctrl, const char *rel, const char *name, const char *line, const char *field,
+		    struct cryo_error *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -1;
+	int r = open_v1_dir(ctrl, rel, field, &dir, &dfd, err);
+
+	return r < 0 ? r : write_at(dfd, dir, name, line, field, err);
+}
+
+static int apply_network(const char *rel, const struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	char line[48];
+	size_t i;
+	int r = 0;
+
+	if (res->has_net_classid) {
+		snprintf(line, sizeof(line), "%u", res->net_classid);
+		r = write_v1("net_cls", rel, "net_cls.classid", line, "linux.resources.network.classID", err);
+	}
+	for (i = 0; r >= 0 && i < res->n_net_prios; i++) {
+		snprintf(line, sizeof(line), "%s %u", res->net_prios[i].name, res->net_prios[i].priority);
+		r = write_v1("net_prio", rel, "net_prio.ifpriomap", line, "linux.resources.network.priorities", err);
 	}
 	return r;
 }
@@ -736,6 +786,8 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 	r = apply_dev_rules(rel, res, err);
 	if (r >= 0)
 		r = apply_blkio(rel, res, err);
+	if (r >= 0)
+		r = apply_network(rel, res, err);
 	if (r < 0) {
 		struct cryo_error derr = CRYO_ERROR_INIT;
 

@@ -328,16 +328,20 @@ static bool joins_mount_ns(const struct cryo_spec *spec)
  * (/proc/1/ns/mnt). Preparing a rootfs in it would re-root and re-mount
  * every process that lives there (pivot_root changes the root of the
  * whole namespace, and `/` would turn slave). So joining one means
- * taking its view as it is: setns() left us at its root, the config's
- * root, mounts, devices, masked and read-only paths are not applied, and
- * nothing of the namespace is changed.
+ * taking its mounts as they are: the container gets root.path, as that
+ * namespace sees it, by chroot() -- which moves only the container --
+ * and the config's mounts, devices, masked and read-only paths are not
+ * applied. Nothing of the namespace is changed.
  *
  * No mount namespace at all (linux.namespaces without "mount") means the
- * container lives in the runtime's: it gets root.path by chroot(), as with
- * crun, and nothing else. The config's mounts, devices, masked and
- * read-only paths and rootfs propagation are not applied: made in the
- * host's mount namespace they would outlive the container and, for the
- * propagation of `/`, change the host itself.
+ * container lives in the runtime's, and is treated the same way, as
+ * crun does: root.path by chroot() and nothing else. Made in the host's
+ * mount namespace, the config's mounts would outlive the container and,
+ * for the propagation of `/`, change the host itself.
+ *
+ * chroot() is no barrier to a process that keeps CAP_SYS_CHROOT; in
+ * both cases the container shares a mount namespace by its config's
+ * choice, and what it could reach is that namespace's own view.
  */
 static int init_filesystem(const struct init_args *a, const char *state_json, struct cryo_error *err)
 {
@@ -345,16 +349,13 @@ static int init_filesystem(const struct init_args *a, const char *state_json, st
 	_cleanup_close_ int rootfd = -1;
 	int r;
 
-	if (joins_mount_ns(spec)) {
-		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
-		return r < 0 ? r : write_sysctls(spec, err);
-	}
-	if (!spec->namespaces[CRYO_NS_MOUNT].enabled) {
+	if (joins_mount_ns(spec) || !spec->namespaces[CRYO_NS_MOUNT].enabled) {
 		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
 		if (r >= 0)
 			r = write_sysctls(spec, err);
 		if (r >= 0 && (chroot(a->rootfs) < 0 || chdir("/") < 0))
-			r = cryo_error_set(err, errno, "chroot to `%s`", a->rootfs);
+			r = cryo_error_set(err, errno, "chroot to `%s`%s", a->rootfs,
+					   joins_mount_ns(spec) ? " (root.path, as the joined mount namespace sees it)" : "");
 		return r;
 	}
 	/* bind sources are relative to the bundle */
@@ -447,7 +448,7 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "setsid");
 		init_fail(a->sync_fd, &err);
 	}
-	if (spec->namespaces[CRYO_NS_MOUNT].enabled && reopen_null_stdio(&err) < 0)
+	if (spec->namespaces[CRYO_NS_MOUNT].enabled && !joins_mount_ns(spec) && reopen_null_stdio(&err) < 0)
 		init_fail(a->sync_fd, &err);
 	/* like runc, a missing cwd is created, but never in a mount namespace that is not the container's */
 	if (chdir(spec->cwd) < 0 &&

@@ -364,22 +364,20 @@ fail:
 }
 
 /*
- * A container without a mount namespace of its own (create chroot()ed its
- * init into root.path) shares ours: setns() can't put the new process
- * into its root, so it gets the init's root (/proc/<init>/root) by
- * chroot(). *ret_fd = -1 when the init has a mount namespace of its own.
+ * The init's root (/proc/<init>/root), which the new process takes by
+ * chroot() once it is in the container's namespaces: setns() into a mount
+ * namespace leaves it at that namespace's root, which is the init's only
+ * when create pivoted there. A container without a mount namespace of its
+ * own, or in one joined by path, was chroot()ed into root.path instead.
  * Opened after open_namespaces(), so the start time is checked again.
  */
-static int open_shared_root(const struct cryo_state *st, const int fds[N_NS], int *ret_fd, struct cryo_error *err)
+static int open_init_root(const struct cryo_state *st, int *ret_fd, struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
 	char path[64];
 	uint64_t now;
 
 	*ret_fd = -1;
-	for (size_t i = 0; i < N_NS; i++)
-		if (ns_types[i].flag == CLONE_NEWNS && fds[i] >= 0)
-			return 0;
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)st->pid);
 	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -432,7 +430,7 @@ struct child_args {
 	int sync_fd;
 	int console_fd;     /* -1: no terminal */
 	const int *ns_fds;  /* N_NS entries, -1 = shared with us */
-	int root_fd;        /* the init's root when its mount namespace is ours, else -1 */
+	int root_fd;        /* the init's root */
 	unsigned int preserve_fds;
 	pid_t parent;
 	bool relay;         /* foreground terminal: cryo relays the pty */
@@ -622,7 +620,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 	}
 	r = open_namespaces(st, ns_fds, err);
 	if (r >= 0)
-		r = open_shared_root(st, ns_fds, &root_fd, err);
+		r = open_init_root(st, &root_fd, err);
 	if (r < 0)
 		goto out;
 	if (o->console_socket) {
