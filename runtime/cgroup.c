@@ -12,6 +12,7 @@
  * hierarchy. Two things libcgroup has no call for are done on the files
  * directly: cgroup.kill (v2) and the freezer thaw before removal.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -170,11 +171,19 @@ int cryo_cgroup_get_paths(const char *rel, struct cryo_cgroup_paths *ret, struct
 	return 0;
 }
 
-/* A libcgroup handle for rel with every controller (v1 ones and the v2 name). */
+/*
+ * A libcgroup handle for rel with every controller (v1 ones and the v2
+ * name). Controllers mounted together (cpu,cpuacct or net_cls,net_prio,
+ * as systemd mounts them) share one directory: added once, or libcgroup
+ * removes that directory once per controller and fails on the second
+ * (ENOENT). The others get the same handle in ret_ctrls.
+ */
 static struct cgroup *new_cg(const char *rel, struct cgroup_controller **ret_ctrls, struct cryo_error *err)
 {
+	struct cgroup_controller *added[ARRAY_SIZE(v1_controllers)] = { 0 };
+	char *mnt[ARRAY_SIZE(v1_controllers)] = { 0 };
 	struct cgroup *cg = cgroup_new_cgroup(rel);
-	size_t i;
+	size_t i, j;
 
 	if (!cg) {
 		cryo_error_setx(err, ENOMEM, "allocate cgroup `%s`", rel);
@@ -182,25 +191,31 @@ static struct cgroup *new_cg(const char *rel, struct cgroup_controller **ret_ctr
 	}
 	for (i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
 		/* skip a controller this host doesn't mount on v1 */
-		if (!is_v1(v1_controllers[i])) {
-			if (ret_ctrls)
-				ret_ctrls[i] = NULL;
+		if (!is_v1(v1_controllers[i]) || cgroup_get_subsys_mount_point(v1_controllers[i], &mnt[i]) != 0 ||
+		    !mnt[i])
+			continue;
+		for (j = 0; j < i; j++)
+			if (added[j] && mnt[j] && strcmp(mnt[i], mnt[j]) == 0)
+				break;
+		if (j < i) {
+			added[i] = added[j];
 			continue;
 		}
-		struct cgroup_controller *c = cgroup_add_controller(cg, v1_controllers[i]);
-
-		if (!c) {
+		added[i] = cgroup_add_controller(cg, v1_controllers[i]);
+		if (!added[i]) {
 			cgroup_free(&cg);
 			cryo_error_setx(err, ENOMEM, "cgroup `%s`: add controller %s", rel, v1_controllers[i]);
-			return NULL;
+			break;
 		}
-		if (ret_ctrls)
-			ret_ctrls[i] = c;
 	}
-	if (v2_name[0] && !cgroup_add_controller(cg, v2_name)) {
+	for (i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
+		free(mnt[i]);
+		if (ret_ctrls)
+			ret_ctrls[i] = cg ? added[i] : NULL;
+	}
+	if (cg && v2_name[0] && !cgroup_add_controller(cg, v2_name)) {
 		cgroup_free(&cg);
 		cryo_error_setx(err, ENOMEM, "cgroup `%s`: add the cgroup2 hierarchy", rel);
-		return NULL;
 	}
 	return cg;
 }
@@ -594,6 +609,71 @@ static int apply_network(const char *rel, const struct cryo_spec_resources *res,
 	return r;
 }
 
+/* Is w one of the blank-separated words of list (cgroup.controllers)? */
+static bool has_word(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	const char *p;
+
+	for (p = list; (p = strstr(p, w)); p += n)
+		if ((p == list || isspace((unsigned char)p[-1])) && (!p[n] || isspace((unsigned char)p[n])))
+			return true;
+	return false;
+}
+
+/*
+ * linux.resources.hugepageLimits: hugetlb.<size>.limit_in_bytes on a v1
+ * hugetlb hierarchy, else hugetlb.<size>.max in the cgroup2 one when the
+ * controller is there (this host's layout: hugetlb only on cgroup2).
+ * A size the host has no pool for has no file: refused by name.
+ */
+static int apply_hugepages(const char *rel, const struct cryo_cgroup_paths *paths,
+			   const struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -1;
+	const char *f = "linux.resources.hugepageLimits";
+	bool v1 = is_v1("hugetlb");
+	size_t i;
+	int r = 0;
+
+	if (!res->n_hugepages)
+		return 0;
+	if (v1) {
+		r = open_v1_dir("hugetlb", rel, f, &dir, &dfd, err);
+		if (r < 0)
+			return r;
+	} else {
+		_cleanup_free_ char *ctl = NULL;
+		size_t len;
+
+		if (!paths->v2)
+			return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no hugetlb cgroup controller", f);
+		dir = strdup(paths->v2);
+		if (!dir)
+			return cryo_error_set(err, ENOMEM, "%s", f);
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return cryo_error_set(err, errno, "open `%s`", dir);
+		if (cryo_read_file_at(dfd, "cgroup.controllers", 4096, &ctl, &len) < 0 || !has_word(ctl, "hugetlb"))
+			return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no hugetlb cgroup controller", f);
+	}
+	for (i = 0; r >= 0 && i < res->n_hugepages; i++) {
+		const struct cryo_spec_hugepage *h = &res->hugepages[i];
+		char name[64], line[32];
+
+		snprintf(name, sizeof(name), "hugetlb.%s.%s", h->page_size, v1 ? "limit_in_bytes" : "max");
+		snprintf(line, sizeof(line), "%llu", (unsigned long long)h->limit);
+		r = cryo_write_file_at(dfd, name, line);
+		if (r == -ENOENT)
+			r = cryo_error_setx(err, EOPNOTSUPP, "%s: pageSize %s: this host has no huge pages of that size", f,
+					    h->page_size);
+		else if (r < 0)
+			r = cryo_error_set(err, -r, "%s: write `%s` to `%s/%s`", f, line, dir, name);
+	}
+	return r;
+}
+
 /* Does rel exist in any hierarchy create makes it in? */
 static bool exists_anywhere(const char *rel)
 {
@@ -788,6 +868,8 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		r = apply_blkio(rel, res, err);
 	if (r >= 0)
 		r = apply_network(rel, res, err);
+	if (r >= 0)
+		r = apply_hugepages(rel, &paths, res, err);
 	if (r < 0) {
 		struct cryo_error derr = CRYO_ERROR_INIT;
 

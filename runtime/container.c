@@ -173,6 +173,7 @@ struct init_args {
 	int sync_fd;
 	int fifo_fd;
 	int console_fd;           /* --console-socket connection, or -1 */
+	int listener_fd;          /* linux.seccomp.listenerPath connection, or -1 */
 	bool new_userns;
 	const sigset_t *sigmask;  /* restored before execve, NULL: keep the inherited one */
 };
@@ -378,8 +379,9 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 {
 	const struct cryo_spec *spec = a->spec;
 	struct cryo_error err = CRYO_ERROR_INIT;
-	const int keep[] = { a->sync_fd, a->fifo_fd, a->console_fd };
+	const int keep[] = { a->sync_fd, a->fifo_fd, a->console_fd, a->listener_fd };
 	_cleanup_free_ char *state_json = NULL;
+	struct cryo_seccomp_listener listener = { .fd = a->listener_fd };
 	char exe[PATH_MAX], c;
 	ssize_t n;
 
@@ -476,9 +478,17 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "close_range");
 		goto fail_exec;
 	}
-	/* then rlimits, seccomp, caps, user, NNP, execve: process.h's one order, shared with exec */
-	if (cryo_hooks_run(&spec->hooks, CRYO_HOOK_START_CONTAINER, state_json + 1, &err) >= 0)
-		cryo_process_exec(spec, exe, &err);
+	/*
+	 * rlimits, seccomp, caps, user, NNP (process.h's one order, shared
+	 * with exec), then the startContainer hooks in that final context,
+	 * under the filter as with runc and crun, then execve.
+	 */
+	listener.state = state_json + 1;
+	if (cryo_process_setup(spec, &listener, &err) >= 0 &&
+	    cryo_hooks_run(&spec->hooks, CRYO_HOOK_START_CONTAINER, state_json + 1, &err) >= 0) {
+		execve(exe, spec->args, spec->env);
+		cryo_error_set(&err, errno, "exec `%s`", exe);
+	}
 fail_exec:
 	/* the runtime is gone by now: the container's stderr is all we have */
 	dprintf(2, "cryo: container init: %s\n", err.msg ? err.msg : "failed");
@@ -555,6 +565,7 @@ struct create_ctx {
 	const char *backend;           /* freezer backend, "v1" or "v2" */
 	uint64_t clone_flags;          /* the namespaces the init is cloned into */
 	int lock, fifo, console, sync[2];
+	int listener;                  /* linux.seccomp.listenerPath connection, or -1 */
 	bool foreground;               /* run: a terminal without socket is relayed by cryo */
 	int console_peer;              /* foreground terminal: the init sends the pty master here */
 	int *ret_console;              /* where the console step puts the master (foreground run) */
@@ -673,7 +684,7 @@ static void undo_cgroup(void *ctx)
 		cryo_error_warn_clear(&e, "undo create");
 }
 
-/* The exec fifo, the console socket and the sync pair, all before the clone. */
+/* The exec fifo, the console socket, the sync pair and the seccomp listener, all before the clone. */
 static int step_channels(void *ctx, struct cryo_error *err)
 {
 	struct create_ctx *c = ctx;
@@ -704,7 +715,8 @@ static int step_channels(void *ctx, struct cryo_error *err)
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sync) < 0)
 		return cryo_error_set(err, errno, "socketpair");
-	return 0;
+	/* in the runtime's namespace, as crun does; the init sends the notify fd over it at start */
+	return cryo_seccomp_listener_connect(&c->spec->seccomp, &c->listener, err);
 }
 
 /*
@@ -743,6 +755,7 @@ static int step_clone(void *ctx, struct cryo_error *err)
 			.sync_fd = c->sync[1],
 			.fifo_fd = c->fifo,
 			.console_fd = c->console,
+			.listener_fd = c->listener,
 			.new_userns = (c->clone_flags & CLONE_NEWUSER) != 0,
 			.sigmask = c->init_sigmask,
 		};
@@ -759,6 +772,7 @@ static int step_clone(void *ctx, struct cryo_error *err)
 	close(TAKE_FD(c->fifo));
 	if (c->console >= 0)
 		close(TAKE_FD(c->console));
+	closep(&c->listener);
 	return 0;
 }
 
@@ -947,6 +961,7 @@ static void create_ctx_done(struct create_ctx *c)
 	closep(&c->fifo);
 	closep(&c->console);
 	closep(&c->console_peer);
+	closep(&c->listener);
 	closep(&c->sync[0]);
 	closep(&c->sync[1]);
 	cryo_cgroup_paths_free(&c->cg);
@@ -968,7 +983,7 @@ static int do_create(const struct cryo_create_opts *o, const sigset_t *init_sigm
 {
 	struct create_ctx c = {
 		.o = o, .init_sigmask = init_sigmask, .lock = -1, .fifo = -1, .console = -1,
-		.sync = { -1, -1 }, .pid = -1, .foreground = ret_console != NULL, .console_peer = -1,
+		.sync = { -1, -1 }, .listener = -1, .pid = -1, .foreground = ret_console != NULL, .console_peer = -1,
 		.ret_console = ret_console,
 	};
 	int r;
@@ -1278,6 +1293,13 @@ int cryo_container_delete(const char *root, const char *id, bool force, struct c
 		goto out;
 	}
 	r = destroy(root, st, err);
+	/*
+	 * -ENOENT means "no such container" to the caller (delete --force of
+	 * one already gone is done): a file missing half-way through the
+	 * teardown is not that, and the container is still there.
+	 */
+	if (r == -ENOENT)
+		r = -EIO;
 out:
 	if (r < 0)
 		return cryo_error_prefix(err, "delete `%s`", id);

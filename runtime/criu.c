@@ -410,6 +410,8 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 		return r;
 	criu_local_set_pid(co, o->pid);
 	criu_local_set_leave_running(co, o->leave_running);
+	/* a pty slave whose master is outside (process.terminal): dumped without it, as runc does */
+	criu_local_set_orphan_pts_master(co, true);
 	if (o->track_mem || o->pre_dump)
 		criu_local_set_track_mem(co, true);
 	if (o->parent_path) {
@@ -428,6 +430,37 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 	r = o->pre_dump ? criu_local_pre_dump(co) : criu_local_dump(co);
 	if (r < 0)
 		return criu_failed(o, what, name, r, err);
+	return 0;
+}
+
+/*
+ * CRIU's notifications come through libcriu's callback, which has no
+ * argument of ours: one restore at a time per process (cryo runs one).
+ * -1 = none received, -2 = one was refused (not expected, or a second).
+ */
+static int pts_master = -1;
+static bool pts_master_expected;
+
+static int notify_cb(char *action, criu_notify_arg_t na)
+{
+	int fd;
+
+	(void)na;
+	if (!action || strcmp(action, "orphan-pts-master") != 0)
+		return 0;
+	fd = criu_get_orphan_pts_master_fd();
+	if (fd < 0)
+		return -1;
+	if (!pts_master_expected || pts_master != -1) {
+		/* not ours to take: the restore fails rather than run on a terminal nobody holds */
+		close(fd);
+		if (pts_master >= 0)
+			close(pts_master);
+		pts_master = -2;
+		return -1;
+	}
+	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	pts_master = fd;
 	return 0;
 }
 
@@ -462,12 +495,35 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 		if (r < 0)
 			return cryo_error_set(err, -r, "criu restore: cgroup root");
 	}
+	/*
+	 * Always: a pty slave of the image without its master gets a new
+	 * master, handed to us (and refused when not expected), never CRIU's
+	 * own stdin as with --shell-job alone.
+	 */
+	criu_local_set_orphan_pts_master(co, true);
+	criu_local_set_notify_cb(co, notify_cb);
 	if (cryo_fault("criu-restore"))
 		return cryo_error_setx(err, EIO, "criu restore: injected fault (CRYO_FAULT=criu-restore)");
 
+	pts_master = -1;
+	pts_master_expected = o->expect_pts_master;
 	r = criu_local_restore_child(co);
-	if (r <= 0)
+	if (r <= 0) {
+		bool refused = pts_master == -2;
+
+		if (pts_master >= 0)
+			close(pts_master);
+		pts_master = -1;
+		if (refused)
+			return cryo_error_setx(err, EINVAL,
+					       "criu restore: the image has a terminal (a pty without its master) and this restore has none for it: process.terminal must be true in the bundle's config.json");
 		return criu_failed(o, "restore", name, r, err);
+	}
+	if (o->ret_pts_master)
+		*o->ret_pts_master = pts_master;
+	else if (pts_master >= 0)
+		close(pts_master);
+	pts_master = -1;
 	*ret_pid = r;
 	return 0;
 }

@@ -66,6 +66,19 @@ struct cryo_criu_opts {
 	 * dump: mountpoint in the container, name; restore: name, host path.
 	 */
 	const char *const *ext_mounts;
+	/*
+	 * A terminal whose master is outside the tree (process.terminal: the
+	 * console socket's receiver or `run` holds it), runc's way: the dump
+	 * takes the container's pty slave without its master (CRIU's
+	 * orphan_pts_master); a restore makes CRIU open a new pty in the
+	 * container's own devpts, at the slave's index, and hand its master
+	 * back. Restore only: with expect_pts_master the master ends up in
+	 * *ret_pts_master (O_CLOEXEC, -1 = the image had none); without it a
+	 * master CRIU offers is refused and the restore fails. CRIU is never
+	 * left to fall back on a terminal of its own (its stdin).
+	 */
+	bool expect_pts_master;
+	int *ret_pts_master;
 };
 
 struct cryo_criu_version {

@@ -5,12 +5,16 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "cgroup.h"
 #include "checkpoint.h"
+#include "console.h"
 #include "container.h"
 #include "extmounts.h"
 #include "freezer.h"
@@ -110,6 +114,8 @@ struct ctx {
 	int image_fd;
 	int bundle_fd;
 	int lock_fd;
+	int console;                /* --console-socket, connected */
+	int pts_master;             /* the restored terminal's new master, until sent (or relayed: foreground) */
 	pid_t pid;
 	bool state_created;
 	bool cgroup_created;
@@ -242,6 +248,15 @@ static int compare_config(const struct ctx *c, const struct cryo_spec *img, stru
 					       cur->mounts[i].destination, cur->mounts[i].bind ? " (bind)" : "");
 		used[j] = true;
 	}
+	/*
+	 * A terminal is restored as a new pty for the one the image has (its
+	 * master was outside the container): the image and the bundle agree
+	 * on having one, or CRIU would be left to find a terminal of its own.
+	 */
+	if (img->terminal != cur->terminal)
+		return cryo_error_setx(err, EINVAL,
+				       "process.terminal is %s in the bundle's config.json, %s in the image's: a container with a terminal is restored with one (and --console-socket), one without without",
+				       cur->terminal ? "true" : "false", img->terminal ? "true" : "false");
 	if (img->root_readonly != cur->root_readonly)
 		return cryo_error_setx(err, EINVAL, "root.readonly is %s in the bundle's config.json, %s in the image's",
 				       cur->root_readonly ? "true" : "false", img->root_readonly ? "true" : "false");
@@ -287,6 +302,17 @@ static int step_check_bundle(void *ctx, struct cryo_error *err)
 	cryo_spec_free(img);
 	if (r < 0)
 		return r;
+	/* runc's rules, as for create: only a restore in the foreground relays the terminal itself */
+	if (c->spec->terminal && !o->console_socket && o->detach)
+		return cryo_error_setx(err, EINVAL,
+				       "config.json: process.terminal: a detached restore of a container with a terminal needs --console-socket");
+	if (!c->spec->terminal && o->console_socket)
+		return cryo_error_setx(err, EINVAL, "--console-socket given but process.terminal is false");
+	if (o->console_socket) {
+		r = cryo_console_connect(o->console_socket, &c->console, err);
+		if (r < 0)
+			return r;
+	}
 	c->freezer_backend = cryo_spec_annotation(c->spec, "org.cryo.freezer");
 	if (!c->freezer_backend)
 		c->freezer_backend = "v2";
@@ -388,6 +414,19 @@ static void undo_cgroup(void *ctx)
 	c->cgroup_created = false;
 }
 
+/* The new master to the console socket, named as create names it (its index in the container's devpts). */
+static int send_master(struct ctx *c, struct cryo_error *err)
+{
+	char name[64] = "";
+	unsigned int n;
+
+	if (ioctl(c->pts_master, TIOCGPTN, &n) == 0)
+		snprintf(name, sizeof(name), "/dev/pts/%u", n);
+	if (cryo_console_send_fd(c->console, c->pts_master, name, err) < 0)
+		return cryo_error_prefix(err, "console socket `%s`", c->o->console_socket);
+	return 0;
+}
+
 static int step_criu_restore(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
@@ -422,7 +461,24 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.tcp_close = o->tcp_close;
 	co.flags = o->criu;
 	co.ext_mounts = (const char *const *)c->ext;
-	return cryo_criu_restore(&co, &c->pid, err);
+	co.expect_pts_master = c->spec->terminal;
+	co.ret_pts_master = &c->pts_master;
+	r = cryo_criu_restore(&co, &c->pid, err);
+	if (r < 0)
+		return r;
+	if (!c->spec->terminal)
+		return 0;
+	if (c->pts_master < 0) {
+		/* the process had closed its terminal before the checkpoint: nothing to hand over */
+		cryo_warn("restore `%s`: process.terminal is true but the image has no terminal open: no console", o->id);
+		return 0;
+	}
+	if (c->console < 0)
+		return 0; /* foreground: cryo_restore() relays it */
+	r = send_master(c, err);
+	close(c->pts_master);
+	c->pts_master = -1;
+	return r;
 }
 
 static void undo_criu_restore(void *ctx)
@@ -634,6 +690,10 @@ static void ctx_done(struct ctx *c)
 		close(c->bundle_fd);
 	if (c->lock_fd >= 0)
 		close(c->lock_fd);
+	if (c->console >= 0)
+		close(c->console);
+	if (c->pts_master >= 0)
+		close(c->pts_master);
 	cryo_manifest_free(c->m);
 	cryo_spec_free(c->spec);
 	cryo_state_free(c->st);
@@ -649,7 +709,8 @@ static void ctx_done(struct ctx *c)
 
 int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_status, struct cryo_error *err)
 {
-	struct ctx c = { .o = o, .image_fd = -1, .bundle_fd = -1, .lock_fd = -1 };
+	struct ctx c = { .o = o, .image_fd = -1, .bundle_fd = -1, .lock_fd = -1, .console = -1, .pts_master = -1 };
+	_cleanup_close_ int master = -1;
 	pid_t pid;
 	int r, status;
 
@@ -665,10 +726,23 @@ int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_sta
 	cryo_snapshot_commit(c.snap);
 	keep_restore_log(o, c.work);
 	pid = c.pid;
+	master = c.pts_master;
+	c.pts_master = -1;
 	ctx_done(&c);
 	*ret_pid = pid;
 	if (o->detach || !ret_status)
 		return 0;
+	/* a terminal without a console socket: relayed to our stdio until the init exits, as run does */
+	if (master >= 0) {
+		_cleanup_close_ int pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (pidfd < 0)
+			cryo_warn("restore `%s`: terminal: pidfd_open %d: %s", o->id, (int)pid, strerror(errno));
+		else if (cryo_console_relay(master, STDIN_FILENO, STDOUT_FILENO, pidfd, -1, &e) < 0)
+			cryo_error_warn_clear(&e, "restore `%s`: terminal", o->id);
+		cryo_error_clear(&e);
+	}
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
 			return cryo_error_set(err, errno, "restore `%s`: wait for the container", o->id);

@@ -18,6 +18,14 @@
  * run. When a step fails, the undos leave no state dir, no cgroup cryo
  * made, no process and the bundle's rootfs as it was.
  *
+ * A container with a terminal (process.terminal) was dumped without its
+ * pty's master, which lives outside (runc's way, criu.h): the restore
+ * gets a new pty from CRIU, in the container's own devpts, and sends its
+ * master to --console-socket as create does, or relays it to cryo's
+ * stdio in the foreground; a detached restore without a socket is
+ * refused before anything changes. Nothing in the image names a host
+ * terminal that is opened: the image only says the container had one.
+ *
  * One image can be restored any number of times: nothing of it is
  * consumed or modified (CRIU's restore log goes to the work dir, the
  * rootfs is rebuilt from a copy of the snapshot). A second restore while
@@ -39,7 +47,7 @@ struct cryo_restore_opts {
 	const char *work_path;      /* NULL = <root>/<id>/criu */
 	const char *bundle;         /* required (the CLI defaults to the cwd, as runc) */
 	const char *pid_file;
-	const char *console_socket; /* accepted; a restored tty is CRIU's (--shell-job) */
+	const char *console_socket; /* process.terminal: the restored terminal's new master goes here */
 	bool detach;
 	bool tcp_close;
 	bool keep_paused;           /* paused at checkpoint → paused again (default: running) */

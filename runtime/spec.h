@@ -106,6 +106,12 @@ struct cryo_spec_net_prio {
 	uint32_t priority;
 };
 
+/* A linux.resources.hugepageLimits entry. */
+struct cryo_spec_hugepage {
+	char page_size[16];     /* "2MB", "1GB": part of a cgroup file name, checked */
+	uint64_t limit;         /* bytes */
+};
+
 enum cryo_spec_blkio_list {
 	CRYO_BLKIO_WEIGHT_DEVICE,
 	CRYO_BLKIO_THROTTLE_READ_BPS,
@@ -156,6 +162,8 @@ struct cryo_spec_resources {
 	uint32_t net_classid;       /* v1 net_cls.classid */
 	struct cryo_spec_net_prio *net_prios;
 	size_t n_net_prios;
+	struct cryo_spec_hugepage *hugepages;
+	size_t n_hugepages;
 };
 
 struct cryo_spec {

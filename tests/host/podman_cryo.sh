@@ -4,7 +4,8 @@
 # would: run -d a counter, exec (output, exit code, -t), pause/unpause,
 # checkpoint/restore in place, checkpoint --leave-running, checkpoint
 # --export / restore --import into a new container (the original
-# removed first), stop, rm. The counter must keep counting across every
+# removed first), a `run -dt` container (a terminal) checkpointed and
+# restored in place, stop, rm. The counter must keep counting across every
 # step (never restart from 1, never go back).
 #
 # Everything podman makes lives under a private --root/--runroot/--tmpdir
@@ -206,6 +207,38 @@ ckpt_export_import() {
 	fi
 }
 cr_step "checkpoint --export/restore --import" ckpt_export_import
+
+# a container with a terminal (run -dt: conmon holds the pty master):
+# checkpoint and restore in place, the counter goes on, on the terminal too
+ckpt_tty() {
+	local t=$ctr-tty before after logs
+	if ! pm run -dt --name "$t" --network none --cgroup-parent "/$CGP" \
+		--ulimit nofile=1024:1024 --ulimit nproc=4096:4096 localhost/cryo-test-busybox:latest \
+		sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; echo tty-$i; sleep 0.1; done' \
+		>/dev/null 2>"$T/err"; then
+		bad "run -dt + checkpoint/restore" "run -dt: $(tail -3 "$T/err")"
+		return
+	fi
+	sleep 0.5
+	before=$(count "$t")
+	if ! pm container checkpoint "$t" >/dev/null 2>"$T/err"; then
+		bad "run -dt + checkpoint/restore" "checkpoint: $(tail -3 "$T/err")"
+	elif ! pm container restore "$t" >/dev/null 2>"$T/err"; then
+		bad "run -dt + checkpoint/restore" "restore: $(tail -3 "$T/err")"
+	else
+		after=$(count "$t")
+		sleep 0.5
+		logs=$(pm logs "$t" 2>&1 | tr -d '\r' | grep -c "^tty-$((after + 2))$")
+		if [ -n "$after" ] && [ "$after" -ge "$before" ] && counting "$t" && [ "$(pm exec "$t" readlink /proc/1/fd/1)" = /dev/pts/0 ] \
+			&& [ "$logs" -ge 1 ]; then
+			pass "run -dt + checkpoint/restore (counter $before -> $after, on the terminal too)"
+		else
+			bad "run -dt + checkpoint/restore" "counter $before -> $after, tty-$((after + 2)) in the logs $logs times: $(cat "$T/cerr")"
+		fi
+	fi
+	pm rm -f -t 0 "$t" >/dev/null 2>&1
+}
+cr_step "run -dt + checkpoint/restore" ckpt_tty
 
 # stop, rm
 if [ "$(pm inspect --format '{{.State.Status}}' "$ctr" 2>&1)" != running ]; then

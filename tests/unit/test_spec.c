@@ -187,6 +187,21 @@ static void test_v1_resources(void **state)
 		     "linux.resources.network.priorities[0]: longer than 15 bytes");
 	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"priorities\": [{\"name\": \"lo\"}]}}}}",
 		     "linux.resources.network.priorities[0]: needs an interface name and a priority");
+
+	s = parse_ok(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB\","
+		     " \"limit\": 4194304}, {\"pageSize\": \"1GB\", \"limit\": 0}]}}}");
+	r = &s->resources;
+	assert_int_equal(r->n_hugepages, 2);
+	assert_string_equal(r->hugepages[0].page_size, "2MB");
+	assert_int_equal(r->hugepages[0].limit, 4194304);
+	assert_string_equal(r->hugepages[1].page_size, "1GB");
+	cryo_spec_free(s);
+	/* the page size becomes part of a cgroup file name: nothing but a number and a unit */
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB/../../x\","
+		     " \"limit\": 1}]}}}",
+		     "linux.resources.hugepageLimits[0]: pageSize must be a number and KB, MB or GB");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB\"}]}}}",
+		     "linux.resources.hugepageLimits[0]: needs pageSize and limit");
 }
 
 static void test_errors(void **state)
