@@ -71,6 +71,8 @@ static void usage(FILE *out)
 		"  --pre-copy N              up to N memory rounds while it runs (1-8; CRIU\n"
 		"                            tracks dirty pages), so the frozen dump is small;\n"
 		"                            stops early when a round no longer shrinks\n"
+		"  --lazy                    refused: post-copy is not implemented yet (see\n"
+		"                            cryo-migrate(8); use --pre-copy)\n"
 		"  --freeze-deadline MS      thaw here by itself if not committed by then\n"
 		"                            (default 300000)\n"
 		"  --timeout MS              longest wait for the destination (default 120000)\n"
@@ -219,7 +221,9 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 			o.pre_copy = (unsigned)v;
 			break;
 		case OPT_LAZY:
-			return cli_usage_error("migrate", "--lazy is not implemented yet (use --pre-copy)");
+			/* CRIU's page stream is plain TCP: not until it is relayed through the authenticated channel */
+			return cli_usage_error("migrate", "--lazy is not implemented yet: CRIU's lazy pages would travel "
+							  "outside the authenticated channel (use --pre-copy)");
 		case OPT_LIST_STEPS:
 			for (size_t i = 0; i < cryo_migrate_step_table.n_steps; i++)
 				printf("%s\n", cryo_migrate_step_table.steps[i].name);

@@ -65,6 +65,9 @@ expect_fail 1 c --root "$R" checkpoint --lazy-pages x
 expect_output "lazy-pages is not supported" "--lazy-pages"
 expect_fail 1 c --root "$R" checkpoint -page-server 10.0.0.1:27 x
 expect_output "page-server is not supported" "--page-server"
+# post-copy: refused before anything is touched, saying why (no container, no peer needed)
+expect_fail 2 c --root "$R" migrate --lazy x tls://127.0.0.1:9
+expect_output "outside the authenticated channel" "migrate --lazy"
 expect_fail 2 c --root "$R" checkpoint --status-fd 999 x
 expect_output "status-fd 999" "--status-fd of a closed fd"
 
