@@ -98,39 +98,27 @@ refuse() {
 	refuse '{"network": {"priorities": [{"name": "lo", "priority": 3}]}}' "linux.resources.network.priorities: this host mounts no v1 net_prio"
 [ -e /sys/fs/cgroup/blkio/blkio.weight ] || [ -e /sys/fs/cgroup/blkio/blkio.bfq.weight ] ||
 	refuse '{"blockIO": {"weight": 300}}' "linux.resources.blockIO.weight: this host's blkio controller has no .blkio.weight."
-# ... and applied where the controllers are there. This host mounts no
-# net_cls/net_prio hierarchy, so one is mounted for the test in a private
-# mount namespace (the host's mount table never sees it, and the kernel
-# drops the hierarchy once it is unmounted empty), the two controllers
-# together as systemd mounts them: classid and one ifpriomap line land in
-# the container's cgroup, the init is in it, and delete removes it (with
-# a comounted hierarchy libcgroup once removed the one directory twice
-# and delete failed on ENOENT -- while `delete --force` said it was done).
-if [ ! -d /sys/fs/cgroup/net_cls ] && ! grep -qw net_cls /proc/self/mounts &&
-	grep -q '^net_cls[[:space:]][0-9]*[[:space:]][0-9]*[[:space:]]1' /proc/cgroups; then
+# ... and applied where the controllers are there: classid and one
+# ifpriomap line land in the container's cgroup, the init is in it, and
+# delete removes it. This host mounts no net_cls/net_prio; the VM test
+# cgroup_comount runs this test with the two mounted together, as systemd
+# mounts them (with a comounted hierarchy libcgroup once removed the one
+# directory twice and delete failed on ENOENT -- while `delete --force`
+# said it was done). Not mounted here for the test: a v1 hierarchy outlives
+# its unmount in the kernel for as long as old tasks' css_sets refer to it,
+# and CRIU then trips over it in every later dump and restore.
+if [ -d /sys/fs/cgroup/net_cls ] && [ -d /sys/fs/cgroup/net_prio ]; then
 	bundle_set "$B" 'c["process"]["args"] = ["sleep", "100"]
 c["linux"]["resources"] = {"network": {"classID": 1048577, "priorities": [{"name": "lo", "priority": 3}]}}'
-	out=$(unshare -m --propagation private sh -ec '
-		d=$(mktemp -d "$1/netcls.XXXXXX")
-		mount -t cgroup -o net_cls,net_prio cryo-test-netcls "$d" 2>/dev/null || { rmdir "$d"; echo nomount; exit 0; }
-		trap "rmdir \"$d/$3/$4\" \"$d/$3\" 2>/dev/null || :; umount \"$d\"; rmdir \"$d\"" EXIT
-		"$2" --root "$5" run -d --pid-file "$1/netpid" --bundle "$6" "$4" </dev/null >/dev/null
-		echo "classid=$(cat "$d/$3/$4/net_cls.classid")"
-		grep "^lo " "$d/$3/$4/net_prio.ifpriomap" | sed "s/^/prio=/"
-		grep -q "net_cls,net_prio:/$3/$4\$" "/proc/$(cat "$1/netpid")/cgroup" && echo joined
-		"$2" --root "$5" delete --force "$4"
-		[ ! -e "$d/$3/$4" ] && echo removed
-	' sh "$T" "$CRYO_BIN" "$CGPARENT" "$id" "$RTROOT" "$B" 2>&1) || fail "net_cls/net_prio in a private hierarchy: $out"
-	if [ "$out" = nomount ]; then
-		# the kernel still holds net_cls in another combination
-		echo "# net_cls,net_prio could not be mounted here: its apply part not run" >&2
-	else
-		for want in classid=1048577 "prio=lo 3" joined removed; do
-			printf '%s\n' "$out" | grep -qx "$want" || fail "net_cls/net_prio: no \`$want\`: $out"
-		done
-		[ ! -e "$RTROOT/$id" ] || fail "delete --force in the comounted hierarchy left the container's state"
-	fi
+	rt run -d --pid-file "$T/pid" --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d with network resources failed"
+	[ "$(cgfile net_cls "$id" net_cls.classid)" = 1048577 ] || fail "net_cls.classid: $(cgfile net_cls "$id" net_cls.classid)"
+	cgfile net_prio "$id" net_prio.ifpriomap | grep -qx "lo 3" || fail "net_prio.ifpriomap: $(cgfile net_prio "$id" net_prio.ifpriomap)"
+	grep -q "net_cls.*:/$CGPARENT/$id\$" "/proc/$(cat "$T/pid")/cgroup" || fail "init not in the net_cls cgroup: $(cat "/proc/$(cat "$T/pid")/cgroup")"
+	check rt delete --force "$id"
+	[ ! -e "/sys/fs/cgroup/net_cls/$CGPARENT/$id" ] || fail "the net_cls cgroup is left after delete"
+	[ ! -e "$RTROOT/$id" ] || fail "delete --force left the container's state"
 fi
+
 # hugepageLimits: on the v1 hugetlb hierarchy, or (this host) in the
 # cgroup2 one; a page size the host has no pool for is refused by name
 if [ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]; then
