@@ -12,6 +12,7 @@
  * hierarchy. Two things libcgroup has no call for are done on the files
  * directly: cgroup.kill (v2) and the freezer thaw before removal.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -170,11 +171,19 @@ int cryo_cgroup_get_paths(const char *rel, struct cryo_cgroup_paths *ret, struct
 	return 0;
 }
 
-/* A libcgroup handle for rel with every controller (v1 ones and the v2 name). */
+/*
+ * A libcgroup handle for rel with every controller (v1 ones and the v2
+ * name). Controllers mounted together (cpu,cpuacct or net_cls,net_prio,
+ * as systemd mounts them) share one directory: added once, or libcgroup
+ * removes that directory once per controller and fails on the second
+ * (ENOENT). The others get the same handle in ret_ctrls.
+ */
 static struct cgroup *new_cg(const char *rel, struct cgroup_controller **ret_ctrls, struct cryo_error *err)
 {
+	struct cgroup_controller *added[ARRAY_SIZE(v1_controllers)] = { 0 };
+	char *mnt[ARRAY_SIZE(v1_controllers)] = { 0 };
 	struct cgroup *cg = cgroup_new_cgroup(rel);
-	size_t i;
+	size_t i, j;
 
 	if (!cg) {
 		cryo_error_setx(err, ENOMEM, "allocate cgroup `%s`", rel);
@@ -182,25 +191,31 @@ static struct cgroup *new_cg(const char *rel, struct cgroup_controller **ret_ctr
 	}
 	for (i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
 		/* skip a controller this host doesn't mount on v1 */
-		if (!is_v1(v1_controllers[i])) {
-			if (ret_ctrls)
-				ret_ctrls[i] = NULL;
+		if (!is_v1(v1_controllers[i]) || cgroup_get_subsys_mount_point(v1_controllers[i], &mnt[i]) != 0 ||
+		    !mnt[i])
+			continue;
+		for (j = 0; j < i; j++)
+			if (added[j] && mnt[j] && strcmp(mnt[i], mnt[j]) == 0)
+				break;
+		if (j < i) {
+			added[i] = added[j];
 			continue;
 		}
-		struct cgroup_controller *c = cgroup_add_controller(cg, v1_controllers[i]);
-
-		if (!c) {
+		added[i] = cgroup_add_controller(cg, v1_controllers[i]);
+		if (!added[i]) {
 			cgroup_free(&cg);
 			cryo_error_setx(err, ENOMEM, "cgroup `%s`: add controller %s", rel, v1_controllers[i]);
-			return NULL;
+			break;
 		}
-		if (ret_ctrls)
-			ret_ctrls[i] = c;
 	}
-	if (v2_name[0] && !cgroup_add_controller(cg, v2_name)) {
+	for (i = 0; i < ARRAY_SIZE(v1_controllers); i++) {
+		free(mnt[i]);
+		if (ret_ctrls)
+			ret_ctrls[i] = cg ? added[i] : NULL;
+	}
+	if (cg && v2_name[0] && !cgroup_add_controller(cg, v2_name)) {
 		cgroup_free(&cg);
 		cryo_error_setx(err, ENOMEM, "cgroup `%s`: add the cgroup2 hierarchy", rel);
-		return NULL;
 	}
 	return cg;
 }
@@ -446,23 +461,25 @@ static int apply_dev_rules(const char *rel, const struct cryo_spec_resources *re
 
 /*
  * A weight is a share under a proportional I/O scheduler (CFQ, BFQ); with
- * none of them built in there is no weight file, and no device would
- * honour the weight anyway: it is skipped (logged). A throttle file is
- * always there; a line naming a block device this host does not have
- * (ENODEV: nothing to throttle) is skipped the same way, as cryo did
- * before it wrote blockIO at all, so a config made elsewhere still runs.
+ * none of them built in there is no weight file and nothing would honour
+ * the weight: refused, as runc and crun do, rather than dropped in
+ * silence. A throttle file is always there; a line naming a block device
+ * this host does not have (ENODEV: nothing to throttle) is skipped, as
+ * cryo did before it wrote blockIO at all, so a config made elsewhere
+ * still runs.
  */
 static int write_at(int dfd, const char *dir, const char *name, const char *line, const char *field,
 		    struct cryo_error *err)
 {
 	int r = cryo_write_file_at(dfd, name, line);
 
-	if (r == -ENOENT && strstr(name, "weight")) {
-		cryo_debug("cgroup: %s: no `%s` in `%s` (no proportional I/O scheduler): not applied", field, name, dir);
-		return 0;
-	}
+	if (r == -ENOENT && strstr(name, "weight"))
+		return cryo_error_setx(err, EOPNOTSUPP,
+				       "%s: this host's blkio controller has no `%s` (no proportional I/O scheduler): "
+				       "the weight would not be honoured",
+				       field, name);
 	if (r == -ENODEV) {
-		cryo_debug("cgroup: %s: `%s`: no such block device here: not applied", field, line);
+		cryo_debug("cgroup: %s: `%s`: no such device on this host: not applied", field, line);
 		return 0;
 	}
 	if (r < 0)
@@ -474,6 +491,27 @@ static int write_at(int dfd, const char *dir, const char *name, const char *line
 static const char *weight_file(int dfd, const char *cfq, const char *bfq)
 {
 	return faccessat(dfd, cfq, F_OK, 0) == 0 || faccessat(dfd, bfq, F_OK, 0) < 0 ? cfq : bfq;
+}
+
+/* The container's directory in the v1 hierarchy of ctrl, which field of the config needs. */
+static int open_v1_dir(const char *ctrl, const char *rel, const char *field, char **ret_dir, int *ret_fd,
+		       struct cryo_error *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	int fd;
+
+	if (!is_v1(ctrl))
+		return cryo_error_setx(err, EOPNOTSUPP, "%s: this host mounts no v1 %s hierarchy (cgroup2 has none)",
+				       field, ctrl);
+	dir = v1_path(ctrl, rel);
+	if (!dir)
+		return cryo_error_set(err, ENOMEM, "%s cgroup `%s`", ctrl, rel);
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", dir);
+	*ret_dir = TAKE_PTR(dir);
+	*ret_fd = fd;
+	return 0;
 }
 
 /*
@@ -501,14 +539,9 @@ static int apply_blkio(const char *rel, const struct cryo_spec_resources *res, s
 		any = any || res->n_blkio[l];
 	if (!any)
 		return 0;
-	if (!is_v1("blkio"))
-		return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no v1 blkio hierarchy", f);
-	dir = v1_path("blkio", rel);
-	if (!dir)
-		return cryo_error_set(err, ENOMEM, "blkio cgroup `%s`", rel);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", dir);
+	r = open_v1_dir("blkio", rel, f, &dir, &dfd, err);
+	if (r < 0)
+		return r;
 	if (res->blkio_weight) {
 		snprintf(line, sizeof(line), "%u", (unsigned)res->blkio_weight);
 		r = write_at(dfd, dir, weight_file(dfd, "blkio.weight", "blkio.bfq.weight"), line,
@@ -540,6 +573,103 @@ static int apply_blkio(const char *rel, const struct cryo_spec_resources *res, s
 			snprintf(line, sizeof(line), "%u:%u %llu", d->major, d->minor, (unsigned long long)d->rate);
 			r = write_at(dfd, dir, throttle[l], line, "linux.resources.blockIO", err);
 		}
+	}
+	return r;
+}
+
+/*
+ * linux.resources.network: net_cls.classid and one net_prio.ifpriomap
+ * line per interface. Both controllers exist only on cgroup v1; a config
+ * that asks for them on a host without them is refused, not run without.
+ */
+static int write_v1(const char *ctrl, const char *rel, const char *name, const char *line, const char *field,
+		    struct cryo_error *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -1;
+	int r = open_v1_dir(ctrl, rel, field, &dir, &dfd, err);
+
+	return r < 0 ? r : write_at(dfd, dir, name, line, field, err);
+}
+
+static int apply_network(const char *rel, const struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	char line[48];
+	size_t i;
+	int r = 0;
+
+	if (res->has_net_classid) {
+		snprintf(line, sizeof(line), "%u", res->net_classid);
+		r = write_v1("net_cls", rel, "net_cls.classid", line, "linux.resources.network.classID", err);
+	}
+	for (i = 0; r >= 0 && i < res->n_net_prios; i++) {
+		snprintf(line, sizeof(line), "%s %u", res->net_prios[i].name, res->net_prios[i].priority);
+		r = write_v1("net_prio", rel, "net_prio.ifpriomap", line, "linux.resources.network.priorities", err);
+	}
+	return r;
+}
+
+/* Is w one of the blank-separated words of list (cgroup.controllers)? */
+static bool has_word(const char *list, const char *w)
+{
+	size_t n = strlen(w);
+	const char *p;
+
+	for (p = list; (p = strstr(p, w)); p += n)
+		if ((p == list || isspace((unsigned char)p[-1])) && (!p[n] || isspace((unsigned char)p[n])))
+			return true;
+	return false;
+}
+
+/*
+ * linux.resources.hugepageLimits: hugetlb.<size>.limit_in_bytes on a v1
+ * hugetlb hierarchy, else hugetlb.<size>.max in the cgroup2 one when the
+ * controller is there (this host's layout: hugetlb only on cgroup2).
+ * A size the host has no pool for has no file: refused by name.
+ */
+static int apply_hugepages(const char *rel, const struct cryo_cgroup_paths *paths,
+			   const struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	_cleanup_free_ char *dir = NULL;
+	_cleanup_close_ int dfd = -1;
+	const char *f = "linux.resources.hugepageLimits";
+	bool v1 = is_v1("hugetlb");
+	size_t i;
+	int r = 0;
+
+	if (!res->n_hugepages)
+		return 0;
+	if (v1) {
+		r = open_v1_dir("hugetlb", rel, f, &dir, &dfd, err);
+		if (r < 0)
+			return r;
+	} else {
+		_cleanup_free_ char *ctl = NULL;
+		size_t len;
+
+		if (!paths->v2)
+			return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no hugetlb cgroup controller", f);
+		dir = strdup(paths->v2);
+		if (!dir)
+			return cryo_error_set(err, ENOMEM, "%s", f);
+		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0)
+			return cryo_error_set(err, errno, "open `%s`", dir);
+		if (cryo_read_file_at(dfd, "cgroup.controllers", 4096, &ctl, &len) < 0 || !has_word(ctl, "hugetlb"))
+			return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no hugetlb cgroup controller", f);
+	}
+	for (i = 0; r >= 0 && i < res->n_hugepages; i++) {
+		const struct cryo_spec_hugepage *h = &res->hugepages[i];
+		char name[64], line[32];
+
+		snprintf(name, sizeof(name), "hugetlb.%s.%s", h->page_size, v1 ? "limit_in_bytes" : "max");
+		snprintf(line, sizeof(line), "%llu", (unsigned long long)h->limit);
+		r = cryo_write_file_at(dfd, name, line);
+		if (r == -ENOENT)
+			r = cryo_error_setx(err, EOPNOTSUPP, "%s: pageSize %s: this host has no huge pages of that size", f,
+					    h->page_size);
+		else if (r < 0)
+			r = cryo_error_set(err, -r, "%s: write `%s` to `%s/%s`", f, line, dir, name);
 	}
 	return r;
 }
@@ -736,6 +866,10 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 	r = apply_dev_rules(rel, res, err);
 	if (r >= 0)
 		r = apply_blkio(rel, res, err);
+	if (r >= 0)
+		r = apply_network(rel, res, err);
+	if (r >= 0)
+		r = apply_hugepages(rel, &paths, res, err);
 	if (r < 0) {
 		struct cryo_error derr = CRYO_ERROR_INIT;
 

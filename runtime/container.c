@@ -173,6 +173,7 @@ struct init_args {
 	int sync_fd;
 	int fifo_fd;
 	int console_fd;           /* --console-socket connection, or -1 */
+	int listener_fd;          /* linux.seccomp.listenerPath connection, or -1 */
 	bool new_userns;
 	const sigset_t *sigmask;  /* restored before execve, NULL: keep the inherited one */
 };
@@ -328,16 +329,20 @@ static bool joins_mount_ns(const struct cryo_spec *spec)
  * (/proc/1/ns/mnt). Preparing a rootfs in it would re-root and re-mount
  * every process that lives there (pivot_root changes the root of the
  * whole namespace, and `/` would turn slave). So joining one means
- * taking its view as it is: setns() left us at its root, the config's
- * root, mounts, devices, masked and read-only paths are not applied, and
- * nothing of the namespace is changed.
+ * taking its mounts as they are: the container gets root.path, as that
+ * namespace sees it, by chroot() -- which moves only the container --
+ * and the config's mounts, devices, masked and read-only paths are not
+ * applied. Nothing of the namespace is changed.
  *
  * No mount namespace at all (linux.namespaces without "mount") means the
- * container lives in the runtime's: it gets root.path by chroot(), as with
- * crun, and nothing else. The config's mounts, devices, masked and
- * read-only paths and rootfs propagation are not applied: made in the
- * host's mount namespace they would outlive the container and, for the
- * propagation of `/`, change the host itself.
+ * container lives in the runtime's, and is treated the same way, as
+ * crun does: root.path by chroot() and nothing else. Made in the host's
+ * mount namespace, the config's mounts would outlive the container and,
+ * for the propagation of `/`, change the host itself.
+ *
+ * chroot() is no barrier to a process that keeps CAP_SYS_CHROOT; in
+ * both cases the container shares a mount namespace by its config's
+ * choice, and what it could reach is that namespace's own view.
  */
 static int init_filesystem(const struct init_args *a, const char *state_json, struct cryo_error *err)
 {
@@ -345,16 +350,13 @@ static int init_filesystem(const struct init_args *a, const char *state_json, st
 	_cleanup_close_ int rootfd = -1;
 	int r;
 
-	if (joins_mount_ns(spec)) {
-		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
-		return r < 0 ? r : write_sysctls(spec, err);
-	}
-	if (!spec->namespaces[CRYO_NS_MOUNT].enabled) {
+	if (joins_mount_ns(spec) || !spec->namespaces[CRYO_NS_MOUNT].enabled) {
 		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
 		if (r >= 0)
 			r = write_sysctls(spec, err);
 		if (r >= 0 && (chroot(a->rootfs) < 0 || chdir("/") < 0))
-			r = cryo_error_set(err, errno, "chroot to `%s`", a->rootfs);
+			r = cryo_error_set(err, errno, "chroot to `%s`%s", a->rootfs,
+					   joins_mount_ns(spec) ? " (root.path, as the joined mount namespace sees it)" : "");
 		return r;
 	}
 	/* bind sources are relative to the bundle */
@@ -377,8 +379,9 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 {
 	const struct cryo_spec *spec = a->spec;
 	struct cryo_error err = CRYO_ERROR_INIT;
-	const int keep[] = { a->sync_fd, a->fifo_fd, a->console_fd };
+	const int keep[] = { a->sync_fd, a->fifo_fd, a->console_fd, a->listener_fd };
 	_cleanup_free_ char *state_json = NULL;
+	struct cryo_seccomp_listener listener = { .fd = a->listener_fd };
 	char exe[PATH_MAX], c;
 	ssize_t n;
 
@@ -447,7 +450,7 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "setsid");
 		init_fail(a->sync_fd, &err);
 	}
-	if (spec->namespaces[CRYO_NS_MOUNT].enabled && reopen_null_stdio(&err) < 0)
+	if (spec->namespaces[CRYO_NS_MOUNT].enabled && !joins_mount_ns(spec) && reopen_null_stdio(&err) < 0)
 		init_fail(a->sync_fd, &err);
 	/* like runc, a missing cwd is created, but never in a mount namespace that is not the container's */
 	if (chdir(spec->cwd) < 0 &&
@@ -475,9 +478,17 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "close_range");
 		goto fail_exec;
 	}
-	/* then rlimits, seccomp, caps, user, NNP, execve: process.h's one order, shared with exec */
-	if (cryo_hooks_run(&spec->hooks, CRYO_HOOK_START_CONTAINER, state_json + 1, &err) >= 0)
-		cryo_process_exec(spec, exe, &err);
+	/*
+	 * rlimits, seccomp, caps, user, NNP (process.h's one order, shared
+	 * with exec), then the startContainer hooks in that final context,
+	 * under the filter as with runc and crun, then execve.
+	 */
+	listener.state = state_json + 1;
+	if (cryo_process_setup(spec, &listener, &err) >= 0 &&
+	    cryo_hooks_run(&spec->hooks, CRYO_HOOK_START_CONTAINER, state_json + 1, &err) >= 0) {
+		execve(exe, spec->args, spec->env);
+		cryo_error_set(&err, errno, "exec `%s`", exe);
+	}
 fail_exec:
 	/* the runtime is gone by now: the container's stderr is all we have */
 	dprintf(2, "cryo: container init: %s\n", err.msg ? err.msg : "failed");
@@ -554,6 +565,7 @@ struct create_ctx {
 	const char *backend;           /* freezer backend, "v1" or "v2" */
 	uint64_t clone_flags;          /* the namespaces the init is cloned into */
 	int lock, fifo, console, sync[2];
+	int listener;                  /* linux.seccomp.listenerPath connection, or -1 */
 	bool foreground;               /* run: a terminal without socket is relayed by cryo */
 	int console_peer;              /* foreground terminal: the init sends the pty master here */
 	int *ret_console;              /* where the console step puts the master (foreground run) */
@@ -672,7 +684,7 @@ static void undo_cgroup(void *ctx)
 		cryo_error_warn_clear(&e, "undo create");
 }
 
-/* The exec fifo, the console socket and the sync pair, all before the clone. */
+/* The exec fifo, the console socket, the sync pair and the seccomp listener, all before the clone. */
 static int step_channels(void *ctx, struct cryo_error *err)
 {
 	struct create_ctx *c = ctx;
@@ -703,7 +715,8 @@ static int step_channels(void *ctx, struct cryo_error *err)
 	}
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sync) < 0)
 		return cryo_error_set(err, errno, "socketpair");
-	return 0;
+	/* in the runtime's namespace, as crun does; the init sends the notify fd over it at start */
+	return cryo_seccomp_listener_connect(&c->spec->seccomp, &c->listener, err);
 }
 
 /*
@@ -742,6 +755,7 @@ static int step_clone(void *ctx, struct cryo_error *err)
 			.sync_fd = c->sync[1],
 			.fifo_fd = c->fifo,
 			.console_fd = c->console,
+			.listener_fd = c->listener,
 			.new_userns = (c->clone_flags & CLONE_NEWUSER) != 0,
 			.sigmask = c->init_sigmask,
 		};
@@ -758,6 +772,7 @@ static int step_clone(void *ctx, struct cryo_error *err)
 	close(TAKE_FD(c->fifo));
 	if (c->console >= 0)
 		close(TAKE_FD(c->console));
+	closep(&c->listener);
 	return 0;
 }
 
@@ -946,6 +961,7 @@ static void create_ctx_done(struct create_ctx *c)
 	closep(&c->fifo);
 	closep(&c->console);
 	closep(&c->console_peer);
+	closep(&c->listener);
 	closep(&c->sync[0]);
 	closep(&c->sync[1]);
 	cryo_cgroup_paths_free(&c->cg);
@@ -967,7 +983,7 @@ static int do_create(const struct cryo_create_opts *o, const sigset_t *init_sigm
 {
 	struct create_ctx c = {
 		.o = o, .init_sigmask = init_sigmask, .lock = -1, .fifo = -1, .console = -1,
-		.sync = { -1, -1 }, .pid = -1, .foreground = ret_console != NULL, .console_peer = -1,
+		.sync = { -1, -1 }, .listener = -1, .pid = -1, .foreground = ret_console != NULL, .console_peer = -1,
 		.ret_console = ret_console,
 	};
 	int r;
@@ -1277,6 +1293,13 @@ int cryo_container_delete(const char *root, const char *id, bool force, struct c
 		goto out;
 	}
 	r = destroy(root, st, err);
+	/*
+	 * -ENOENT means "no such container" to the caller (delete --force of
+	 * one already gone is done): a file missing half-way through the
+	 * teardown is not that, and the container is still there.
+	 */
+	if (r == -ENOENT)
+		r = -EIO;
 out:
 	if (r < 0)
 		return cryo_error_prefix(err, "delete `%s`", id);

@@ -51,7 +51,10 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 /* Signal the init (all: every task of the cgroup). */
 int cryo_container_kill(const char *root, const char *id, int sig, bool all, struct cryo_error *err);
 
-/* Remove a stopped (or created) container; force kills a running one first. */
+/*
+ * Remove a stopped (or created) container; force kills a running one first.
+ * -ENOENT only when there is no such container.
+ */
 int cryo_container_delete(const char *root, const char *id, bool force, struct cryo_error *err);
 
 /* Load + refresh: status from the kernel (stopped, paused when frozen). */

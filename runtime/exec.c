@@ -14,13 +14,15 @@
  *                                            /proc/<it>/ while it still is
  *                                            a copy of cryo), dies with cryo
  *  attach it to the cgroup (every hierarchy)
- *  oom_score_adj, "G" ─────────────────────▶ setns(pidfd, user|mnt|net|ipc|
+ *  oom_score_adj, "G<pid>" ────────────────▶ setns(pidfd, user|mnt|net|ipc|
  *                                            uts|cgroup, only those that
  *                                            differ from ours): root and cwd
  *                                            become the container's root;
  *                                            the terminal (or a session of
  *                                            its own), chdir(cwd), args[0],
- *                                            rlimits/seccomp/caps/user, exec
+ *                                            rlimits/seccomp (the notify fd
+ *                                            to listenerPath, with <pid>)/
+ *                                            caps/user, exec
  *  EOF on the sync socket = exec'd;
  *  "E<message>" = it failed
  *  pid file, unlock; detach: done, else
@@ -364,22 +366,20 @@ fail:
 }
 
 /*
- * A container without a mount namespace of its own (create chroot()ed its
- * init into root.path) shares ours: setns() can't put the new process
- * into its root, so it gets the init's root (/proc/<init>/root) by
- * chroot(). *ret_fd = -1 when the init has a mount namespace of its own.
+ * The init's root (/proc/<init>/root), which the new process takes by
+ * chroot() once it is in the container's namespaces: setns() into a mount
+ * namespace leaves it at that namespace's root, which is the init's only
+ * when create pivoted there. A container without a mount namespace of its
+ * own, or in one joined by path, was chroot()ed into root.path instead.
  * Opened after open_namespaces(), so the start time is checked again.
  */
-static int open_shared_root(const struct cryo_state *st, const int fds[N_NS], int *ret_fd, struct cryo_error *err)
+static int open_init_root(const struct cryo_state *st, int *ret_fd, struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
 	char path[64];
 	uint64_t now;
 
 	*ret_fd = -1;
-	for (size_t i = 0; i < N_NS; i++)
-		if (ns_types[i].flag == CLONE_NEWNS && fds[i] >= 0)
-			return 0;
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)st->pid);
 	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
@@ -432,7 +432,9 @@ struct child_args {
 	int sync_fd;
 	int console_fd;     /* -1: no terminal */
 	const int *ns_fds;  /* N_NS entries, -1 = shared with us */
-	int root_fd;        /* the init's root when its mount namespace is ours, else -1 */
+	int root_fd;        /* the init's root */
+	int listener_fd;    /* linux.seccomp.listenerPath connection, or -1 */
+	const char *state;  /* the container's state JSON for the listener, or NULL */
 	unsigned int preserve_fds;
 	pid_t parent;
 	bool relay;         /* foreground terminal: cryo relays the pty */
@@ -453,24 +455,29 @@ static void __attribute__((noreturn)) child_main(const struct child_args *a)
 {
 	const struct cryo_spec *spec = a->spec;
 	struct cryo_error err = CRYO_ERROR_INIT;
-	int keep[3 + N_NS];
-	char exe[PATH_MAX], c;
+	struct cryo_seccomp_listener listener = { .fd = a->listener_fd, .state = a->state };
+	int keep[4 + N_NS];
+	char exe[PATH_MAX], go[32];
 	ssize_t n;
 
 	keep[0] = a->sync_fd;
 	keep[1] = a->console_fd;
 	keep[2] = a->root_fd;
+	keep[3] = a->listener_fd;
 	for (size_t i = 0; i < N_NS; i++)
-		keep[3 + i] = a->ns_fds[i];
+		keep[4 + i] = a->ns_fds[i];
 	close_fds_from_except(3 + a->preserve_fds, keep, ARRAY_SIZE(keep));
 	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0 || prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
 	    getppid() != a->parent)
 		_exit(127);
+	/* "G", then our pid as cryo sees it (for the seccomp listener) */
 	do
-		n = recv(a->sync_fd, &c, 1, 0);
+		n = recv(a->sync_fd, go, sizeof(go) - 1, 0);
 	while (n < 0 && errno == EINTR);
-	if (n != 1 || c != 'G')
+	if (n < 1 || go[0] != 'G')
 		_exit(127);
+	go[n] = '\0';
+	listener.pid = (pid_t)atoi(go + 1);
 
 	for (size_t i = 0; i < NS_PID; i++) {
 		if (a->ns_fds[i] < 0)
@@ -524,7 +531,7 @@ static void __attribute__((noreturn)) child_main(const struct child_args *a)
 		cryo_error_set(&err, errno, "close_range");
 		child_fail(a->sync_fd, &err);
 	}
-	cryo_process_exec(spec, exe, &err);
+	cryo_process_exec(spec, exe, &listener, &err);
 	child_fail(a->sync_fd, &err);
 }
 
@@ -583,7 +590,8 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 	struct cryo_state *st = NULL;
 	struct cryo_spec *spec = NULL;
 	_cleanup_close_ int lock = -1, console = -1, console_peer = -1, master = -1, self_pidns = -1, root_fd = -1;
-	int sync[2] = { -1, -1 }, ns_fds[N_NS], r;
+	int sync[2] = { -1, -1 }, ns_fds[N_NS], listener = -1, r;
+	_cleanup_free_ char *state_text = NULL;
 	char msg[MSG_MAX];
 	pid_t pid = -1;
 	ssize_t n;
@@ -622,7 +630,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 	}
 	r = open_namespaces(st, ns_fds, err);
 	if (r >= 0)
-		r = open_shared_root(st, ns_fds, &root_fd, err);
+		r = open_init_root(st, &root_fd, err);
 	if (r < 0)
 		goto out;
 	if (o->console_socket) {
@@ -644,6 +652,21 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 		r = cryo_error_set(err, errno, "socketpair");
 		goto out;
 	}
+	/* an exec'd process gets the container's filter: its notify fd goes to the listener too (as runc, crun) */
+	r = cryo_seccomp_listener_connect(&spec->seccomp, &listener, err);
+	if (r >= 0 && listener >= 0) {
+		struct json_object *so = NULL;
+
+		r = cryo_container_state_json(o->root, o->id, &so, err);
+		if (r >= 0) {
+			state_text = strdup(json_object_to_json_string_ext(so, JSON_C_TO_STRING_PLAIN));
+			json_object_put(so);
+			if (!state_text)
+				r = cryo_error_set(err, ENOMEM, "state for the seccomp listener");
+		}
+	}
+	if (r < 0)
+		goto out;
 	/*
 	 * Affects our children only: the fork below is born in the
 	 * container's pid namespace. Undone right after, so that no later
@@ -674,6 +697,8 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 			.console_fd = console,
 			.ns_fds = ns_fds,
 			.root_fd = root_fd,
+			.listener_fd = listener,
+			.state = state_text,
 			.preserve_fds = o->preserve_fds,
 			.parent = getppid(),
 			.relay = console_peer >= 0,
@@ -685,6 +710,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 	sync[1] = -1;
 	if (console >= 0)
 		close(TAKE_FD(console));
+	closep(&listener);
 
 	r = cryo_cgroup_attach(st->cgroup_path, pid, err);
 	if (r < 0)
@@ -700,7 +726,8 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 			goto fail;
 		}
 	}
-	if (send(sync[0], "G", 1, MSG_NOSIGNAL) != 1) {
+	snprintf(msg, sizeof(msg), "G%d", (int)pid);
+	if (send(sync[0], msg, strlen(msg), MSG_NOSIGNAL) != (ssize_t)strlen(msg)) {
 		r = cryo_error_set(err, errno, "wake the process");
 		goto fail;
 	}
@@ -741,6 +768,7 @@ fail:
 	reap(pid);
 out:
 	close_all(ns_fds, N_NS);
+	closep(&listener);
 	if (sync[0] >= 0)
 		close(sync[0]);
 	if (sync[1] >= 0)

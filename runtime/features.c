@@ -193,7 +193,9 @@ static struct json_object *linux_features(void)
 
 	json_object_object_add(sc, "enabled", json_object_new_boolean(sv != NULL));
 	json_object_object_add(sc, "actions",
-			       ACCEPTED(seccomp_action_candidates, "{\"defaultAction\": \"%s\"}"));
+			       ACCEPTED(seccomp_action_candidates,
+					"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"listenerPath\": \"/l\", \"syscalls\":"
+					" [{\"names\": [\"mkdir\"], \"action\": \"%s\"}]}"));
 	json_object_object_add(sc, "operators",
 			       ACCEPTED(seccomp_operator_candidates,
 					"{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": [{\"names\": [\"read\"],"
@@ -247,6 +249,15 @@ int cryo_features_json(struct json_object **ret, struct cryo_error *err)
 	}
 	json_object_object_add(annotations, "org.cryo.version", json_object_new_string(CRYO_VERSION));
 	json_object_object_add(annotations, "org.cryo.checkpoint.enabled", json_object_new_string("true"));
+	/* the features schema has no field for it: linux.seccomp.listenerPath, asked of the parser */
+	json_object_object_add(annotations, "org.cryo.seccomp.listenerPath",
+			       json_object_new_string(seccomp_parse_with("{\"defaultAction\": \"SCMP_ACT_ALLOW\","
+									 " \"listenerPath\": \"%s\", \"syscalls\":"
+									 " [{\"names\": [\"mkdir\"], \"action\":"
+									 " \"SCMP_ACT_NOTIFY\"}]}",
+									 "/l") == 0 ?
+							      "true" :
+							      "false"));
 	json_object_object_add(o, "annotations", annotations);
 
 	json_object_object_add(cryo, "version", json_object_new_string(CRYO_VERSION));

@@ -11,7 +11,9 @@
  *  - CREATE_CONTAINER: container init, in the container namespaces, after
  *    the mounts and before pivot_root;
  *  - START_CONTAINER: container init at `start`, after pivot_root, before
- *    the user process is exec'd (path resolved in the container);
+ *    the user process is exec'd (path resolved in the container), in that
+ *    process's final context: rlimits, seccomp filter, capabilities, user,
+ *    no_new_privs (cryo_process_setup), as runc and crun run it;
  *  - POSTSTART: runtime parent after the user process started (failure is
  *    a warning for the caller, the container keeps running);
  *  - POSTSTOP: runtime parent on delete, after the container is gone.

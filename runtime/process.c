@@ -73,13 +73,13 @@ int cryo_process_set_user(const struct cryo_spec *spec, struct cryo_error *err)
 	return 0;
 }
 
-int cryo_process_exec(const struct cryo_spec *spec, const char *exe, struct cryo_error *err)
+int cryo_process_setup(const struct cryo_spec *spec, struct cryo_seccomp_listener *l, struct cryo_error *err)
 {
 	int r;
 
 	r = cryo_rlimits_apply(&spec->rlimits, 0, err);
 	if (r >= 0 && !spec->no_new_privileges)
-		r = cryo_seccomp_apply(&spec->seccomp, err);
+		r = cryo_seccomp_apply(&spec->seccomp, l, err);
 	if (r >= 0)
 		r = cryo_caps_prepare(&spec->caps, err);
 	if (r >= 0)
@@ -87,15 +87,29 @@ int cryo_process_exec(const struct cryo_spec *spec, const char *exe, struct cryo
 	if (r >= 0)
 		r = cryo_caps_apply(&spec->caps, err);
 	if (r < 0)
-		return r;
+		goto out;
 	umask(spec->has_umask ? (mode_t)spec->umask : 022);
 	if (spec->no_new_privileges) {
-		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-			return cryo_error_set(err, errno, "set no_new_privs");
-		r = cryo_seccomp_apply(&spec->seccomp, err);
-		if (r < 0)
-			return r;
+		if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+			r = cryo_error_set(err, errno, "set no_new_privs");
+			goto out;
+		}
+		r = cryo_seccomp_apply(&spec->seccomp, l, err);
 	}
+out:
+	/* one state per connection, closed after it (runtime-spec) */
+	if (l)
+		closep(&l->fd);
+	return r;
+}
+
+int cryo_process_exec(const struct cryo_spec *spec, const char *exe, struct cryo_seccomp_listener *l,
+		      struct cryo_error *err)
+{
+	int r = cryo_process_setup(spec, l, err);
+
+	if (r < 0)
+		return r;
 	execve(exe, spec->args, spec->env);
 	return cryo_error_set(err, errno, "exec `%s`", exe);
 }

@@ -27,8 +27,16 @@ int cryo_process_set_user(const struct cryo_spec *spec, struct cryo_error *err);
 /*
  * rlimits, seccomp (early without NNP), bounding set + KEEPCAPS, the
  * user, the capability sets, umask (022 by default), NNP, seccomp (late
- * with NNP), execve(exe, args, env). Returns only on failure.
+ * with NNP): the process's final security context, in which the
+ * startContainer hooks run too (as with runc and crun). With
+ * SCMP_ACT_NOTIFY, l->fd (from cryo_seccomp_listener_connect) gets the
+ * notify fd and the container process state; l->fd is closed (set to -1)
+ * in every case. l may be NULL without SCMP_ACT_NOTIFY.
  */
-int cryo_process_exec(const struct cryo_spec *spec, const char *exe, struct cryo_error *err);
+int cryo_process_setup(const struct cryo_spec *spec, struct cryo_seccomp_listener *l, struct cryo_error *err);
+
+/* cryo_process_setup(), then execve(exe, args, env). Returns only on failure. */
+int cryo_process_exec(const struct cryo_spec *spec, const char *exe, struct cryo_seccomp_listener *l,
+		      struct cryo_error *err);
 
 #endif

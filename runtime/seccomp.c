@@ -3,11 +3,16 @@
 #include <errno.h>
 #include <seccomp.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "seccomp.h"
 #include "util.h"
+#include "version.h"
 
-enum action_kind { ACT_PLAIN, ACT_WITH_ERRNO, ACT_WITH_TRACE, ACT_REJECTED };
+enum action_kind { ACT_PLAIN, ACT_WITH_ERRNO, ACT_WITH_TRACE, ACT_NOTIFY };
 
 static const struct {
 	const char *name;
@@ -22,7 +27,7 @@ static const struct {
 	{ "SCMP_ACT_TRACE", 0, ACT_WITH_TRACE },
 	{ "SCMP_ACT_ALLOW", SCMP_ACT_ALLOW, ACT_PLAIN },
 	{ "SCMP_ACT_LOG", SCMP_ACT_LOG, ACT_PLAIN },
-	{ "SCMP_ACT_NOTIFY", 0, ACT_REJECTED },
+	{ "SCMP_ACT_NOTIFY", SCMP_ACT_NOTIFY, ACT_NOTIFY },
 };
 
 static const struct {
@@ -79,10 +84,6 @@ static int parse_action(struct json_object *obj, const char *action_field, const
 		if (strcmp(actions[i].name, s) != 0)
 			continue;
 		switch (actions[i].kind) {
-		case ACT_REJECTED:
-			return cryo_error_setx(err, EOPNOTSUPP,
-					       "%s.%s: `%s` is not supported (no seccomp listener support)", where,
-					       action_field, s);
 		case ACT_WITH_ERRNO:
 			*ret = SCMP_ACT_ERRNO((uint32_t)errnum);
 			return 0;
@@ -90,6 +91,7 @@ static int parse_action(struct json_object *obj, const char *action_field, const
 			*ret = SCMP_ACT_TRACE((uint32_t)errnum);
 			return 0;
 		case ACT_PLAIN:
+		case ACT_NOTIFY:
 			if (has_errno)
 				return cryo_error_setx(err, EINVAL, "%s.%s: only valid with SCMP_ACT_ERRNO or SCMP_ACT_TRACE",
 						       where, errno_field);
@@ -266,6 +268,13 @@ static int parse_rule(struct json_object *o, size_t idx, size_t *total_names, st
 	r = parse_action(o, "action", "errnoRet", where, &rule->action, err);
 	if (r < 0)
 		return r;
+	/* the fd goes to the listener with sendmsg(2), made under the filter (see cryo_seccomp_apply) */
+	for (size_t i = 0; rule->action == SCMP_ACT_NOTIFY && i < rule->n_names; i++)
+		if (strcmp(rule->names[i], "sendmsg") == 0)
+			return cryo_error_setx(err, EINVAL,
+					       "%s: SCMP_ACT_NOTIFY on `sendmsg`: the runtime sends the listener its fd "
+					       "with sendmsg under the filter, it would wait for itself",
+					       where);
 	if (json_object_object_get_ex(o, "args", &args) && !json_object_is_type(args, json_type_null)) {
 		if (!json_object_is_type(args, json_type_array))
 			return cryo_error_setx(err, EINVAL, "%s.args: must be an array", where);
@@ -286,6 +295,51 @@ static int parse_rule(struct json_object *o, size_t idx, size_t *total_names, st
 	return 0;
 }
 
+static int get_string(struct json_object *o, const char *key, char **ret, struct cryo_error *err)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || json_object_is_type(v, json_type_null))
+		return 0;
+	if (!json_object_is_type(v, json_type_string))
+		return cryo_error_setx(err, EINVAL, "linux.seccomp.%s: must be a string", key);
+	*ret = strdup(json_object_get_string(v));
+	if (!*ret)
+		return cryo_error_set(err, ENOMEM, "linux.seccomp.%s", key);
+	return 0;
+}
+
+/*
+ * listenerPath: an absolute path (resolved in the runtime's namespace, as
+ * crun and runc do), short enough for sun_path; listenerMetadata only
+ * with it (runtime-spec: "MUST NOT be set if listenerPath is not set").
+ */
+static int parse_listener(struct json_object *seccomp, struct cryo_seccomp_spec *spec, struct cryo_error *err)
+{
+	int r;
+
+	r = get_string(seccomp, "listenerPath", &spec->listener_path, err);
+	if (r >= 0)
+		r = get_string(seccomp, "listenerMetadata", &spec->listener_metadata, err);
+	if (r < 0)
+		return r;
+	if (spec->listener_path) {
+		if (spec->listener_path[0] != '/')
+			return cryo_error_setx(err, EINVAL, "linux.seccomp.listenerPath: `%s` is not an absolute path",
+					       spec->listener_path);
+		if (strlen(spec->listener_path) >= sizeof(((struct sockaddr_un *)NULL)->sun_path))
+			return cryo_error_setx(err, ENAMETOOLONG,
+					       "linux.seccomp.listenerPath: `%s` is too long for a UNIX socket",
+					       spec->listener_path);
+	}
+	if (spec->listener_metadata && !spec->listener_path)
+		return cryo_error_setx(err, EINVAL, "linux.seccomp.listenerMetadata: set without listenerPath");
+	if (spec->listener_metadata && strlen(spec->listener_metadata) > CRYO_SECCOMP_METADATA_MAX)
+		return cryo_error_setx(err, EINVAL, "linux.seccomp.listenerMetadata: %zu bytes, at most %d",
+				       strlen(spec->listener_metadata), CRYO_SECCOMP_METADATA_MAX);
+	return 0;
+}
+
 int cryo_seccomp_parse(struct json_object *seccomp, struct cryo_seccomp_spec *out, struct cryo_error *err)
 {
 	struct cryo_seccomp_spec spec = { 0 };
@@ -302,10 +356,14 @@ int cryo_seccomp_parse(struct json_object *seccomp, struct cryo_seccomp_spec *ou
 	r = parse_action(seccomp, "defaultAction", "defaultErrnoRet", "linux.seccomp", &spec.default_action, err);
 	if (r < 0)
 		goto fail;
-	if (json_object_object_get_ex(seccomp, "listenerPath", &v) && !json_object_is_type(v, json_type_null)) {
-		r = cryo_error_setx(err, EOPNOTSUPP, "linux.seccomp.listenerPath: not supported");
+	if (spec.default_action == SCMP_ACT_NOTIFY) {
+		/* as runc: every syscall of the runtime after the load would wait for a listener without its fd */
+		r = cryo_error_setx(err, EINVAL, "linux.seccomp.defaultAction: SCMP_ACT_NOTIFY can't be the default action");
 		goto fail;
 	}
+	r = parse_listener(seccomp, &spec, err);
+	if (r < 0)
+		goto fail;
 	if (json_object_object_get_ex(seccomp, "architectures", &v) && !json_object_is_type(v, json_type_null)) {
 		r = parse_arches(v, &spec, err);
 		if (r < 0)
@@ -341,6 +399,14 @@ int cryo_seccomp_parse(struct json_object *seccomp, struct cryo_seccomp_spec *ou
 			if (r < 0)
 				goto fail;
 		}
+	}
+	for (size_t i = 0; i < spec.n_rules; i++)
+		spec.uses_notify |= spec.rules[i].action == SCMP_ACT_NOTIFY;
+	if (spec.uses_notify && !spec.listener_path) {
+		r = cryo_error_setx(err, EINVAL,
+				    "linux.seccomp: SCMP_ACT_NOTIFY needs linux.seccomp.listenerPath, the socket of the "
+				    "agent that answers the notifications");
+		goto fail;
 	}
 	*out = spec;
 	return 0;
@@ -389,13 +455,124 @@ static int add_rule(scmp_filter_ctx ctx, const struct cryo_seccomp_rule *rule, s
 	return 0;
 }
 
-int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, struct cryo_error *err)
+int cryo_seccomp_listener_connect(const struct cryo_seccomp_spec *spec, int *ret_fd, struct cryo_error *err)
 {
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	_cleanup_close_ int fd = -1;
+	const char *path = spec->listener_path;
+	struct stat st;
+
+	*ret_fd = -1;
+	if (!spec->present || !spec->uses_notify)
+		return 0;
+	/* a plain file or a dir would only give ECONNREFUSED: say what is wrong */
+	if (stat(path, &st) < 0)
+		return cryo_error_set(err, errno, "linux.seccomp.listenerPath: `%s`", path);
+	if (!S_ISSOCK(st.st_mode))
+		return cryo_error_setx(err, ENOTSOCK, "linux.seccomp.listenerPath: `%s` is not a socket", path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "linux.seccomp.listenerPath: socket");
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		return cryo_error_set(err, errno, "linux.seccomp.listenerPath: connect to `%s`", path);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+/* The runtime-spec's "container process state" for the listener, as text. */
+static char *process_state(const struct cryo_seccomp_spec *spec, const struct cryo_seccomp_listener *l,
+			   struct cryo_error *err)
+{
+	struct json_object *o, *state, *fds, *v;
+	int64_t pid = l->pid;
+	char *text = NULL;
+
+	state = json_tokener_parse(l->state ? l->state : "");
+	if (!state || !json_object_is_type(state, json_type_object)) {
+		json_object_put(state);
+		cryo_error_setx(err, EINVAL, "seccomp listener: the container state is not a JSON object");
+		return NULL;
+	}
+	if (pid <= 0 && json_object_object_get_ex(state, "pid", &v))
+		pid = json_object_get_int64(v);
+	o = json_object_new_object();
+	fds = json_object_new_array();
+	if (!o || !fds)
+		goto nomem;
+	json_object_array_add(fds, json_object_new_string("seccompFd"));
+	json_object_object_add(o, "ociVersion", json_object_new_string(CRYO_OCI_VERSION));
+	json_object_object_add(o, "fds", TAKE_PTR(fds));
+	json_object_object_add(o, "pid", json_object_new_int64(pid));
+	if (spec->listener_metadata)
+		json_object_object_add(o, "metadata", json_object_new_string(spec->listener_metadata));
+	json_object_object_add(o, "state", TAKE_PTR(state));
+	text = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
+	if (!text)
+		goto nomem;
+	json_object_put(o);
+	return text;
+nomem:
+	json_object_put(o);
+	json_object_put(fds);
+	json_object_put(state);
+	cryo_error_set(err, ENOMEM, "seccomp listener state");
+	return NULL;
+}
+
+/*
+ * The state and the notify fd in one sendmsg (SCM_RIGHTS); what a short
+ * write leaves follows without fds, as the runtime-spec allows.
+ */
+static int send_state(int sock, const char *text, int nfd, struct cryo_error *err)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} u;
+	size_t len = strlen(text), done = 0;
+	struct iovec iov = { .iov_base = (void *)text, .iov_len = len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof(u.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	memset(&u, 0, sizeof(u));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &nfd, sizeof(int));
+	do
+		n = sendmsg(sock, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	while (n >= 0) {
+		done += (size_t)n;
+		if (done >= len)
+			return 0;
+		n = send(sock, text + done, len - done, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			n = 0;
+	}
+	return cryo_error_set(err, errno, "send the notify fd to linux.seccomp.listenerPath");
+}
+
+int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, const struct cryo_seccomp_listener *l,
+		       struct cryo_error *err)
+{
+	_cleanup_free_ char *payload = NULL;
 	scmp_filter_ctx ctx;
-	int r = 0;
+	int r = 0, nfd;
 
 	if (!spec->present)
 		return 0;
+	if (spec->uses_notify) {
+		if (!l || l->fd < 0)
+			return cryo_error_setx(err, EINVAL, "seccomp: SCMP_ACT_NOTIFY without a connection to the listener");
+		/* before the load: under the filter only sendmsg is sure not to wait for the listener */
+		payload = process_state(spec, l, err);
+		if (!payload)
+			return -(err && err->status ? err->status : ENOMEM);
+	}
 	ctx = seccomp_init(spec->default_action);
 	if (!ctx)
 		return cryo_error_setx(err, EINVAL, "seccomp: libseccomp refused the default action");
@@ -448,6 +625,18 @@ int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, struct cryo_error *
 		r = cryo_error_set(err, -r, "load filter");
 		goto prefix;
 	}
+	if (!spec->uses_notify)
+		goto out;
+	/* made by the kernel with O_CLOEXEC, closed here once the listener has its copy */
+	nfd = seccomp_notify_fd(ctx);
+	if (nfd < 0) {
+		r = cryo_error_set(err, -nfd, "get the notify fd");
+		goto prefix;
+	}
+	r = send_state(l->fd, payload, nfd, err);
+	close(nfd);
+	if (r < 0)
+		goto prefix;
 	goto out;
 prefix:
 	cryo_error_prefix(err, "seccomp");
@@ -463,5 +652,7 @@ void cryo_seccomp_spec_free(struct cryo_seccomp_spec *spec)
 	for (size_t i = 0; i < spec->n_rules; i++)
 		rule_free(&spec->rules[i]);
 	free(spec->rules);
+	free(spec->listener_path);
+	free(spec->listener_metadata);
 	memset(spec, 0, sizeof(*spec));
 }

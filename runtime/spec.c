@@ -63,6 +63,8 @@ void cryo_spec_free(struct cryo_spec *spec)
 	free(spec->resources.dev_rules);
 	for (i = 0; i < _CRYO_BLKIO_LIST_MAX; i++)
 		free(spec->resources.blkio[i]);
+	free(spec->resources.net_prios);
+	free(spec->resources.hugepages);
 	free(spec->additional_gids);
 	strv_free(spec->args, spec->n_args);
 	strv_free(spec->env, spec->n_env);
@@ -808,6 +810,110 @@ static int parse_blkio(struct json_object *o, struct cryo_spec_resources *res, s
 	return 0;
 }
 
+/* linux.resources.network: the v1 net_cls class id and net_prio priorities. */
+static int parse_network(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	struct json_object *n, *v;
+	char name[64];
+	int64_t x = 0;
+	size_t i, len;
+	int r;
+
+	r = get_object(o, "network", "linux.resources.network", &n, err);
+	if (r < 0 || !n)
+		return r;
+	r = get_int(n, "classID", "linux.resources.network.classID", 0, UINT32_MAX, &x, &res->has_net_classid, err);
+	if (r < 0)
+		return r;
+	res->net_classid = (uint32_t)x;
+	v = field(n, "priorities");
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_array))
+		return bad(err, "linux.resources.network.priorities", "must be an array");
+	len = json_object_array_length(v);
+	if (len > CRYO_SPEC_MAX_DEV_RULES)
+		return bad(err, "linux.resources.network.priorities", "too many entries");
+	res->net_prios = calloc(len + 1, sizeof(*res->net_prios));
+	if (!res->net_prios)
+		return cryo_error_set(err, ENOMEM, CFG "linux.resources.network.priorities");
+	for (i = 0; i < len; i++) {
+		struct json_object *e = json_object_array_get_idx(v, i);
+		struct cryo_spec_net_prio *p = &res->net_prios[i];
+		_cleanup_free_ char *ifname = NULL;
+		bool has = false;
+
+		snprintf(name, sizeof(name), "linux.resources.network.priorities[%zu]", i);
+		if (!json_object_is_type(e, json_type_object))
+			return bad(err, name, "must be an object");
+		r = get_string(e, "name", name, sizeof(p->name) - 1, &ifname, err);
+		if (r >= 0)
+			r = get_int(e, "priority", name, 0, UINT32_MAX, &x, &has, err);
+		if (r < 0)
+			return r;
+		/* one line of net_prio.ifpriomap: an interface name, no blanks or slashes */
+		if (!ifname || !*ifname || !has || strcspn(ifname, " \t\n/") != strlen(ifname))
+			return bad(err, name, "needs an interface name and a priority");
+		snprintf(p->name, sizeof(p->name), "%s", ifname);
+		p->priority = (uint32_t)x;
+	}
+	res->n_net_prios = len;
+	return 0;
+}
+
+/* "2MB", "64KB", "1GB": a number and a unit, as the hugetlb controller names its files. */
+static bool valid_page_size(const char *s)
+{
+	size_t n = strspn(s, "0123456789");
+
+	return n > 0 && n < 8 && s[0] != '0' &&
+	       (strcmp(s + n, "KB") == 0 || strcmp(s + n, "MB") == 0 || strcmp(s + n, "GB") == 0);
+}
+
+/* linux.resources.hugepageLimits */
+static int parse_hugepages(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	struct json_object *v = field(o, "hugepageLimits");
+	char name[64];
+	size_t i, len;
+	int r;
+
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_array))
+		return bad(err, "linux.resources.hugepageLimits", "must be an array");
+	len = json_object_array_length(v);
+	if (len > 64)
+		return bad(err, "linux.resources.hugepageLimits", "too many entries");
+	res->hugepages = calloc(len + 1, sizeof(*res->hugepages));
+	if (!res->hugepages)
+		return cryo_error_set(err, ENOMEM, CFG "linux.resources.hugepageLimits");
+	for (i = 0; i < len; i++) {
+		struct json_object *e = json_object_array_get_idx(v, i);
+		struct cryo_spec_hugepage *h = &res->hugepages[i];
+		_cleanup_free_ char *size = NULL;
+		int64_t x = 0;
+		bool has = false;
+
+		snprintf(name, sizeof(name), "linux.resources.hugepageLimits[%zu]", i);
+		if (!json_object_is_type(e, json_type_object))
+			return bad(err, name, "must be an object");
+		r = get_string(e, "pageSize", name, sizeof(h->page_size) - 1, &size, err);
+		if (r >= 0)
+			r = get_int(e, "limit", name, 0, INT64_MAX, &x, &has, err);
+		if (r < 0)
+			return r;
+		if (!size || !has)
+			return bad(err, name, "needs pageSize and limit");
+		if (!valid_page_size(size))
+			return bad(err, name, "pageSize must be a number and KB, MB or GB (\"2MB\")");
+		snprintf(h->page_size, sizeof(h->page_size), "%s", size);
+		h->limit = (uint64_t)x;
+	}
+	res->n_hugepages = len;
+	return 0;
+}
+
 /* The nodes of linux.devices are the container's own: allow them after the configured rules. */
 static int allow_device_nodes(struct cryo_spec *s, struct cryo_error *err)
 {
@@ -883,6 +989,10 @@ static int parse_resources(struct json_object *lnx, struct cryo_spec_resources *
 		r = parse_dev_rules(o, res, err);
 	if (r >= 0)
 		r = parse_blkio(o, res, err);
+	if (r >= 0)
+		r = parse_network(o, res, err);
+	if (r >= 0)
+		r = parse_hugepages(o, res, err);
 	if (r < 0)
 		return r;
 	r = get_object(o, "pids", "linux.resources.pids", &pids, err);

@@ -100,6 +100,18 @@ struct cryo_spec_blkio_dev {
 	uint64_t rate;
 };
 
+/* A linux.resources.network.priorities entry (v1 net_prio.ifpriomap). */
+struct cryo_spec_net_prio {
+	char name[16];          /* an interface name (IFNAMSIZ) */
+	uint32_t priority;
+};
+
+/* A linux.resources.hugepageLimits entry. */
+struct cryo_spec_hugepage {
+	char page_size[16];     /* "2MB", "1GB": part of a cgroup file name, checked */
+	uint64_t limit;         /* bytes */
+};
+
 enum cryo_spec_blkio_list {
 	CRYO_BLKIO_WEIGHT_DEVICE,
 	CRYO_BLKIO_THROTTLE_READ_BPS,
@@ -146,6 +158,12 @@ struct cryo_spec_resources {
 	uint16_t blkio_weight, blkio_leaf_weight;  /* 10..1000, 0 = not given */
 	struct cryo_spec_blkio_dev *blkio[_CRYO_BLKIO_LIST_MAX];
 	size_t n_blkio[_CRYO_BLKIO_LIST_MAX];
+	bool has_net_classid;
+	uint32_t net_classid;       /* v1 net_cls.classid */
+	struct cryo_spec_net_prio *net_prios;
+	size_t n_net_prios;
+	struct cryo_spec_hugepage *hugepages;
+	size_t n_hugepages;
 };
 
 struct cryo_spec {

@@ -72,6 +72,17 @@ res=$(mktemp -d /tmp/oci-validation.XXXXXX)
 # what appeared during this run
 ls -d /tmp/ocitest* >"$res/tmp.before" 2>/dev/null
 ls -d /sys/fs/cgroup/*/* >"$res/cg.before" 2>/dev/null
+# cgroups left by a runtime that failed half-way go after each file and
+# runtime: every relative_* file uses the same cgroupsPath, and a leftover
+# of one runtime (crun leaves its cgroup when the blkio or hugetlb file
+# fails) made the next runtime's create fail with "exists already"
+clean_cgroups() {
+	local d
+	for d in /sys/fs/cgroup/*/testdir /sys/fs/cgroup/*/????????-????-????-????-????????????; do
+		[ -d "$d" ] && ! grep -qxF "$d" "$res/cg.before" || continue
+		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+	done
+}
 cleanup() {
 	local d m
 	for d in /tmp/ocitest*; do
@@ -79,10 +90,7 @@ cleanup() {
 		for m in $(grep -o " $d[^ ]*" /proc/mounts | sort -r); do umount -l "$m"; done
 		rm -rf --one-file-system "$d"
 	done
-	for d in /sys/fs/cgroup/*/testdir /sys/fs/cgroup/*/????????-????-????-????-????????????; do
-		[ -d "$d" ] && ! grep -qxF "$d" "$res/cg.before" || continue
-		find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
-	done
+	clean_cgroups
 	rm -rf "$res"
 }
 trap cleanup EXIT
@@ -101,6 +109,7 @@ for t in $tests; do
 		fi
 		(cd "$out" && RUNTIME=${bin[$rt]} timeout "$TIMEOUT" "${wrap[@]}" "./validation/$t/$t.t") >"$res/$t.$rt" 2>&1 </dev/null
 		echo $? >"$res/$t.$rt.rc"
+		clean_cgroups
 	done
 done
 

@@ -78,4 +78,79 @@ rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 && fail "cpus 4095 was 
 for h in $hs unified; do
 	[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after a failed create"
 done
+
+# resources this host can't honour are refused by name, and leave no cgroup:
+# net_cls/net_prio (v1 only) when not mounted, a blkio weight without a
+# proportional I/O scheduler (no weight file)
+refuse() {
+	local what=$1 want=$2
+	bundle_set "$B" "c['linux']['resources'] = $what"
+	expect_fail '!' rt run -d --bundle "$B" "$id"
+	expect_output "$want" "$what: not refused by name"
+	for h in $hs unified; do
+		[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after a refused $what"
+	done
+	[ ! -e "$RTROOT/$id" ] || fail "state left after a refused $what"
+}
+[ -d /sys/fs/cgroup/net_cls ] ||
+	refuse '{"network": {"classID": 1048577}}' "linux.resources.network.classID: this host mounts no v1 net_cls"
+[ -d /sys/fs/cgroup/net_prio ] ||
+	refuse '{"network": {"priorities": [{"name": "lo", "priority": 3}]}}' "linux.resources.network.priorities: this host mounts no v1 net_prio"
+[ -e /sys/fs/cgroup/blkio/blkio.weight ] || [ -e /sys/fs/cgroup/blkio/blkio.bfq.weight ] ||
+	refuse '{"blockIO": {"weight": 300}}' "linux.resources.blockIO.weight: this host's blkio controller has no .blkio.weight."
+# ... and applied where the controllers are there. This host mounts no
+# net_cls/net_prio hierarchy, so one is mounted for the test in a private
+# mount namespace (the host's mount table never sees it, and the kernel
+# drops the hierarchy once it is unmounted empty), the two controllers
+# together as systemd mounts them: classid and one ifpriomap line land in
+# the container's cgroup, the init is in it, and delete removes it (with
+# a comounted hierarchy libcgroup once removed the one directory twice
+# and delete failed on ENOENT -- while `delete --force` said it was done).
+if [ ! -d /sys/fs/cgroup/net_cls ] && ! grep -qw net_cls /proc/self/mounts &&
+	grep -q '^net_cls[[:space:]][0-9]*[[:space:]][0-9]*[[:space:]]1' /proc/cgroups; then
+	bundle_set "$B" 'c["process"]["args"] = ["sleep", "100"]
+c["linux"]["resources"] = {"network": {"classID": 1048577, "priorities": [{"name": "lo", "priority": 3}]}}'
+	out=$(unshare -m --propagation private sh -ec '
+		d=$(mktemp -d "$1/netcls.XXXXXX")
+		mount -t cgroup -o net_cls,net_prio cryo-test-netcls "$d" 2>/dev/null || { rmdir "$d"; echo nomount; exit 0; }
+		trap "rmdir \"$d/$3/$4\" \"$d/$3\" 2>/dev/null || :; umount \"$d\"; rmdir \"$d\"" EXIT
+		"$2" --root "$5" run -d --pid-file "$1/netpid" --bundle "$6" "$4" </dev/null >/dev/null
+		echo "classid=$(cat "$d/$3/$4/net_cls.classid")"
+		grep "^lo " "$d/$3/$4/net_prio.ifpriomap" | sed "s/^/prio=/"
+		grep -q "net_cls,net_prio:/$3/$4\$" "/proc/$(cat "$1/netpid")/cgroup" && echo joined
+		"$2" --root "$5" delete --force "$4"
+		[ ! -e "$d/$3/$4" ] && echo removed
+	' sh "$T" "$CRYO_BIN" "$CGPARENT" "$id" "$RTROOT" "$B" 2>&1) || fail "net_cls/net_prio in a private hierarchy: $out"
+	if [ "$out" = nomount ]; then
+		# the kernel still holds net_cls in another combination
+		echo "# net_cls,net_prio could not be mounted here: its apply part not run" >&2
+	else
+		for want in classid=1048577 "prio=lo 3" joined removed; do
+			printf '%s\n' "$out" | grep -qx "$want" || fail "net_cls/net_prio: no \`$want\`: $out"
+		done
+		[ ! -e "$RTROOT/$id" ] || fail "delete --force in the comounted hierarchy left the container's state"
+	fi
+fi
+# hugepageLimits: on the v1 hugetlb hierarchy, or (this host) in the
+# cgroup2 one; a page size the host has no pool for is refused by name
+if [ -d /sys/kernel/mm/hugepages/hugepages-2048kB ]; then
+	bundle_set "$B" 'c["process"]["args"] = ["sleep", "100"]
+c["linux"]["resources"] = {"hugepageLimits": [{"pageSize": "2MB", "limit": 4194304}]}'
+	hfile=
+	if [ -d /sys/fs/cgroup/hugetlb ]; then
+		hfile=/sys/fs/cgroup/hugetlb/$CGPARENT/$id/hugetlb.2MB.limit_in_bytes
+	elif grep -qw hugetlb /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null; then
+		hfile=/sys/fs/cgroup/unified/$CGPARENT/$id/hugetlb.2MB.max
+	fi
+	if [ -n "$hfile" ]; then
+		expect_fail 0 rt run -d --bundle "$B" "$id"
+		[ "$(cat "$hfile")" = 4194304 ] || fail "$hfile: $(cat "$hfile" 2>&1), want 4194304"
+		check rt delete --force "$id"
+		refuse '{"hugepageLimits": [{"pageSize": "4MB", "limit": 4194304}]}' \
+			"linux.resources.hugepageLimits: pageSize 4MB: this host has no huge pages of that size"
+	else
+		refuse '{"hugepageLimits": [{"pageSize": "2MB", "limit": 4194304}]}' \
+			"linux.resources.hugepageLimits: this host has no hugetlb cgroup controller"
+	fi
+fi
 echo ok

@@ -57,7 +57,7 @@ static int init_sequence(bool nnp, uid_t uid, const char *want_eff)
 	if (cryo_rlimits_apply(&rl, 0, &err) < 0)
 		goto fail;
 	/* without NNP the kernel wants CAP_SYS_ADMIN: load while still privileged */
-	if (!nnp && cryo_seccomp_apply(&sc, &err) < 0)
+	if (!nnp && cryo_seccomp_apply(&sc, NULL, &err) < 0)
 		goto fail;
 	if (cryo_caps_prepare(&caps, &err) < 0)
 		goto fail;
@@ -71,7 +71,7 @@ static int init_sequence(bool nnp, uid_t uid, const char *want_eff)
 		cryo_error_set(&err, errno, "no_new_privs");
 		goto fail;
 	}
-	if (nnp && cryo_seccomp_apply(&sc, &err) < 0)
+	if (nnp && cryo_seccomp_apply(&sc, NULL, &err) < 0)
 		goto fail;
 	cryo_seccomp_spec_free(&sc);
 	cryo_rlimits_spec_free(&rl);

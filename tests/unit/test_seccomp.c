@@ -54,6 +54,23 @@ static void test_parse_valid(void **state)
 	/* ERRNO without errnoRet is EPERM */
 	assert_int_equal(tl_parse(cryo_seccomp_parse, "{\"defaultAction\": \"SCMP_ACT_ERRNO\"}", &spec, &err), 0);
 	assert_int_equal(spec.default_action, SCMP_ACT_ERRNO(EPERM));
+	assert_false(spec.uses_notify);
+	cryo_seccomp_spec_free(&spec);
+	/* a listener: NOTIFY rules, metadata kept; without NOTIFY the path is ignored at run time */
+	assert_int_equal(tl_parse(cryo_seccomp_parse, "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"listenerPath\": \"/run/a.sock\","
+			       " \"listenerMetadata\": \"m=1\", \"syscalls\": [{\"names\": [\"mkdir\"],"
+			       " \"action\": \"SCMP_ACT_NOTIFY\"}]}",
+			       &spec, &err),
+			 0);
+	assert_true(spec.uses_notify);
+	assert_string_equal(spec.listener_path, "/run/a.sock");
+	assert_string_equal(spec.listener_metadata, "m=1");
+	assert_int_equal(spec.rules[0].action, SCMP_ACT_NOTIFY);
+	cryo_seccomp_spec_free(&spec);
+	assert_int_equal(tl_parse(cryo_seccomp_parse, "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"listenerPath\": \"/run/a.sock\"}",
+			       &spec, &err),
+			 0);
+	assert_false(spec.uses_notify);
 	cryo_seccomp_spec_free(&spec);
 }
 
@@ -73,8 +90,8 @@ static void test_parse_invalid(void **state)
 	expect_error("{}", -EINVAL, "linux.seccomp.defaultAction: missing");
 	expect_error("{\"defaultAction\": \"SCMP_ACT_FOO\"}", -EINVAL,
 		     "linux.seccomp.defaultAction: unknown action `SCMP_ACT_FOO`");
-	expect_error("{\"defaultAction\": \"SCMP_ACT_NOTIFY\"}", -EOPNOTSUPP,
-		     "linux.seccomp.defaultAction: `SCMP_ACT_NOTIFY` is not supported (no seccomp listener support)");
+	expect_error("{\"defaultAction\": \"SCMP_ACT_NOTIFY\", \"listenerPath\": \"/run/x.sock\"}", -EINVAL,
+		     "linux.seccomp.defaultAction: SCMP_ACT_NOTIFY can't be the default action");
 	expect_error("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": -1}", -EINVAL,
 		     "linux.seccomp.defaultErrnoRet: must be a non-negative integer");
 	expect_error("{\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 70000}", -EINVAL,
@@ -87,8 +104,22 @@ static void test_parse_invalid(void **state)
 		     "linux.seccomp.architectures[0]: unknown architecture `x86_64`");
 	expect_error("{" ALLOW ", \"flags\": [\"SECCOMP_FILTER_FLAG_NOPE\"]}", -EINVAL,
 		     "linux.seccomp.flags[0]: unknown flag `SECCOMP_FILTER_FLAG_NOPE`");
-	expect_error("{" ALLOW ", \"listenerPath\": \"/run/x.sock\"}", -EOPNOTSUPP,
-		     "linux.seccomp.listenerPath: not supported");
+	expect_error("{" ALLOW ", \"syscalls\": [{\"names\": [\"mkdir\"], \"action\": \"SCMP_ACT_NOTIFY\"}]}", -EINVAL,
+		     "linux.seccomp: SCMP_ACT_NOTIFY needs linux.seccomp.listenerPath, the socket of the agent that "
+		     "answers the notifications");
+	expect_error("{" ALLOW ", \"listenerPath\": \"/x\", \"syscalls\": [{\"names\": [\"mkdir\", \"sendmsg\"],"
+		     " \"action\": \"SCMP_ACT_NOTIFY\"}]}",
+		     -EINVAL,
+		     "linux.seccomp.syscalls[0]: SCMP_ACT_NOTIFY on `sendmsg`: the runtime sends the listener its fd "
+		     "with sendmsg under the filter, it would wait for itself");
+	expect_error("{" ALLOW ", \"listenerPath\": \"run/x.sock\"}", -EINVAL,
+		     "linux.seccomp.listenerPath: `run/x.sock` is not an absolute path");
+	expect_error("{" ALLOW ", \"listenerPath\": 3}", -EINVAL, "linux.seccomp.listenerPath: must be a string");
+	expect_error("{" ALLOW ", \"listenerMetadata\": \"m\"}", -EINVAL,
+		     "linux.seccomp.listenerMetadata: set without listenerPath");
+	expect_error("{" ALLOW ", \"listenerPath\": \"/run/x.sock\", \"syscalls\": [{\"names\": [\"mkdir\"],"
+		     " \"action\": \"SCMP_ACT_NOTIFY\", \"errnoRet\": 1}]}",
+		     -EINVAL, "linux.seccomp.syscalls[0].errnoRet: only valid with SCMP_ACT_ERRNO or SCMP_ACT_TRACE");
 	expect_error("{" ALLOW ", \"syscalls\": {}}", -EINVAL, "linux.seccomp.syscalls: must be an array");
 	expect_error("{" ALLOW ", \"syscalls\": [{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ERRNO\"},"
 		     " {\"names\": [\"read\", \"no_such_call\"], \"action\": \"SCMP_ACT_ERRNO\"}]}",
@@ -141,7 +172,7 @@ static int load(const char *json, bool nnp)
 	}
 	if (nnp && prctl(PR_SET_NO_NEW_PRIVS, 1L, 0L, 0L, 0L) < 0)
 		return -1;
-	if (cryo_seccomp_apply(&spec, &err) < 0) {
+	if (cryo_seccomp_apply(&spec, NULL, &err) < 0) {
 		fprintf(stderr, "apply: %s\n", err.msg);
 		cryo_seccomp_spec_free(&spec);
 		return -1;
@@ -231,7 +262,7 @@ static int child_no_nnp_no_cap(void)
 	if (tl_parse(cryo_seccomp_parse, "{" ALLOW ", \"syscalls\": [{\"names\": [\"mkdir\"], \"action\": \"SCMP_ACT_ERRNO\"}]}", &spec,
 		  &err) < 0)
 		return 3;
-	if (cryo_seccomp_apply(&spec, &err) != -EACCES || !err.msg ||
+	if (cryo_seccomp_apply(&spec, NULL, &err) != -EACCES || !err.msg ||
 	    strcmp(err.msg, "seccomp: load filter (without noNewPrivileges it must be loaded while CAP_SYS_ADMIN "
 			    "is held): Permission denied") != 0) {
 		fprintf(stderr, "unexpected: %s\n", err.msg ? err.msg : "(none)");

@@ -166,6 +166,42 @@ static void test_v1_resources(void **state)
 		     "linux.resources.blockIO.weight");
 	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"blockIO\": {\"throttleReadBpsDevice\": [{\"major\": 8}]}}}}",
 		     "linux.resources.blockIO.throttleReadBpsDevice[0]: needs major, minor and rate");
+
+	s = parse_ok(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"classID\": 1048577,"
+		     " \"priorities\": [{\"name\": \"eth0\", \"priority\": 5}, {\"name\": \"lo\", \"priority\": 2}]}}}}");
+	r = &s->resources;
+	assert_true(r->has_net_classid && r->net_classid == 1048577);
+	assert_int_equal(r->n_net_prios, 2);
+	assert_string_equal(r->net_prios[0].name, "eth0");
+	assert_int_equal(r->net_prios[0].priority, 5);
+	assert_string_equal(r->net_prios[1].name, "lo");
+	cryo_spec_free(s);
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"classID\": -1}}}}",
+		     "linux.resources.network.classID");
+	/* an ifpriomap line is "name prio": a name with a blank would smuggle a second field */
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"priorities\":"
+		     " [{\"name\": \"eth0 9\", \"priority\": 1}]}}}}",
+		     "linux.resources.network.priorities[0]: needs an interface name and a priority");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"priorities\":"
+		     " [{\"name\": \"averyveryverylongname\", \"priority\": 1}]}}}}",
+		     "linux.resources.network.priorities[0]: longer than 15 bytes");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"priorities\": [{\"name\": \"lo\"}]}}}}",
+		     "linux.resources.network.priorities[0]: needs an interface name and a priority");
+
+	s = parse_ok(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB\","
+		     " \"limit\": 4194304}, {\"pageSize\": \"1GB\", \"limit\": 0}]}}}");
+	r = &s->resources;
+	assert_int_equal(r->n_hugepages, 2);
+	assert_string_equal(r->hugepages[0].page_size, "2MB");
+	assert_int_equal(r->hugepages[0].limit, 4194304);
+	assert_string_equal(r->hugepages[1].page_size, "1GB");
+	cryo_spec_free(s);
+	/* the page size becomes part of a cgroup file name: nothing but a number and a unit */
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB/../../x\","
+		     " \"limit\": 1}]}}}",
+		     "linux.resources.hugepageLimits[0]: pageSize must be a number and KB, MB or GB");
+	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB\"}]}}}",
+		     "linux.resources.hugepageLimits[0]: needs pageSize and limit");
 }
 
 static void test_errors(void **state)
