@@ -158,6 +158,55 @@ void cryo_digest_jobs_clear(struct cryo_digest_job *jobs, size_t n)
 		cryo_error_clear(&jobs[i].err);
 }
 
+struct cryo_sha256 {
+	EVP_MD_CTX *ctx;
+};
+
+int cryo_sha256_new(struct cryo_sha256 **ret, struct cryo_error *err)
+{
+	struct cryo_sha256 *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return cryo_error_set(err, ENOMEM, "sha256");
+	h->ctx = EVP_MD_CTX_new();
+	if (!h->ctx) {
+		free(h);
+		return cryo_error_set(err, ENOMEM, "sha256");
+	}
+	if (EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
+		cryo_sha256_free(h);
+		return cryo_error_setx(err, EIO, "sha256: EVP_DigestInit_ex failed");
+	}
+	*ret = h;
+	return 0;
+}
+
+int cryo_sha256_update(struct cryo_sha256 *h, const void *buf, size_t len, struct cryo_error *err)
+{
+	if (EVP_DigestUpdate(h->ctx, buf, len) != 1)
+		return cryo_error_setx(err, EIO, "sha256: EVP_DigestUpdate failed");
+	return 0;
+}
+
+int cryo_sha256_final(struct cryo_sha256 *h, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err)
+{
+	uint8_t md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+
+	if (EVP_DigestFinal_ex(h->ctx, md, &mdlen) != 1 || mdlen != CRYO_SHA256_LEN)
+		return cryo_error_setx(err, EIO, "sha256: EVP_DigestFinal_ex failed");
+	memcpy(ret_sha, md, CRYO_SHA256_LEN);
+	return 0;
+}
+
+void cryo_sha256_free(struct cryo_sha256 *h)
+{
+	if (!h)
+		return;
+	EVP_MD_CTX_free(h->ctx);
+	free(h);
+}
+
 int cryo_digest_buf(const void *buf, size_t len, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err)
 {
 	unsigned int mdlen = 0;

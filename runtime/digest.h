@@ -6,6 +6,7 @@
 #ifndef CRYO_DIGEST_H
 #define CRYO_DIGEST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "error.h"
@@ -49,6 +50,21 @@ int cryo_digest_files_at(int dirfd, struct cryo_digest_job *jobs, size_t n, unsi
 
 /* Free the jobs' error messages. */
 void cryo_digest_jobs_clear(struct cryo_digest_job *jobs, size_t n);
+
+/*
+ * A digest fed piece by piece (bytes as they arrive from a peer): new,
+ * update any number of times, final once. The same SHA-256 as the rest.
+ */
+struct cryo_sha256;
+int cryo_sha256_new(struct cryo_sha256 **ret, struct cryo_error *err);
+int cryo_sha256_update(struct cryo_sha256 *h, const void *buf, size_t len, struct cryo_error *err);
+int cryo_sha256_final(struct cryo_sha256 *h, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err);
+void cryo_sha256_free(struct cryo_sha256 *h);
+
+static inline void cryo_sha256_freep(struct cryo_sha256 **h)
+{
+	cryo_sha256_free(*h);
+}
 
 /* Hash a buffer. */
 int cryo_digest_buf(const void *buf, size_t len, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err);

@@ -542,7 +542,24 @@ static int check_hashed(const Cryo__FileDigest *f, const struct cryo_digest_job 
 	return 0;
 }
 
+static int cmp_known(const void *a, const void *b)
+{
+	return strcmp(((const struct cryo_known_digest *)a)->name, ((const struct cryo_known_digest *)b)->name);
+}
+
+void cryo_known_digests_sort(struct cryo_known_digest *known, size_t n)
+{
+	if (n > 1)
+		qsort(known, n, sizeof(*known), cmp_known);
+}
+
 int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err)
+{
+	return cryo_manifest_verify_known_at(dirfd, m, NULL, 0, err);
+}
+
+int cryo_manifest_verify_known_at(int dirfd, const Cryo__Manifest *m, const struct cryo_known_digest *known,
+				  size_t n_known, struct cryo_error *err)
 {
 	_cleanup_(strv_freep) char **present = NULL;
 	_cleanup_free_ char **listed = NULL;
@@ -577,6 +594,21 @@ int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_erro
 		r = precheck_entry(dirfd, m->files[i], &hash, err);
 		if (r < 0)
 			return r;
+		if (hash && n_known) {
+			const struct cryo_known_digest key = { .name = m->files[i]->name };
+			const struct cryo_known_digest *k = bsearch(&key, known, n_known, sizeof(*known), cmp_known);
+
+			/* hashed as it was written here: compare, don't read it again */
+			if (k) {
+				struct cryo_digest_job j = { .size = k->size };
+
+				memcpy(j.sha, k->sha, CRYO_SHA256_LEN);
+				r = check_hashed(m->files[i], &j, err);
+				if (r < 0)
+					return r;
+				continue;
+			}
+		}
 		if (hash) {
 			jobs[nj].name = m->files[i]->name;
 			jobs[nj].size_hint = m->files[i]->size;

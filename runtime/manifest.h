@@ -14,8 +14,10 @@
 #ifndef CRYO_MANIFEST_H
 #define CRYO_MANIFEST_H
 
+#include <stddef.h>
 #include <stdint.h>
 
+#include "digest.h"
 #include "manifest.pb-c.h"
 #include "error.h"
 
@@ -70,6 +72,28 @@ int cryo_manifest_parse(const void *buf, size_t len, Cryo__Manifest **ret, struc
  * file) with the file named.
  */
 int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err);
+
+/*
+ * A file's digest taken as this host wrote it (a received image: hashed
+ * as each byte arrived), so the verify need not read it back.
+ */
+struct cryo_known_digest {
+	char *name;
+	uint8_t sha[CRYO_SHA256_LEN];
+	uint64_t size;
+};
+
+/* Sort by name, as cryo_manifest_verify_known_at() wants them. */
+void cryo_known_digests_sort(struct cryo_known_digest *known, size_t n);
+
+/*
+ * cryo_manifest_verify_at() taking the digests of `known` (sorted by
+ * name) for the files it lists instead of hashing them; every other check
+ * (nothing unlisted, each listed file a regular file of the listed size,
+ * symlinks) is the same, and a file not in `known` is hashed.
+ */
+int cryo_manifest_verify_known_at(int dirfd, const Cryo__Manifest *m, const struct cryo_known_digest *known,
+				  size_t n_known, struct cryo_error *err);
 
 /* cryo_manifest_read_at() + cryo_manifest_verify_at() on a directory path. */
 int cryo_manifest_load_verified(const char *dir, Cryo__Manifest **ret, struct cryo_error *err);

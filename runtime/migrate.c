@@ -1179,6 +1179,8 @@ struct rctx {
 	int round_fd;               /* the dir of the round being received, or -1 */
 	uint32_t round;             /* its number (0 = the final dump) */
 	unsigned rounds_done;       /* pre-copy rounds received and verified */
+	struct cryo_known_digest *known;    /* the round's files, hashed as they arrived */
+	size_t n_known;
 	bool staged;
 	struct cryo_hold *in_hold;  /* journals .migrate-in/<id> (see hold_dir) */
 	char *bundle;               /* <bundle_dir>/<id> */
@@ -1389,10 +1391,28 @@ static bool name_ok(const char *n)
 	return true;
 }
 
+static void known_clear(struct rctx *c)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_known; i++)
+		free(c->known[i].name);
+	free(c->known);
+	c->known = NULL;
+	c->n_known = 0;
+}
+
+/*
+ * Each file is hashed as it arrives (the bytes written are the bytes
+ * hashed; the staging dir is ours alone): the verify then compares
+ * digests with the manifest instead of reading the image back.
+ */
 static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *got, uint64_t *budget,
 			struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
+	_cleanup_(cryo_sha256_freep) struct cryo_sha256 *h = NULL;
+	struct cryo_known_digest *k;
 	uint64_t left = fm->size;
 	int r;
 
@@ -1407,6 +1427,14 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	fd = openat(c->round_fd, fm->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "create `%s`", fm->name);
+	/* files per round are bounded by the caller (CRYO_MANIFEST_MAX_FILES) */
+	k = realloc(c->known, (c->n_known + 1) * sizeof(*c->known));
+	if (!k)
+		return cryo_error_set(err, ENOMEM, "receive `%s`", fm->name);
+	c->known = k;
+	r = cryo_sha256_new(&h, err);
+	if (r < 0)
+		return r;
 	while (left > 0) {
 		Cryo__MigrateFrame *f = NULL;
 		const uint8_t *p;
@@ -1426,6 +1454,11 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 		p = f->chunk->data.data;
 		left -= n;
 		*got += n;
+		r = cryo_sha256_update(h, p, n, err);
+		if (r < 0) {
+			cryo_migrate_frame_free(f);
+			return r;
+		}
 		while (n > 0) {
 			ssize_t w = write(fd, p, n);
 
@@ -1441,6 +1474,15 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 		}
 		cryo_migrate_frame_free(f);
 	}
+	k = &c->known[c->n_known];
+	r = cryo_sha256_final(h, k->sha, err);
+	if (r < 0)
+		return r;
+	k->name = strdup(fm->name);
+	if (!k->name)
+		return cryo_error_set(err, ENOMEM, "receive `%s`", fm->name);
+	k->size = fm->size;
+	c->n_known++;
 	return 0;
 }
 
@@ -1501,8 +1543,10 @@ static int verify_round(struct rctx *c, struct cryo_error *err)
 		r = cryo_image_verify_sigs_at(c->round_fd, c->o->verify_key, err);
 	if (r >= 0)
 		r = cryo_manifest_read_at(c->round_fd, &m, err);
-	if (r >= 0)
-		r = cryo_manifest_verify_at(c->round_fd, m, err);
+	if (r >= 0) {
+		cryo_known_digests_sort(c->known, c->n_known);
+		r = cryo_manifest_verify_known_at(c->round_fd, m, c->known, c->n_known, err);
+	}
 	if (r >= 0 && (!m->container_id || strcmp(m->container_id, c->id) != 0))
 		r = cryo_error_setx(err, EBADMSG, "the image is of container `%s`, not `%s`",
 				    m->container_id ? m->container_id : "", c->id);
@@ -1523,8 +1567,10 @@ static int end_round(struct rctx *c, const Cryo__MigrateDone *d, struct cryo_err
 	if (final != (c->round == 0))
 		return cryo_error_setx(err, EBADMSG, "round %u ended as %s", d->round,
 				       final ? "the final dump" : "a pre-copy round");
-	if (!final)
+	if (!final) {
 		r = verify_round(c, err);
+		known_clear(c);
+	}
 	close(c->round_fd);
 	c->round_fd = -1;
 	if (r < 0)
@@ -1624,6 +1670,7 @@ static int check_foreign_spec(const struct cryo_spec *s, struct cryo_error *err)
 static int rstep_verify(void *ctx, struct cryo_error *err)
 {
 	struct rctx *c = ctx;
+	_cleanup_close_ int fd = -1;
 	int r;
 
 	/* from another machine: authenticated before anything is read (sign.h) */
@@ -1635,18 +1682,23 @@ static int rstep_verify(void *ctx, struct cryo_error *err)
 	 * alone). The pre-copy rounds were checked as they came: hashing them
 	 * again now would add to the downtime.
 	 */
+	fd = open(c->img_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", c->img_dir);
 	if (c->o->verify_key) {
-		_cleanup_close_ int fd = open(c->img_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-		if (fd < 0)
-			return cryo_error_set(err, errno, "open `%s`", c->img_dir);
 		r = cryo_image_verify_sigs_at(fd, c->o->verify_key, err);
 		if (r < 0)
 			return r;
 	}
-	r = cryo_manifest_load_verified(c->img_dir, &c->m, err);
+	/* every file against the manifest's digest: those taken as they arrived */
+	r = cryo_manifest_read_at(fd, &c->m, err);
+	if (r >= 0) {
+		cryo_known_digests_sort(c->known, c->n_known);
+		r = cryo_manifest_verify_known_at(fd, c->m, c->known, c->n_known, err);
+	}
+	known_clear(c);
 	if (r < 0)
-		return r;
+		return cryo_error_prefix(err, "image `%s`", c->img_dir);
 	if (!c->m->container_id || strcmp(c->m->container_id, c->id) != 0)
 		return cryo_error_setx(err, EBADMSG, "the image is of container `%s`, not `%s`",
 				       c->m->container_id ? c->m->container_id : "", c->id);
@@ -1946,6 +1998,7 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 	free(c.in_dir);
 	free(c.img_dir);
 	free(c.bundle);
+	known_clear(&c);
 	cryo_manifest_free(c.m);
 	cryo_spec_free(c.spec);
 	cryo_error_clear(&c.fail);

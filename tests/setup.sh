@@ -19,6 +19,8 @@ PKGS=(
 	scdoc lintian zsh fish
 	# runtime + tests on this host
 	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 iputils-ping procps kmod
+	# migrate over ssh:// against a real sshd (tests/host/migrate_ssh.sh; the service is not needed)
+	openssh-client openssh-server
 	# CRIU locks the network of --tcp-established dumps with iptables-restore (runc needs it too)
 	iptables
 	# peers for benchmarks

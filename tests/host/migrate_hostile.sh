@@ -63,6 +63,10 @@ mkimg() {  # dir, container id
 }
 mkimg "$T/dump" "$id"
 attack "round-dir:$T/dump" "not a pre-dump"
+# signed, then one byte of a file changed (same size): the digest taken as it arrived is not the manifest's
+mkimg "$T/tampered" "$id"
+printf 'pagez\n' >"$T/tampered/pages-1.img"
+attack "round-dir:$T/tampered" "file \`pages-1.img\` is corrupted"
 mkimg "$T/other" "other-$$"
 attack "round-dir:$T/other" "of container \`other-$$\`"
 # a receive killed in the middle of a transfer: its staged images are

@@ -159,6 +159,67 @@ static void test_round_trip(void **state)
 	cryo_manifest_free(m);
 }
 
+/*
+ * Digests taken as the files were written (a received image): trusted
+ * only where they match the manifest; the rest of the checks stay.
+ */
+static void test_known_digests(void **state)
+{
+	struct fixture *f = *state;
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_sha256 *h = NULL;
+	struct cryo_known_digest k[2];
+	Cryo__Manifest *m = NULL;
+	const char *pages = "0123456789abcdef0123456789abcdef";
+	int fd;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(cryo_manifest_read_at(f->dfd, &m, &err), 0);
+	/* fed in pieces: the same digest the manifest has */
+	k[0].name = "pages-1.img";
+	k[0].size = strlen(pages);
+	assert_int_equal(cryo_sha256_new(&h, &err), 0);
+	assert_int_equal(cryo_sha256_update(h, pages, 5, &err), 0);
+	assert_int_equal(cryo_sha256_update(h, pages + 5, strlen(pages) - 5, &err), 0);
+	assert_int_equal(cryo_sha256_final(h, k[0].sha, &err), 0);
+	cryo_sha256_free(h);
+	k[1].name = "core-1.img";
+	k[1].size = 19;
+	assert_int_equal(cryo_digest_buf("core image of pid 1", 19, k[1].sha, &err), 0);
+	cryo_known_digests_sort(k, 2);
+	assert_string_equal(k[0].name, "core-1.img");
+	assert_int_equal(cryo_manifest_verify_known_at(f->dfd, m, k, 2, &err), 0);
+
+	/* a known digest that differs from the manifest's is refused */
+	k[1].sha[3] ^= 1;
+	assert_int_equal(cryo_manifest_verify_known_at(f->dfd, m, k, 2, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "file `pages-1.img` is corrupted"));
+	cryo_error_clear(&err);
+	k[1].sha[3] ^= 1;
+	/* a file not among the known ones is hashed: a flipped byte there is found */
+	assert_int_equal(unlinkat(f->dfd, "rootfs.img", 0), 0);
+	put(f->dfd, "rootfs.img", "ext4 bytez");
+	assert_int_equal(cryo_manifest_verify_known_at(f->dfd, m, k, 2, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "file `rootfs.img` is corrupted"));
+	cryo_error_clear(&err);
+	assert_int_equal(unlinkat(f->dfd, "rootfs.img", 0), 0);
+	put(f->dfd, "rootfs.img", "ext4 bytes");
+	/* known or not, the listing and the sizes are still checked */
+	put(f->dfd, "stray.img", "x");
+	assert_int_equal(cryo_manifest_verify_known_at(f->dfd, m, k, 2, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "unexpected file `stray.img`"));
+	cryo_error_clear(&err);
+	assert_int_equal(unlinkat(f->dfd, "stray.img", 0), 0);
+	fd = openat(f->dfd, "pages-1.img", O_RDWR | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 5), 0);
+	close(fd);
+	assert_int_equal(cryo_manifest_verify_known_at(f->dfd, m, k, 2, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "file `pages-1.img` is 5 bytes"));
+	cryo_error_clear(&err);
+	cryo_manifest_free(m);
+}
+
 static void test_flipped_byte(void **state)
 {
 	struct fixture *f = *state;
@@ -379,6 +440,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_digest_known, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_known_digests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flipped_byte, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
