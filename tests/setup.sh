@@ -19,7 +19,7 @@ PKGS=(
 	scdoc lintian zsh fish
 	# runtime + tests on this host
 	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 iputils-ping procps kmod
-	# migrate over ssh:// against a real sshd (tests/host/migrate_ssh.sh; the service is not needed)
+	# migrate over ssh:// against a real sshd (tests/host/migrate_ssh.sh starts its own; the service is not started)
 	openssh-client openssh-server
 	# CRIU locks the network of --tcp-established dumps with iptables-restore (runc needs it too)
 	iptables
@@ -66,7 +66,21 @@ dpkg-query -W -f='${Status}\n' "linux-headers-$kver" 2>/dev/null | grep -q '^ins
 
 if [ ${#missing[@]} -gt 0 ]; then
 	echo "setup.sh: installing ${missing[*]}"
+	# the tests start their own sshd, containerd and podman where they need
+	# them: no package may start a service on this host (policy-rc.d, for
+	# the install only, unless the host has one of its own)
+	policy=
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' >"$policy"
+		chmod 755 "$policy"
+		trap 'rm -f "$policy"' EXIT
+	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	if [ -n "$policy" ]; then
+		rm -f "$policy"
+		trap - EXIT
+	fi
 fi
 
 # A newer kernel's headers, only to compile kmod/compat.h's >= 6.6 branch
