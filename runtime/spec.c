@@ -132,6 +132,31 @@ static int get_object(struct json_object *o, const char *key, const char *name, 
 	return 0;
 }
 
+/*
+ * The array v (NULL: absent, nothing to do) of at most max entries: a
+ * zeroed table of n + 1 elements of size each in *ret (NULL when absent).
+ */
+static int get_array(struct json_object *v, const char *name, size_t max, size_t size, void **ret, size_t *ret_n,
+		     struct cryo_error *err)
+{
+	size_t n;
+
+	*ret = NULL;
+	*ret_n = 0;
+	if (!v)
+		return 0;
+	if (!json_object_is_type(v, json_type_array))
+		return bad(err, name, "must be an array");
+	n = json_object_array_length(v);
+	if (n > max)
+		return bad(err, name, "too many entries");
+	*ret = calloc(n + 1, size);
+	if (!*ret)
+		return cryo_error_set(err, ENOMEM, CFG "%s", name);
+	*ret_n = n;
+	return 0;
+}
+
 static int get_string(struct json_object *o, const char *key, const char *name, size_t max, char **ret,
 		      struct cryo_error *err)
 {
@@ -695,20 +720,15 @@ static int parse_dev_rule(struct json_object *e, const char *name, struct cryo_s
 static int parse_dev_rules(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
 {
 	struct json_object *v = field(o, "devices");
+	void *tab = NULL;
 	char name[64];
 	size_t i, n;
 	int r;
 
-	if (!v)
-		return 0;
-	if (!json_object_is_type(v, json_type_array))
-		return bad(err, "linux.resources.devices", "must be an array");
-	n = json_object_array_length(v);
-	if (n > CRYO_SPEC_MAX_DEV_RULES)
-		return bad(err, "linux.resources.devices", "too many entries");
-	res->dev_rules = calloc(n + 1, sizeof(*res->dev_rules));
-	if (!res->dev_rules)
-		return cryo_error_set(err, ENOMEM, CFG "linux.resources.devices");
+	r = get_array(v, "linux.resources.devices", CRYO_SPEC_MAX_DEV_RULES, sizeof(*res->dev_rules), &tab, &n, err);
+	res->dev_rules = tab;
+	if (r < 0)
+		return r;
 	for (i = 0; i < n; i++) {
 		snprintf(name, sizeof(name), "linux.resources.devices[%zu]", i);
 		r = parse_dev_rule(json_object_array_get_idx(v, i), name, &res->dev_rules[i], err);
@@ -786,18 +806,14 @@ static int parse_blkio(struct json_object *o, struct cryo_spec_resources *res, s
 		return r;
 	for (l = 0; l < _CRYO_BLKIO_LIST_MAX; l++) {
 		struct json_object *v = field(b, blkio_list_keys[l]);
+		void *tab = NULL;
 
-		if (!v)
-			continue;
 		snprintf(name, sizeof(name), "linux.resources.blockIO.%s", blkio_list_keys[l]);
-		if (!json_object_is_type(v, json_type_array))
-			return bad(err, name, "must be an array");
-		n = json_object_array_length(v);
-		if (n > CRYO_SPEC_MAX_DEV_RULES)
-			return bad(err, name, "too many entries");
-		res->blkio[l] = calloc(n + 1, sizeof(*res->blkio[l]));
-		if (!res->blkio[l])
-			return cryo_error_set(err, ENOMEM, CFG "%s", name);
+		r = get_array(v, name, CRYO_SPEC_MAX_DEV_RULES, sizeof(*res->blkio[l]), &tab, &n,
+			      err);
+		res->blkio[l] = tab;
+		if (r < 0)
+			return r;
 		for (i = 0; i < n; i++) {
 			snprintf(name, sizeof(name), "linux.resources.blockIO.%s[%zu]", blkio_list_keys[l], i);
 			r = parse_blkio_dev(json_object_array_get_idx(v, i), name, l == CRYO_BLKIO_WEIGHT_DEVICE,
@@ -814,6 +830,7 @@ static int parse_blkio(struct json_object *o, struct cryo_spec_resources *res, s
 static int parse_network(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
 {
 	struct json_object *n, *v;
+	void *tab = NULL;
 	char name[64];
 	int64_t x = 0;
 	size_t i, len;
@@ -827,16 +844,11 @@ static int parse_network(struct json_object *o, struct cryo_spec_resources *res,
 		return r;
 	res->net_classid = (uint32_t)x;
 	v = field(n, "priorities");
-	if (!v)
-		return 0;
-	if (!json_object_is_type(v, json_type_array))
-		return bad(err, "linux.resources.network.priorities", "must be an array");
-	len = json_object_array_length(v);
-	if (len > CRYO_SPEC_MAX_DEV_RULES)
-		return bad(err, "linux.resources.network.priorities", "too many entries");
-	res->net_prios = calloc(len + 1, sizeof(*res->net_prios));
-	if (!res->net_prios)
-		return cryo_error_set(err, ENOMEM, CFG "linux.resources.network.priorities");
+	r = get_array(v, "linux.resources.network.priorities", CRYO_SPEC_MAX_DEV_RULES, sizeof(*res->net_prios), &tab,
+		      &len, err);
+	res->net_prios = tab;
+	if (r < 0)
+		return r;
 	for (i = 0; i < len; i++) {
 		struct json_object *e = json_object_array_get_idx(v, i);
 		struct cryo_spec_net_prio *p = &res->net_prios[i];
@@ -874,20 +886,15 @@ static bool valid_page_size(const char *s)
 static int parse_hugepages(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
 {
 	struct json_object *v = field(o, "hugepageLimits");
+	void *tab = NULL;
 	char name[64];
 	size_t i, len;
 	int r;
 
-	if (!v)
-		return 0;
-	if (!json_object_is_type(v, json_type_array))
-		return bad(err, "linux.resources.hugepageLimits", "must be an array");
-	len = json_object_array_length(v);
-	if (len > 64)
-		return bad(err, "linux.resources.hugepageLimits", "too many entries");
-	res->hugepages = calloc(len + 1, sizeof(*res->hugepages));
-	if (!res->hugepages)
-		return cryo_error_set(err, ENOMEM, CFG "linux.resources.hugepageLimits");
+	r = get_array(v, "linux.resources.hugepageLimits", 64, sizeof(*res->hugepages), &tab, &len, err);
+	res->hugepages = tab;
+	if (r < 0)
+		return r;
 	for (i = 0; i < len; i++) {
 		struct json_object *e = json_object_array_get_idx(v, i);
 		struct cryo_spec_hugepage *h = &res->hugepages[i];
@@ -1005,19 +1012,14 @@ static int parse_resources(struct json_object *lnx, struct cryo_spec_resources *
 static int parse_devices(struct json_object *lnx, struct cryo_spec *s, struct cryo_error *err)
 {
 	struct json_object *v = field(lnx, "devices");
+	void *tab = NULL;
 	size_t i, n;
 	int r;
 
-	if (!v)
-		return 0;
-	if (!json_object_is_type(v, json_type_array))
-		return bad(err, "linux.devices", "must be an array");
-	n = json_object_array_length(v);
-	if (n > CRYO_SPEC_MAX_LIST)
-		return bad(err, "linux.devices", "too many entries");
-	s->devices = calloc(n + 1, sizeof(*s->devices));
-	if (!s->devices)
-		return cryo_error_set(err, ENOMEM, CFG "linux.devices");
+	r = get_array(v, "linux.devices", CRYO_SPEC_MAX_LIST, sizeof(*s->devices), &tab, &n, err);
+	s->devices = tab;
+	if (r < 0)
+		return r;
 	for (i = 0; i < n; i++) {
 		struct json_object *e = json_object_array_get_idx(v, i);
 		struct cryo_spec_device *d = &s->devices[i];
