@@ -88,11 +88,11 @@ for mib in $sizes; do
 		wl_wait_above "$S" $((c + 10))
 		migrate_once
 		echo "$local_ms" >>"$T/l"; echo "$down" >>"$T/d"; echo "$total" >>"$T/t"
-		pdown=$down ptotal=$total
+		plain_down=$down plain_total=$total
 		start
 		migrate_once --pre-copy 3
 		echo "$down" >>"$T/pd"; echo "$total" >>"$T/pt"
-		printf '%-6s %-4s %10s %10s %10s %10s %10s\n' "$mib" "$rep" "$local_ms" "$pdown" "$ptotal" "$down" "$total"
+		printf '%-6s %-4s %10s %10s %10s %10s %10s\n' "$mib" "$rep" "$local_ms" "$plain_down" "$plain_total" "$down" "$total"
 	done
 	l=$(median <"$T/l"); d=$(median <"$T/d"); t=$(median <"$T/t"); pd=$(median <"$T/pd"); pt=$(median <"$T/pt")
 	printf '%-6s %-4s %10s %10s %10s %10s %10s %9.2f %9.2f\n' "$mib" med "$l" "$d" "$t" "$pd" "$pt" \
