@@ -35,6 +35,8 @@ python3 - "$B/config.json" <<'PY'
 import json, sys
 c = json.load(open(sys.argv[1]))
 c["root"]["readonly"] = False
+# `cryo spec` gives a terminal (as `runc spec`); a detached restore of one needs a console socket
+c["process"]["terminal"] = False
 json.dump(c, open(sys.argv[1], "w"), indent=1)
 PY
 touch "/tmp/.cryo-attack-probe-$$"; rm -f "/tmp/.cryo-attack-probe-$$"
