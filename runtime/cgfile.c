@@ -33,16 +33,10 @@ static bool is_dir(const char *p)
 /* Is ctrl listed in the cgroup.controllers of the v2 directory dir? */
 static bool v2_has(const char *dir, const char *ctrl)
 {
-	_cleanup_free_ char *list = NULL;
 	const char *want = strcmp(ctrl, "cpuacct") == 0 ? "cpu" : strcmp(ctrl, "blkio") == 0 ? "io" : ctrl;
-	char *tok, *save = NULL;
+	_cleanup_close_ int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	if (cryo_cgfile_read(dir, "cgroup.controllers", &list) < 0 || !list)
-		return false;
-	for (tok = strtok_r(list, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
-		if (strcmp(tok, want) == 0)
-			return true;
-	return false;
+	return fd >= 0 && cryo_cgroup_v2_lists(fd, want);
 }
 
 int cryo_cgfile_dir(const struct cryo_state *st, const char *ctrl, char **ret_dir, bool *ret_v2,

@@ -12,7 +12,6 @@
  * hierarchy. Two things libcgroup has no call for are done on the files
  * directly: cgroup.kill (v2) and the freezer thaw before removal.
  */
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -609,14 +608,16 @@ static int apply_network(const char *rel, const struct cryo_spec_resources *res,
 	return r;
 }
 
-/* Is w one of the blank-separated words of list (cgroup.controllers)? */
-static bool has_word(const char *list, const char *w)
+bool cryo_cgroup_v2_lists(int dirfd, const char *ctrl)
 {
-	size_t n = strlen(w);
-	const char *p;
+	_cleanup_free_ char *list = NULL;
+	char *tok, *save = NULL;
+	size_t len;
 
-	for (p = list; (p = strstr(p, w)); p += n)
-		if ((p == list || isspace((unsigned char)p[-1])) && (!p[n] || isspace((unsigned char)p[n])))
+	if (cryo_read_file_at(dirfd, "cgroup.controllers", 4096, &list, &len) < 0 || !list)
+		return false;
+	for (tok = strtok_r(list, " \n", &save); tok; tok = strtok_r(NULL, " \n", &save))
+		if (strcmp(tok, ctrl) == 0)
 			return true;
 	return false;
 }
@@ -644,9 +645,6 @@ static int apply_hugepages(const char *rel, const struct cryo_cgroup_paths *path
 		if (r < 0)
 			return r;
 	} else {
-		_cleanup_free_ char *ctl = NULL;
-		size_t len;
-
 		if (!paths->v2)
 			return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no hugetlb cgroup controller", f);
 		dir = strdup(paths->v2);
@@ -655,7 +653,7 @@ static int apply_hugepages(const char *rel, const struct cryo_cgroup_paths *path
 		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (dfd < 0)
 			return cryo_error_set(err, errno, "open `%s`", dir);
-		if (cryo_read_file_at(dfd, "cgroup.controllers", 4096, &ctl, &len) < 0 || !has_word(ctl, "hugetlb"))
+		if (!cryo_cgroup_v2_lists(dfd, "hugetlb"))
 			return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no hugetlb cgroup controller", f);
 	}
 	for (i = 0; r >= 0 && i < res->n_hugepages; i++) {

@@ -12,6 +12,7 @@
 #ifndef CRYO_CGROUP_H
 #define CRYO_CGROUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,6 +28,9 @@ struct cryo_cgroup_paths {
 };
 
 void cryo_cgroup_paths_free(struct cryo_cgroup_paths *p);
+
+/* Does the cgroup2 directory dirfd list ctrl in its cgroup.controllers? */
+bool cryo_cgroup_v2_lists(int dirfd, const char *ctrl);
 
 /* The default relative path of a container's cgroup: "cryo/<id>". */
 #define CRYO_CGROUP_DEFAULT_PARENT "cryo"
