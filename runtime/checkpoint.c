@@ -349,8 +349,9 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	co.ext_mounts = (const char *const *)c->ext_mounts;
 	/* a help, not a need: without it the manifest step hashes everything */
 	/* (writeback: where the container stays down after CRIU, not where it runs on at once) */
-	if (cryo_imghash_start(c->img->dirfd, (o->leave_running || pre_dump) && !c->was_frozen ? 0 : CRYO_IMGHASH_WRITEBACK,
-			       &c->hash, NULL) < 0)
+	if (cryo_imghash_start_notify(c->img->dirfd,
+				      (o->leave_running || pre_dump) && !c->was_frozen ? 0 : CRYO_IMGHASH_WRITEBACK,
+				      o->on_file_closed, o->on_file_closed_data, &c->hash, NULL) < 0)
 		c->hash = NULL;
 	r = cryo_criu_dump(&co, err);
 	if (r < 0)

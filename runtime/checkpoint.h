@@ -25,6 +25,7 @@
 
 #include "criu.h"
 #include "error.h"
+#include "imghash.h"
 #include "mount.h"
 
 enum cryo_fs_freeze_mode {
@@ -57,6 +58,14 @@ struct cryo_checkpoint_opts {
 	int64_t freeze_deadline_ms;
 	enum cryo_fs_freeze_mode fs_freeze;
 	const char *sign_key;      /* sign the manifest with this key file (sign.h); NULL = unsigned */
+	/*
+	 * Told of each image file as its writer (CRIU, cryo) closes it, while
+	 * the checkpoint goes on (imghash.h: from another thread, files may be
+	 * reported again). The manifest and its signature are written after
+	 * the last call. NULL = nobody.
+	 */
+	cryo_imghash_closed_fn on_file_closed;
+	void *on_file_closed_data;
 };
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err);

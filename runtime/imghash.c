@@ -41,6 +41,8 @@ struct cryo_imghash {
 	size_t n, cap;
 	uint64_t bytes;
 	unsigned int files;
+	cryo_imghash_closed_fn closed;
+	void *closed_data;
 };
 
 static struct entry *find_or_add(struct cryo_imghash *h, const char *name)
@@ -138,6 +140,8 @@ static void hash_one(struct cryo_imghash *h, struct entry *e)
 	e->hashed_gen = gen;
 	h->bytes += size;
 	h->files++;
+	if (h->closed)
+		h->closed(h->dirfd, e->name, size, h->closed_data);
 }
 
 static struct entry *next_pending(struct cryo_imghash *h)
@@ -180,6 +184,12 @@ static void *worker(void *arg)
 
 int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, struct cryo_error *err)
 {
+	return cryo_imghash_start_notify(dirfd, flags, NULL, NULL, ret, err);
+}
+
+int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn fn, void *userdata,
+			      struct cryo_imghash **ret, struct cryo_error *err)
+{
 	struct cryo_imghash *h;
 	struct dirent *de;
 	DIR *d;
@@ -189,6 +199,8 @@ int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, str
 	if (!h)
 		return cryo_error_set(err, ENOMEM, "image hash");
 	h->writeback = flags & CRYO_IMGHASH_WRITEBACK;
+	h->closed = fn;
+	h->closed_data = userdata;
 	h->ifd = h->efd = -1;
 	h->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (h->dirfd < 0) {

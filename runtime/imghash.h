@@ -37,6 +37,19 @@ struct cryo_imghash;
 /* Watch dirfd (flat, as CRIU's image dir is) and hash what is there and what comes. */
 int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, struct cryo_error *err);
 
+/*
+ * A file was closed by its writer and hashed: called from the hashing
+ * thread (keep it short, take your own lock), with the watched dir (valid
+ * until cryo_imghash_free; dup it to keep it) and the size hashed. It
+ * says nothing of later writes: a file can be closed, and so reported,
+ * again. Used to send each file of a dump while CRIU writes the next.
+ */
+typedef void (*cryo_imghash_closed_fn)(int dirfd, const char *name, uint64_t size, void *userdata);
+
+/* cryo_imghash_start(), telling fn of each file hashed. */
+int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn fn, void *userdata,
+			      struct cryo_imghash **ret, struct cryo_error *err);
+
 /* The writer is done: hash what is pending and stop the thread. */
 int cryo_imghash_finish(struct cryo_imghash *h, struct cryo_error *err);
 

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -305,6 +306,8 @@ static bool phase_finished(void *ctx)
 	return !((const struct phase *)ctx)->step;
 }
 
+struct early;
+
 struct mctx {
 	struct phase ph;         /* first: the table hooks take the context as a struct phase */
 	const struct cryo_migrate_opts *o;
@@ -324,6 +327,7 @@ struct mctx {
 	unsigned rounds;         /* pre-copy rounds sent: pre1 .. pre<rounds> */
 	struct cryo_hold *out_hold; /* journals .migrate-out/<id>: `cryo recover` removes it if we die */
 	struct cryo_error fail;  /* the error that failed the run, for the abort frame */
+	struct early *early;     /* sends the final dump's files while CRIU writes it */
 };
 
 static int64_t mtimeout(const struct mctx *c)
@@ -685,8 +689,9 @@ static void undo_images(void *ctx)
 	release_dir(&c->out_hold, c->o->id);
 }
 
-static int send_image(struct mctx *c, const char *dir, uint32_t round, uint64_t *ret_sent, uint64_t *ret_pages,
-		      struct cryo_error *err);
+struct early;
+static int send_image(struct mctx *c, const char *dir, uint32_t round, const struct early *early, uint64_t *ret_sent,
+		      uint64_t *ret_pages, struct cryo_error *err);
 
 /* a round that sends more than this share of the last one: stop pre-copying */
 #define PRECOPY_SHRINK_PERCENT 80
@@ -729,7 +734,7 @@ static int step_precopy(void *ctx, struct cryo_error *err)
 		r = cryo_checkpoint(&co, err);
 		if (r < 0)
 			return cryo_error_prefix(err, "round %u", k);
-		r = send_image(c, dir, k, &sent, &pages, err);
+		r = send_image(c, dir, k, NULL, &sent, &pages, err);
 		if (r < 0)
 			return cryo_error_prefix(err, "round %u", k);
 		c->rounds = k;
@@ -745,6 +750,10 @@ static int step_precopy(void *ctx, struct cryo_error *err)
 	}
 	return 0;
 }
+
+static int early_start(struct mctx *c, struct cryo_error *err);
+static int early_join(struct mctx *c, bool cancel, struct cryo_error *err);
+static void early_closed(int dirfd, const char *name, uint64_t size, void *userdata);
 
 /*
  * The image of the frozen container. cryo_checkpoint() finds the cgroup
@@ -773,7 +782,22 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 		return cryo_error_set(err, ENOMEM, "parent image");
 	co.image_path = c->out_dir;
 	co.parent_path = parent;
-	return cryo_checkpoint(&co, err);
+	/* its files go out as CRIU closes them; the transfer step sends the rest */
+	r = early_start(c, err);
+	if (r < 0)
+		return r;
+	co.on_file_closed = early_closed;
+	co.on_file_closed_data = c->early;
+	r = cryo_checkpoint(&co, err);
+	if (r < 0)
+		(void)early_join(c, true, NULL);
+	return r;
+}
+
+/* a failure after the checkpoint (before the transfer joined it): the sender stops */
+static void undo_checkpoint(void *ctx)
+{
+	(void)early_join(ctx, true, NULL);
 }
 
 struct file_ent {
@@ -856,27 +880,37 @@ static int list_image(int dirfd, struct file_ent **ret, size_t *ret_n, uint64_t 
 	return 0;
 }
 
-static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint32_t round, uint64_t *sent,
-		     uint64_t total, int64_t *last_report, uint8_t *buf, struct cryo_error *err)
+/* How send_file() sends one file. */
+struct send_how {
+	uint32_t round;
+	bool replace;             /* it was sent before in this round (MigrateFile.replace) */
+	bool early;               /* from the early sender: no progress, a short read pads, it stops when told */
+	struct cryo_sha256 *sha;  /* the digest of the bytes sent; NULL = none */
+	bool padded;              /* out (early): the file shrank while read, zeros were sent for the rest */
+};
+
+static bool early_cancelled(const struct mctx *c);
+
+/* One file: its header, then size bytes of fd in chunks. */
+static int send_file(struct mctx *c, int fd, const char *name, uint64_t size, uint32_t mode, struct send_how *how,
+		     uint64_t *sent, uint64_t total, int64_t *last_report, uint8_t *buf, struct cryo_error *err)
 {
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
 	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
-	_cleanup_close_ int fd = -1;
-	uint64_t left = e->size;
+	uint64_t left = size;
 	int r;
 
 	r = check_peer(c, 100, err);
 	if (r < 0)
 		return r;
-	fd = openat(dirfd, e->name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return cryo_error_set(err, errno, "open `%s`", e->name);
-	fm.name = e->name;
-	fm.size = e->size;
+	fm.name = (char *)name;
+	fm.size = size;
 	fm.has_mode = fm.has_round = 1;
-	fm.mode = e->mode;
-	fm.round = round;
+	fm.mode = mode;
+	fm.round = how->round;
+	if (how->replace)
+		fm.has_replace = fm.replace = 1;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
 	fr.file = &fm;
 	r = cryo_transport_send(c->t, &fr, err);
@@ -886,12 +920,25 @@ static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint32
 	fr.chunk = &ch;
 	while (left > 0) {
 		size_t want = left > CRYO_MIGRATE_CHUNK_SIZE ? CRYO_MIGRATE_CHUNK_SIZE : (size_t)left;
-		ssize_t n = read(fd, buf, want);
+		ssize_t n = how->padded ? 0 : read(fd, buf, want);
 
 		if (n < 0 && errno == EINTR)
 			continue;
+		if (how->early && early_cancelled(c))
+			return cryo_error_setx(err, ECANCELED, "send `%s`: called off", name);
+		if (n == 0 && how->early) {
+			/* rewritten under us: what goes now is sent again after the dump */
+			how->padded = true;
+			memset(buf, 0, want);
+			n = (ssize_t)want;
+		}
 		if (n <= 0)
-			return cryo_error_set(err, n < 0 ? errno : EIO, "read `%s`", e->name);
+			return cryo_error_set(err, n < 0 ? errno : EIO, "read `%s`", name);
+		if (how->sha) {
+			r = cryo_sha256_update(how->sha, buf, (size_t)n, err);
+			if (r < 0)
+				return r;
+		}
 		ch.data.data = buf;
 		ch.data.len = (size_t)n;
 		r = cryo_transport_send(c->t, &fr, err);
@@ -904,7 +951,7 @@ static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint32
 			if (r < 0)
 				return r;
 		}
-		if (cryo_now_us() - *last_report > PROGRESS_EVERY_US) {
+		if (last_report && cryo_now_us() - *last_report > PROGRESS_EVERY_US) {
 			*last_report = cryo_now_us();
 			phase_progress(&c->ph, *sent, total);
 		}
@@ -913,20 +960,281 @@ static int send_file(struct mctx *c, int dirfd, const struct file_ent *e, uint32
 }
 
 /*
+ * --- the final dump, sent while CRIU writes it ---------------------------
+ *
+ * The checkpoint's hashing thread (imghash.h) tells of each image file
+ * as its writer closes it; a thread of ours sends it at once, hashing
+ * the bytes it sends, while CRIU dumps the next. After the checkpoint,
+ * the transfer step sends what is left, the manifest and its signature
+ * last: the files not sent yet, and each one whose bytes sent differ
+ * from what the manifest lists (written again after it went: sent once
+ * more, whole, as a `replace`). A file sent and then removed from the
+ * image fails the transfer (the destination would refuse it as
+ * unlisted). The destination still trusts nothing before its verify
+ * step: every file against the signed manifest.
+ */
+struct early_file {
+	char *name;
+	uint64_t size;                  /* announced (and sent) */
+	uint8_t sha[CRYO_SHA256_LEN];   /* of the bytes sent */
+	bool whole;                     /* what was read, not padded */
+};
+
+struct early {
+	pthread_t tid;
+	bool running;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	/* under lock: the files told of, each once, in order; the thread takes names[next] */
+	char **names;
+	size_t n_names, next;
+	int dirfd;                      /* the staging dir (a dup), from the first report */
+	bool closing;                   /* the checkpoint is done: send what was told, then end */
+	bool cancel;                    /* end now (read unlocked, between chunks) */
+	bool overflow;                  /* more files than we track: the transfer step sends the rest */
+	/* the thread's, read after the join */
+	struct early_file *v;
+	size_t n;
+	uint64_t bytes;
+	int r;
+	struct cryo_error err;
+};
+
+/* bound on what the early sender tracks (CRIU's image dirs hold tens of files) */
+#define EARLY_MAX_FILES 4096
+
+static bool early_cancelled(const struct mctx *c)
+{
+	return __atomic_load_n(&c->early->cancel, __ATOMIC_RELAXED);
+}
+
+static bool never_early(const char *name)
+{
+	/* written after the last report anyway; named here so that it stays so */
+	return strcmp(name, CRYO_MANIFEST_NAME) == 0 || strcmp(name, CRYO_SIGNATURE_NAME) == 0;
+}
+
+/* imghash's thread: a file was closed and hashed */
+static void early_closed(int dirfd, const char *name, uint64_t size, void *userdata)
+{
+	struct early *e = userdata;
+	size_t i;
+
+	(void)size;
+	pthread_mutex_lock(&e->lock);
+	if (e->dirfd < 0)
+		e->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	for (i = 0; i < e->n_names; i++)
+		if (strcmp(e->names[i], name) == 0)
+			goto out; /* told again: sent or queued; the transfer step sees to a change */
+	if (e->n_names >= EARLY_MAX_FILES) {
+		e->overflow = true;
+		goto out;
+	}
+	if (e->n_names % 64 == 0) {
+		char **nv = realloc(e->names, (e->n_names + 64) * sizeof(*nv));
+
+		if (!nv) {
+			e->overflow = true;
+			goto out;
+		}
+		e->names = nv;
+	}
+	e->names[e->n_names] = strdup(name);
+	if (e->names[e->n_names])
+		e->n_names++;
+	pthread_cond_signal(&e->cond);
+out:
+	pthread_mutex_unlock(&e->lock);
+}
+
+static int early_send_one(struct mctx *c, int dirfd, const char *name, uint8_t *buf)
+{
+	struct early *e = c->early;
+	_cleanup_close_ int fd = -1;
+	_cleanup_(cryo_sha256_freep) struct cryo_sha256 *h = NULL;
+	struct send_how how = { .round = 0, .early = true };
+	struct early_file *f;
+	struct stat st;
+	int r;
+
+	if (never_early(name))
+		return 0;
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0; /* gone or not a file: the transfer step sends what is there */
+	if (e->n % 64 == 0) {
+		f = realloc(e->v, (e->n + 64) * sizeof(*f));
+		if (!f)
+			return cryo_error_set(&e->err, ENOMEM, "send `%s`", name);
+		e->v = f;
+	}
+	f = &e->v[e->n];
+	memset(f, 0, sizeof(*f));
+	f->name = strdup(name);
+	if (!f->name)
+		return cryo_error_set(&e->err, ENOMEM, "send `%s`", name);
+	f->size = (uint64_t)st.st_size;
+	/* counted from its header on: the destination has a file of that name */
+	e->n++;
+	r = cryo_sha256_new(&h, &e->err);
+	if (r < 0)
+		return r;
+	how.sha = h;
+	r = send_file(c, fd, name, f->size, st.st_mode & 0777, &how, &e->bytes, 0, NULL, buf, &e->err);
+	if (r < 0)
+		return r;
+	r = cryo_sha256_final(h, f->sha, &e->err);
+	if (r < 0)
+		return r;
+	f->whole = !how.padded;
+	return 0;
+}
+
+static void *early_worker(void *arg)
+{
+	struct mctx *c = arg;
+	struct early *e = c->early;
+	uint8_t *buf = malloc(CRYO_MIGRATE_CHUNK_SIZE);
+
+	if (!buf) {
+		e->r = cryo_error_set(&e->err, ENOMEM, "transfer");
+		return NULL;
+	}
+	for (;;) {
+		const char *name;
+		int dirfd;
+
+		pthread_mutex_lock(&e->lock);
+		while (e->next == e->n_names && !e->closing && !e->cancel)
+			pthread_cond_wait(&e->cond, &e->lock);
+		if (e->cancel || e->next == e->n_names) {
+			pthread_mutex_unlock(&e->lock);
+			break;
+		}
+		name = e->names[e->next++];
+		dirfd = e->dirfd;
+		pthread_mutex_unlock(&e->lock);
+		e->r = early_send_one(c, dirfd, name, buf);
+		if (e->r < 0)
+			break;
+	}
+	free(buf);
+	return NULL;
+}
+
+static int early_start(struct mctx *c, struct cryo_error *err)
+{
+	struct early *e = calloc(1, sizeof(*e));
+	int r;
+
+	if (!e)
+		return cryo_error_set(err, ENOMEM, "transfer");
+	e->dirfd = -1;
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->cond, NULL);
+	c->early = e;
+	r = pthread_create(&e->tid, NULL, early_worker, c);
+	if (r != 0)
+		return cryo_error_set(err, r, "start the sender");
+	e->running = true;
+	return 0;
+}
+
+/*
+ * Wait for the thread: when cancel, it stops after the chunk it sends;
+ * else it first sends every file it was told of. Its error, if any.
+ */
+static int early_join(struct mctx *c, bool cancel, struct cryo_error *err)
+{
+	struct early *e = c->early;
+
+	if (!e || !e->running)
+		return 0;
+	pthread_mutex_lock(&e->lock);
+	e->closing = true;
+	if (cancel)
+		__atomic_store_n(&e->cancel, true, __ATOMIC_RELAXED);
+	pthread_cond_signal(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+	pthread_join(e->tid, NULL);
+	e->running = false;
+	if (e->r < 0) {
+		if (cancel)
+			return 0;
+		cryo_error_move(err, &e->err);
+		return e->r;
+	}
+	return 0;
+}
+
+static void early_free(struct mctx *c)
+{
+	struct early *e = c->early;
+	size_t i;
+
+	if (!e)
+		return;
+	(void)early_join(c, true, NULL);
+	for (i = 0; i < e->n_names; i++)
+		free(e->names[i]);
+	free(e->names);
+	for (i = 0; i < e->n; i++)
+		free(e->v[i].name);
+	free(e->v);
+	if (e->dirfd >= 0)
+		close(e->dirfd);
+	cryo_error_clear(&e->err);
+	pthread_cond_destroy(&e->cond);
+	pthread_mutex_destroy(&e->lock);
+	free(e);
+	c->early = NULL;
+}
+
+static struct early_file *early_find(const struct early *e, const char *name)
+{
+	size_t i;
+
+	for (i = 0; e && i < e->n; i++)
+		if (strcmp(e->v[i].name, name) == 0)
+			return &e->v[i];
+	return NULL;
+}
+
+/* The destination has this file, as the manifest lists it. */
+static bool early_good(const struct early_file *f, const Cryo__Manifest *m, const struct file_ent *ent)
+{
+	size_t i;
+
+	if (!f->whole || f->size != ent->size)
+		return false;
+	for (i = 0; m && i < m->n_files; i++) {
+		const Cryo__FileDigest *d = m->files[i];
+
+		if (strcmp(d->name, ent->name) == 0)
+			return !d->symlink && d->size == f->size && d->sha256.len == CRYO_SHA256_LEN &&
+			       memcmp(d->sha256.data, f->sha, CRYO_SHA256_LEN) == 0;
+	}
+	return false;
+}
+
+/*
  * One image, its manifest last, then the end of its round: round 0 is
  * the final dump, 1.. the pre-copy rounds. *ret_pages: its page bytes.
+ * early: what of it went while it was written (see above), or NULL.
  */
-static int send_image(struct mctx *c, const char *dir, uint32_t round, uint64_t *ret_sent, uint64_t *ret_pages,
-		      struct cryo_error *err)
+static int send_image(struct mctx *c, const char *dir, uint32_t round, const struct early *early, uint64_t *ret_sent,
+		      uint64_t *ret_pages, struct cryo_error *err)
 {
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateDone done = CRYO__MIGRATE_DONE__INIT;
 	_cleanup_close_ int dirfd = -1;
+	Cryo__Manifest *m = NULL;
 	uint8_t *buf;
 	struct file_ent *ents = NULL;
 	uint64_t total = 0, sent = 0;
 	int64_t last = 0;
-	size_t n = 0, i;
+	size_t n = 0, i, j;
 	int r;
 
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -935,19 +1243,55 @@ static int send_image(struct mctx *c, const char *dir, uint32_t round, uint64_t 
 	r = list_image(dirfd, &ents, &n, &total, err);
 	if (r < 0)
 		return r;
+	/* what went early is checked against the manifest, as the destination will */
+	if (early && early->n && cryo_manifest_read_at(dirfd, &m, err) < 0) {
+		ents_free(ents, n);
+		return -err->status;
+	}
+	for (i = 0; early && i < early->n; i++) {
+		for (j = 0; j < n && strcmp(ents[j].name, early->v[i].name) != 0; j++)
+			;
+		if (j == n) {
+			r = cryo_error_setx(err, EIO, "`%s` was sent while CRIU dumped, then removed from the image",
+					    early->v[i].name);
+			ents_free(ents, n);
+			cryo_manifest_free(m);
+			return r;
+		}
+	}
 	buf = malloc(CRYO_MIGRATE_CHUNK_SIZE);
 	if (!buf) {
 		ents_free(ents, n);
+		cryo_manifest_free(m);
 		return cryo_error_set(err, ENOMEM, "transfer");
 	}
 	*ret_pages = 0;
 	for (i = 0; i < n && r >= 0; i++) {
+		const struct early_file *f = early_find(early, ents[i].name);
+		struct send_how how = { .round = round, .replace = f != NULL };
+		_cleanup_close_ int fd = -1;
+
 		if (strncmp(ents[i].name, "pages-", 6) == 0)
 			*ret_pages += ents[i].size;
-		r = send_file(c, dirfd, &ents[i], round, &sent, total, &last, buf, err);
+		if (f && early_good(f, m, &ents[i])) {
+			sent += ents[i].size;
+			continue;
+		}
+		if (f) {
+			c->res->resent_files++;
+			cryo_debug("migrate `%s`: `%s` changed after it was sent: sending it again", c->o->id,
+				   ents[i].name);
+		}
+		fd = openat(dirfd, ents[i].name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+		if (fd < 0) {
+			r = cryo_error_set(err, errno, "open `%s`", ents[i].name);
+			break;
+		}
+		r = send_file(c, fd, ents[i].name, ents[i].size, ents[i].mode, &how, &sent, total, &last, buf, err);
 	}
 	free(buf);
 	ents_free(ents, n);
+	cryo_manifest_free(m);
 	if (r < 0)
 		return r;
 	phase_progress(&c->ph, sent, total);
@@ -963,8 +1307,17 @@ static int send_image(struct mctx *c, const char *dir, uint32_t round, uint64_t 
 static int step_transfer(void *ctx, struct cryo_error *err)
 {
 	struct mctx *c = ctx;
+	int r;
 
-	return send_image(c, c->out_dir, 0, &c->res->bytes, &c->res->pages_bytes, err);
+	/* the early sender's last files first: the connection is one stream */
+	r = early_join(c, false, err);
+	if (r < 0)
+		return r;
+	if (c->early) {
+		c->res->early_bytes = c->early->bytes;
+		c->res->early_files = (unsigned)c->early->n;
+	}
+	return send_image(c, c->out_dir, 0, c->early, &c->res->bytes, &c->res->pages_bytes, err);
 }
 
 /* The destination verifies, restores and keeps the container frozen; it says when. */
@@ -1074,7 +1427,7 @@ static const struct cryo_step migrate_steps[] = {
 	{ "preflight", step_preflight, undo_images },
 	{ "precopy", step_precopy, NULL },
 	{ "freeze", step_freeze, undo_freeze },
-	{ "checkpoint", step_checkpoint, NULL },
+	{ "checkpoint", step_checkpoint, undo_checkpoint },
 	{ "transfer", step_transfer, NULL },
 	{ "restore", step_remote_restore, NULL },
 	{ "commit", step_commit, NULL },
@@ -1147,6 +1500,8 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 		(void)cryo_state_save(o->root, c.st, NULL);
 	}
 	res->total_us = (uint64_t)(cryo_now_us() - c.t0);
+	/* (joined already by the transfer step or an undo: the connection is not in use) */
+	early_free(&c);
 	if (c.t)
 		cryo_transport_close(c.t);
 	if (c.hold)
@@ -1181,6 +1536,8 @@ struct rctx {
 	unsigned rounds_done;       /* pre-copy rounds received and verified */
 	struct cryo_known_digest *known;    /* the round's files, hashed as they arrived */
 	size_t n_known;
+	char **replaced;            /* the round's files sent again (MigrateFile.replace): once each */
+	size_t n_replaced;
 	bool staged;
 	struct cryo_hold *in_hold;  /* journals .migrate-in/<id> (see hold_dir) */
 	char *bundle;               /* <bundle_dir>/<id> */
@@ -1400,6 +1757,42 @@ static void known_clear(struct rctx *c)
 	free(c->known);
 	c->known = NULL;
 	c->n_known = 0;
+	for (i = 0; i < c->n_replaced; i++)
+		free(c->replaced[i]);
+	free(c->replaced);
+	c->replaced = NULL;
+	c->n_replaced = 0;
+}
+
+/*
+ * A file of this round sent again (the source's copy changed after it
+ * went, while CRIU dumped): only one that came before, and once, so the
+ * round stays bounded. Its entry is what the new bytes replace.
+ */
+static int replace_target(struct rctx *c, const char *name, struct cryo_known_digest **ret, struct cryo_error *err)
+{
+	struct cryo_known_digest *k = NULL;
+	char **v;
+	size_t i;
+
+	for (i = 0; i < c->n_known && !k; i++)
+		if (strcmp(c->known[i].name, name) == 0)
+			k = &c->known[i];
+	if (!k)
+		return cryo_error_setx(err, EBADMSG, "the source replaced `%s`, which it had not sent", name);
+	for (i = 0; i < c->n_replaced; i++)
+		if (strcmp(c->replaced[i], name) == 0)
+			return cryo_error_setx(err, EBADMSG, "the source sent `%s` a third time", name);
+	v = realloc(c->replaced, (c->n_replaced + 1) * sizeof(*v));
+	if (!v)
+		return cryo_error_set(err, ENOMEM, "receive `%s`", name);
+	c->replaced = v;
+	v[c->n_replaced] = strdup(name);
+	if (!v[c->n_replaced])
+		return cryo_error_set(err, ENOMEM, "receive `%s`", name);
+	c->n_replaced++;
+	*ret = k;
+	return 0;
 }
 
 /*
@@ -1412,26 +1805,40 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 {
 	_cleanup_close_ int fd = -1;
 	_cleanup_(cryo_sha256_freep) struct cryo_sha256 *h = NULL;
-	struct cryo_known_digest *k;
+	struct cryo_known_digest *k, *old = NULL;
 	uint64_t left = fm->size;
 	int r;
 
 	/* `parent` is CRIU's link to the previous round: ours to make, never the peer's */
 	if (!name_ok(fm->name) || strcmp(fm->name, "parent") == 0)
 		return cryo_error_setx(err, EBADMSG, "the source sent a bad file name");
+	if (fm->has_replace && fm->replace) {
+		r = replace_target(c, fm->name, &old, err);
+		if (r < 0)
+			return r;
+		/* its old bytes go: they count no more */
+		*budget += old->size;
+	}
 	if (fm->size > *budget)
 		return cryo_error_setx(err, ENOSPC, "file `%s` of %" PRIu64 " bytes: not that much space here", fm->name,
 				       fm->size);
 	*budget -= fm->size;
-	/* O_EXCL: a name sent twice is refused, nothing is overwritten */
-	fd = openat(c->round_fd, fm->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* O_EXCL: a name sent twice (not as a replace) is refused, nothing is overwritten */
+	if (old)
+		fd = openat(c->round_fd, fm->name, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+	else
+		fd = openat(c->round_fd, fm->name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		return cryo_error_setx(err, EBADMSG, "the source sent `%s` twice", fm->name);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "create `%s`", fm->name);
-	/* files per round are bounded by the caller (CRYO_MANIFEST_MAX_FILES) */
-	k = realloc(c->known, (c->n_known + 1) * sizeof(*c->known));
-	if (!k)
-		return cryo_error_set(err, ENOMEM, "receive `%s`", fm->name);
-	c->known = k;
+	/* files per round are bounded by the caller (CRYO_MANIFEST_MAX_FILES); old stays where it is */
+	if (!old) {
+		k = realloc(c->known, (c->n_known + 1) * sizeof(*c->known));
+		if (!k)
+			return cryo_error_set(err, ENOMEM, "receive `%s`", fm->name);
+		c->known = k;
+	}
 	r = cryo_sha256_new(&h, err);
 	if (r < 0)
 		return r;
@@ -1473,6 +1880,11 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 			n -= (size_t)w;
 		}
 		cryo_migrate_frame_free(f);
+	}
+	if (old) {
+		/* what the verify compares now: the new bytes */
+		old->size = fm->size;
+		return cryo_sha256_final(h, old->sha, err);
 	}
 	k = &c->known[c->n_known];
 	r = cryo_sha256_final(h, k->sha, err);

@@ -100,6 +100,9 @@ struct cryo_migrate_result {
 	uint64_t precopy_bytes;       /* their bytes */
 	uint64_t pages_bytes;         /* memory pages in the final image */
 	uint64_t first_round_pages;   /* memory pages in the first pre-copy round */
+	uint64_t early_bytes;         /* of bytes: sent while CRIU was still dumping */
+	unsigned early_files;         /* files sent while CRIU was still dumping */
+	unsigned resent_files;        /* of those: sent again, changed after they went */
 };
 
 void cryo_migrate_result_done(struct cryo_migrate_result *r);

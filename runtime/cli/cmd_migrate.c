@@ -285,9 +285,10 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	} else if (cli->log_json) {
 		printf("{\"migrated\":\"%s\",\"dest\":\"%s\",\"downtime_usec\":%" PRIu64 ",\"total_usec\":%" PRIu64
 		       ",\"bytes\":%" PRIu64 ",\"pages_bytes\":%" PRIu64 ",\"precopy_rounds\":%u,\"precopy_bytes\":%" PRIu64
-		       ",\"first_round_pages\":%" PRIu64 "}\n",
+		       ",\"first_round_pages\":%" PRIu64 ",\"early_bytes\":%" PRIu64 ",\"early_files\":%u"
+		       ",\"resent_files\":%u}\n",
 		       o.id, o.dest, res.downtime_us, res.total_us, res.bytes, res.pages_bytes, res.precopy_rounds,
-		       res.precopy_bytes, res.first_round_pages);
+		       res.precopy_bytes, res.first_round_pages, res.early_bytes, res.early_files, res.resent_files);
 	} else {
 		printf("migrated `%s` to %s: downtime %.1f ms, total %.1f ms, %.1f MiB sent", o.id, o.dest,
 		       (double)res.downtime_us / 1e3, (double)res.total_us / 1e3,
@@ -297,6 +298,8 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 			       res.precopy_rounds, (double)res.precopy_bytes / 1048576.0,
 			       (double)res.first_round_pages / 1048576.0, (double)res.bytes / 1048576.0,
 			       (double)res.pages_bytes / 1048576.0);
+		if (res.early_bytes)
+			printf(", %.1f MiB of it while CRIU dumped", (double)res.early_bytes / 1048576.0);
 		printf("\n");
 	}
 	cryo_migrate_result_done(&res);

@@ -15,10 +15,15 @@
 #             frozen dump only what changed (this workload writes its
 #             memory once: the case pre-copy is for)
 #
-# Prints medians and the ratios migrate/local and pre-copy/local. Every run is checked: the
-# workload keeps counting afterwards.
+# Prints medians and the ratios migrate/local and pre-copy/local, and the
+# median time of each phase of the source's plain migration (its JSON
+# progress records). Every run is checked: the workload keeps counting
+# afterwards.
 #
 #   tests/bench/migrate.sh [REPS] [MEM_MIB...]      (default 3, 64 256)
+#
+# CRYO_BENCH_PRECOPY=0 leaves out the pre-copy column (a kernel without
+# soft-dirty tracking refuses --pre-copy, as this host's 6.18 does).
 #
 # Where CRIU works on the host (CRYO_CRIU=/opt/cryo-criu4/sbin/criu with
 # CRIU_FAULT=130) it runs here; otherwise it re-runs itself in the VM
@@ -56,6 +61,19 @@ migrate_once() {
 	wl_wait_above "$D" $((c + 10))
 	wl_status "$D" | grep -q ' ok ' || fail "after migrate $*: $(wl_status "$D")"
 	read -r down total <<<"$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["downtime_usec"]/1e3, m["total_usec"]/1e3)' "$T/m.json")"
+	# the source's phases: "phase ms" lines
+	python3 -c '
+import json, sys
+for line in open(sys.argv[1]):
+    try:
+        p = json.loads(line)["progress"]
+    except (ValueError, KeyError):
+        continue
+    if p["done"]:
+        print(p["phase"], p["elapsed_ms"])
+m = json.load(open(sys.argv[2]))
+print("sent_MiB", round(m["bytes"] / 1048576, 1))
+print("early_MiB", round(m.get("early_bytes", 0) / 1048576, 1))' "$T/m.err" "$T/m.json" >"$T/phases.last"
 	check rt_dst delete --force "$id"
 	rm -rf "${MIG_BUNDLES:?}/$id"
 	check rt delete --force "$id"
@@ -75,7 +93,7 @@ for mib in $sizes; do
 	cp "$WL_BIN" "$B/rootfs-dir/counter"
 	S=$B/rootfs-dir/status
 	D=$MIG_BUNDLES/$id/rootfs-dir/status
-	: >"$T/l" ; : >"$T/d" ; : >"$T/t" ; : >"$T/pd" ; : >"$T/pt"
+	: >"$T/l" ; : >"$T/d" ; : >"$T/t" ; : >"$T/pd" ; : >"$T/pt" ; : >"$T/ph"
 	for rep in $(seq "$reps"); do
 		start
 		# local checkpoint + restore: the container is down for both
@@ -88,13 +106,23 @@ for mib in $sizes; do
 		wl_wait_above "$S" $((c + 10))
 		migrate_once
 		echo "$local_ms" >>"$T/l"; echo "$down" >>"$T/d"; echo "$total" >>"$T/t"
+		cat "$T/phases.last" >>"$T/ph"
 		plain_down=$down plain_total=$total
-		start
-		migrate_once --pre-copy 3
+		if [ "${CRYO_BENCH_PRECOPY:-1}" != 0 ]; then
+			start
+			migrate_once --pre-copy 3
+		else
+			down=0 total=0
+		fi
 		echo "$down" >>"$T/pd"; echo "$total" >>"$T/pt"
 		printf '%-6s %-4s %10s %10s %10s %10s %10s\n' "$mib" "$rep" "$local_ms" "$plain_down" "$plain_total" "$down" "$total"
 	done
 	l=$(median <"$T/l"); d=$(median <"$T/d"); t=$(median <"$T/t"); pd=$(median <"$T/pd"); pt=$(median <"$T/pt")
 	printf '%-6s %-4s %10s %10s %10s %10s %10s %9.2f %9.2f\n' "$mib" med "$l" "$d" "$t" "$pd" "$pt" \
 		"$(awk -v a="$d" -v b="$l" 'BEGIN { print a / b }')" "$(awk -v a="$pd" -v b="$l" 'BEGIN { print a / b }')"
+	printf '%-6s plain migrate, median ms per phase:' "$mib"
+	for phase in $(awk '!seen[$1]++ { print $1 }' "$T/ph"); do
+		printf ' %s %s' "$phase" "$(awk -v p="$phase" '$1 == p { print $2 }' "$T/ph" | median)"
+	done
+	printf '\n'
 done

@@ -2,11 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # `cryo receive` against a hostile source that passes the preflight and
-# then lies in its pre-copy rounds (tests/tools/cryo-test-peer): a file
+# then lies in its pre-copy rounds or its final dump (tests/tools/cryo-test-peer): a file
 # named `parent` (CRIU's link to the round before, which only the
 # receiver makes), rounds out of order or mixed, the end of a round never
 # sent, a final dump posing as a round, a round that is no image, and
-# real signed images that are not a pre-dump or not of this container.
+# real signed images that are not a pre-dump or not of this container;
+# in the final dump (whose files come as CRIU writes them), a file sent
+# twice, a replace of a file never sent or replaced twice, a file sent
+# early that the manifest does not list, and one replaced by other bytes.
 # Each is refused at transfer with a reason, and nothing is left: no
 # staged images, no bundle, no container, no journal entry. A receive
 # killed mid-transfer leaves its staged images to `cryo recover`.
@@ -31,15 +34,15 @@ nothing_left() {
 	[ -z "$(ls -A "$R/.holds" 2>/dev/null)" ] || fail "$1: journal entries left: $(ls -A "$R/.holds")"
 }
 
-attack() {  # scenario, expected words in the receiver's error
-	local out rc
+attack() {  # scenario, expected words in the receiver's error[, the step that refuses it]
+	local out rc at=${3:-transfer}
 	out=$("$PEER" "$1" "$id" "$CRYO_BIN" --root "$R" receive --stdio --bundle-dir "$B" --verify-key "$T/ed.pub" 2>&1) &&
 		rc=0 || rc=$?
 	if [ "$rc" = 3 ] && echo "$out" | grep -q 'no working CRIU'; then
 		skip "receive needs CRIU on this host: $out"
 	fi
 	[ "$rc" = 1 ] || fail "$1: the receiver exited $rc: $out"
-	echo "$out" | grep -q 'failed at transfer' || fail "$1: not refused at transfer: $out"
+	echo "$out" | grep -q "failed at $at" || fail "$1: not refused at $at: $out"
 	echo "$out" | grep -q -- "$2" || fail "$1: no \`$2\` in: $out"
 	nothing_left "$1"
 	log "$1: $(echo "$out" | grep '^cryo' | tail -n 1)"
@@ -69,6 +72,15 @@ printf 'pagez\n' >"$T/tampered/pages-1.img"
 attack "round-dir:$T/tampered" "file \`pages-1.img\` is corrupted"
 mkimg "$T/other" "other-$$"
 attack "round-dir:$T/other" "of container \`other-$$\`"
+# the final dump's files come while CRIU writes them; one changed after
+# it went comes again as a replace, once: anything else is refused at
+# transfer, and what came early is verified like the rest
+attack twice "sent \`pages-1.img\` twice"
+attack replace-unsent "replaced \`pages-1.img\`, which it had not sent"
+attack replace-thrice "sent \`pages-1.img\` a third time"
+attack "final-extra:$T/dump" "unexpected file \`pages-9.img\`" verify
+# sent right, then replaced by other bytes: the replace's bytes are the ones verified
+attack "final-replaced:$T/dump" "file \`pages-1.img\` is corrupted" verify
 # a receive killed in the middle of a transfer: its staged images are
 # journalled, and `cryo recover` removes them
 "$PEER" stall "$id" "$CRYO_BIN" --root "$R" receive --stdio --bundle-dir "$B" --verify-key "$T/ed.pub" \

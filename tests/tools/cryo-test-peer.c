@@ -17,6 +17,16 @@
  *   round-bogus    a whole round 1 that is no image (no manifest, no signature)
  *   round-dir:DIR  DIR's files (manifest last, signature after it) as round 1
  *   stall          a file of round 1, half sent, then nothing (until killed)
+ *
+ * The final dump's files go out while CRIU writes them, and one that
+ * changed after it went is sent again as a `replace` (once):
+ *
+ *   twice          a file of the final dump sent twice, the second not as a replace
+ *   replace-unsent a replace of a file never sent
+ *   replace-thrice a file, its replace, and a second replace
+ *   final-extra:DIR   a file the manifest does not list, sent early, then DIR's files as the final dump
+ *   final-replaced:DIR  DIR's files as the final dump, then its pages-1.img again as a
+ *                  replace with other bytes of the same size (sent, then "rewritten")
  */
 #include <dirent.h>
 #include <errno.h>
@@ -46,6 +56,8 @@ static int send_frame(Cryo__MigrateFrame *fr)
 	return r;
 }
 
+static bool replace_next; /* the next file goes as a replace */
+
 static int send_buf(const char *name, uint32_t round, const void *data, size_t len)
 {
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
@@ -58,6 +70,9 @@ static int send_buf(const char *name, uint32_t round, const void *data, size_t l
 	fm.has_mode = fm.has_round = 1;
 	fm.mode = 0600;
 	fm.round = round;
+	if (replace_next)
+		fm.has_replace = fm.replace = 1;
+	replace_next = false;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
 	fr.file = &fm;
 	r = send_frame(&fr);
@@ -204,6 +219,32 @@ int main(int argc, char **argv)
 		} else if (strncmp(scen, "round-dir:", 10) == 0) {
 			if (send_dir(scen + 10, 1) == 0)
 				(void)send_done(1, false);
+		} else if (strcmp(scen, "twice") == 0) {
+			if (send_file("pages-1.img", 0, "x") == 0)
+				(void)send_file("pages-1.img", 0, "y");
+		} else if (strcmp(scen, "replace-unsent") == 0) {
+			if (send_file("core-1.img", 0, "x") == 0) {
+				replace_next = true;
+				(void)send_file("pages-1.img", 0, "y");
+			}
+		} else if (strcmp(scen, "replace-thrice") == 0) {
+			int r = send_file("pages-1.img", 0, "x");
+
+			replace_next = true;
+			if (r == 0 && send_file("pages-1.img", 0, "y") == 0) {
+				replace_next = true;
+				(void)send_file("pages-1.img", 0, "z");
+			}
+		} else if (strncmp(scen, "final-extra:", 12) == 0) {
+			if (send_file("pages-9.img", 0, "sent while CRIU dumped, never listed") == 0 &&
+			    send_dir(scen + 12, 0) == 0)
+				(void)send_done(0, true);
+		} else if (strncmp(scen, "final-replaced:", 15) == 0) {
+			if (send_dir(scen + 15, 0) == 0) {
+				replace_next = true;
+				if (send_file("pages-1.img", 0, "pagez\n") == 0)
+					(void)send_done(0, true);
+			}
 		} else if (strcmp(scen, "stall") == 0) {
 			Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 			Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
