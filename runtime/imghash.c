@@ -73,17 +73,27 @@ static struct entry *find_or_add(struct cryo_imghash *h, const char *name)
 	return e;
 }
 
+/* Events were lost: trust nothing (and whoever listens, neither). */
+static void lost(struct cryo_imghash *h)
+{
+	if (!h->overflow && h->closed)
+		h->closed(h->dirfd, NULL, h->closed_data);
+	h->overflow = true;
+}
+
 /* A file was (re)written: whatever digest it had is stale. */
 static void touched(struct cryo_imghash *h, const char *name)
 {
 	struct entry *e = find_or_add(h, name);
 
 	if (!e) {
-		h->overflow = true; /* can't track it: trust nothing */
+		lost(h); /* can't track it */
 		return;
 	}
 	e->gen++;
 	e->pending = true;
+	if (h->closed)
+		h->closed(h->dirfd, name, h->closed_data);
 }
 
 /* Read every queued event without blocking. */
@@ -103,7 +113,7 @@ static void drain_events(struct cryo_imghash *h)
 			const struct inotify_event *ev = (const struct inotify_event *)p;
 
 			if (ev->mask & IN_Q_OVERFLOW)
-				h->overflow = true;
+				lost(h);
 			else if (ev->len > 0 && !(ev->mask & IN_ISDIR))
 				touched(h, ev->name);
 			p += sizeof(*ev) + ev->len;
@@ -140,8 +150,6 @@ static void hash_one(struct cryo_imghash *h, struct entry *e)
 	e->hashed_gen = gen;
 	h->bytes += size;
 	h->files++;
-	if (h->closed)
-		h->closed(h->dirfd, e->name, size, h->closed_data);
 }
 
 static struct entry *next_pending(struct cryo_imghash *h)

@@ -38,13 +38,18 @@ struct cryo_imghash;
 int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, struct cryo_error *err);
 
 /*
- * A file was closed by its writer and hashed: called from the hashing
- * thread (keep it short, take your own lock), with the watched dir (valid
- * until cryo_imghash_free; dup it to keep it) and the size hashed. It
- * says nothing of later writes: a file can be closed, and so reported,
- * again. Used to send each file of a dump while CRIU writes the next.
+ * A file was closed by a writer (or moved in, or was there at the
+ * start): called for each such event, from the hashing thread (or the
+ * caller's, in start and finish), before the file is hashed. Keep it
+ * short, take your own lock. dirfd is the watched dir (valid until
+ * cryo_imghash_free; dup it to keep it). name NULL: events were lost,
+ * nothing said so far about any file can be trusted. A file can be
+ * closed, and so reported, again: a file read after a report is what
+ * its writers left, unless a later report names it. Once the writer is
+ * done and cryo_imghash_finish() returned, every close was reported.
+ * Used to send each file of a dump while CRIU writes the next.
  */
-typedef void (*cryo_imghash_closed_fn)(int dirfd, const char *name, uint64_t size, void *userdata);
+typedef void (*cryo_imghash_closed_fn)(int dirfd, const char *name, void *userdata);
 
 /* cryo_imghash_start(), telling fn of each file hashed. */
 int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn fn, void *userdata,

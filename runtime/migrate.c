@@ -753,7 +753,7 @@ static int step_precopy(void *ctx, struct cryo_error *err)
 
 static int early_start(struct mctx *c, struct cryo_error *err);
 static int early_join(struct mctx *c, bool cancel, struct cryo_error *err);
-static void early_closed(int dirfd, const char *name, uint64_t size, void *userdata);
+static void early_closed(int dirfd, const char *name, void *userdata);
 
 /*
  * The image of the frozen container. cryo_checkpoint() finds the cgroup
@@ -804,6 +804,7 @@ struct file_ent {
 	char *name;
 	uint64_t size;
 	uint32_t mode;
+	struct timespec mtime;
 };
 
 static int cmp_ent(const void *a, const void *b)
@@ -863,6 +864,7 @@ static int list_image(int dirfd, struct file_ent **ret, size_t *ret_n, uint64_t 
 		v[n].name = strdup(de->d_name);
 		v[n].size = (uint64_t)s.st_size;
 		v[n].mode = s.st_mode & 0777;
+		v[n].mtime = s.st_mtim;
 		if (!v[n].name) {
 			closedir(d);
 			ents_free(v, n);
@@ -885,7 +887,6 @@ struct send_how {
 	uint32_t round;
 	bool replace;             /* it was sent before in this round (MigrateFile.replace) */
 	bool early;               /* from the early sender: no progress, a short read pads, it stops when told */
-	struct cryo_sha256 *sha;  /* the digest of the bytes sent; NULL = none */
 	bool padded;              /* out (early): the file shrank while read, zeros were sent for the rest */
 };
 
@@ -934,11 +935,6 @@ static int send_file(struct mctx *c, int fd, const char *name, uint64_t size, ui
 		}
 		if (n <= 0)
 			return cryo_error_set(err, n < 0 ? errno : EIO, "read `%s`", name);
-		if (how->sha) {
-			r = cryo_sha256_update(how->sha, buf, (size_t)n, err);
-			if (r < 0)
-				return r;
-		}
 		ch.data.data = buf;
 		ch.data.len = (size_t)n;
 		r = cryo_transport_send(c->t, &fr, err);
@@ -963,21 +959,27 @@ static int send_file(struct mctx *c, int fd, const char *name, uint64_t size, ui
  * --- the final dump, sent while CRIU writes it ---------------------------
  *
  * The checkpoint's hashing thread (imghash.h) tells of each image file
- * as its writer closes it; a thread of ours sends it at once, hashing
- * the bytes it sends, while CRIU dumps the next. After the checkpoint,
- * the transfer step sends what is left, the manifest and its signature
- * last: the files not sent yet, and each one whose bytes sent differ
- * from what the manifest lists (written again after it went: sent once
- * more, whole, as a `replace`). A file sent and then removed from the
- * image fails the transfer (the destination would refuse it as
- * unlisted). The destination still trusts nothing before its verify
- * step: every file against the signed manifest.
+ * as a writer closes it; a thread of ours sends it at once while CRIU
+ * dumps the next. A file told of again after we took it to send is
+ * stale, as is one whose size or mtime moved while we read it: what went
+ * may not be what is there now. After the checkpoint (every close has
+ * been told by then), the transfer step sends what is left, the manifest
+ * and its signature last: the files not sent yet, and each one sent
+ * stale or changed since (its size or mtime), once more, whole, as a
+ * `replace`. A file sent and then removed from the image fails the
+ * transfer (the destination would refuse it as unlisted). The
+ * destination still trusts nothing before its verify step: every file
+ * against the signed manifest, so a wrong guess here costs a failed
+ * migration, never a wrong restore.
  */
 struct early_file {
 	char *name;
+	bool taken;                     /* the thread took it to send */
+	bool sent;                      /* its header went: the destination has a file of that name */
+	bool stale;                     /* told of again after it was taken */
+	bool whole;                     /* sent as read: not padded, size and mtime unchanged meanwhile */
 	uint64_t size;                  /* announced (and sent) */
-	uint8_t sha[CRYO_SHA256_LEN];   /* of the bytes sent */
-	bool whole;                     /* what was read, not padded */
+	struct timespec mtime;          /* when it was read */
 };
 
 struct early {
@@ -985,16 +987,14 @@ struct early {
 	bool running;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	/* under lock: the files told of, each once, in order; the thread takes names[next] */
-	char **names;
-	size_t n_names, next;
+	/* under lock: the files told of, each once, in order; the thread takes v[next] */
+	struct early_file *v;
+	size_t n, next;
 	int dirfd;                      /* the staging dir (a dup), from the first report */
 	bool closing;                   /* the checkpoint is done: send what was told, then end */
-	bool cancel;                    /* end now (read unlocked, between chunks) */
-	bool overflow;                  /* more files than we track: the transfer step sends the rest */
+	bool cancel;                    /* end now (also read unlocked, between chunks) */
+	bool lost;                      /* events were lost, or more files than we track: trust nothing sent */
 	/* the thread's, read after the join */
-	struct early_file *v;
-	size_t n;
 	uint64_t bytes;
 	int r;
 	struct cryo_error err;
@@ -1014,80 +1014,73 @@ static bool never_early(const char *name)
 	return strcmp(name, CRYO_MANIFEST_NAME) == 0 || strcmp(name, CRYO_SIGNATURE_NAME) == 0;
 }
 
-/* imghash's thread: a file was closed and hashed */
-static void early_closed(int dirfd, const char *name, uint64_t size, void *userdata)
+/* imghash: a writer closed a file (name NULL: events were lost) */
+static void early_closed(int dirfd, const char *name, void *userdata)
 {
 	struct early *e = userdata;
 	size_t i;
 
-	(void)size;
 	pthread_mutex_lock(&e->lock);
 	if (e->dirfd < 0)
 		e->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-	for (i = 0; i < e->n_names; i++)
-		if (strcmp(e->names[i], name) == 0)
-			goto out; /* told again: sent or queued; the transfer step sees to a change */
-	if (e->n_names >= EARLY_MAX_FILES) {
-		e->overflow = true;
+	if (!name) {
+		e->lost = true;
 		goto out;
 	}
-	if (e->n_names % 64 == 0) {
-		char **nv = realloc(e->names, (e->n_names + 64) * sizeof(*nv));
-
-		if (!nv) {
-			e->overflow = true;
+	for (i = 0; i < e->n; i++)
+		if (strcmp(e->v[i].name, name) == 0) {
+			/* written again: if it went (or is going), what went may be old */
+			if (e->v[i].taken)
+				e->v[i].stale = true;
 			goto out;
 		}
-		e->names = nv;
+	if (e->n >= EARLY_MAX_FILES || never_early(name))
+		goto out; /* the transfer step sends it */
+	if (e->n % 64 == 0) {
+		struct early_file *nv = realloc(e->v, (e->n + 64) * sizeof(*nv));
+
+		if (!nv)
+			goto out;
+		e->v = nv;
 	}
-	e->names[e->n_names] = strdup(name);
-	if (e->names[e->n_names])
-		e->n_names++;
+	memset(&e->v[e->n], 0, sizeof(e->v[e->n]));
+	e->v[e->n].name = strdup(name);
+	if (e->v[e->n].name)
+		e->n++;
 	pthread_cond_signal(&e->cond);
 out:
 	pthread_mutex_unlock(&e->lock);
 }
 
-static int early_send_one(struct mctx *c, int dirfd, const char *name, uint8_t *buf)
+static bool same_time(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec == b->tv_sec && a->tv_nsec == b->tv_nsec;
+}
+
+/* Send v[i] (taken) as it is now. */
+static int early_send_one(struct mctx *c, size_t i, const char *name, int dirfd, uint8_t *buf)
 {
 	struct early *e = c->early;
 	_cleanup_close_ int fd = -1;
-	_cleanup_(cryo_sha256_freep) struct cryo_sha256 *h = NULL;
 	struct send_how how = { .round = 0, .early = true };
-	struct early_file *f;
-	struct stat st;
+	struct stat st, after;
 	int r;
 
-	if (never_early(name))
-		return 0;
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		return 0; /* gone or not a file: the transfer step sends what is there */
-	if (e->n % 64 == 0) {
-		f = realloc(e->v, (e->n + 64) * sizeof(*f));
-		if (!f)
-			return cryo_error_set(&e->err, ENOMEM, "send `%s`", name);
-		e->v = f;
-	}
-	f = &e->v[e->n];
-	memset(f, 0, sizeof(*f));
-	f->name = strdup(name);
-	if (!f->name)
-		return cryo_error_set(&e->err, ENOMEM, "send `%s`", name);
-	f->size = (uint64_t)st.st_size;
-	/* counted from its header on: the destination has a file of that name */
-	e->n++;
-	r = cryo_sha256_new(&h, &e->err);
+	pthread_mutex_lock(&e->lock);
+	e->v[i].sent = true;
+	e->v[i].size = (uint64_t)st.st_size;
+	e->v[i].mtime = st.st_mtim;
+	pthread_mutex_unlock(&e->lock);
+	r = send_file(c, fd, name, (uint64_t)st.st_size, st.st_mode & 0777, &how, &e->bytes, 0, NULL, buf, &e->err);
 	if (r < 0)
 		return r;
-	how.sha = h;
-	r = send_file(c, fd, name, f->size, st.st_mode & 0777, &how, &e->bytes, 0, NULL, buf, &e->err);
-	if (r < 0)
-		return r;
-	r = cryo_sha256_final(h, f->sha, &e->err);
-	if (r < 0)
-		return r;
-	f->whole = !how.padded;
+	pthread_mutex_lock(&e->lock);
+	e->v[i].whole = !how.padded && fstat(fd, &after) == 0 && after.st_size == st.st_size &&
+			same_time(&after.st_mtim, &st.st_mtim);
+	pthread_mutex_unlock(&e->lock);
 	return 0;
 }
 
@@ -1103,19 +1096,23 @@ static void *early_worker(void *arg)
 	}
 	for (;;) {
 		const char *name;
+		size_t i;
 		int dirfd;
 
 		pthread_mutex_lock(&e->lock);
-		while (e->next == e->n_names && !e->closing && !e->cancel)
+		while (e->next == e->n && !e->closing && !e->cancel)
 			pthread_cond_wait(&e->cond, &e->lock);
-		if (e->cancel || e->next == e->n_names) {
+		if (e->cancel || e->next == e->n) {
 			pthread_mutex_unlock(&e->lock);
 			break;
 		}
-		name = e->names[e->next++];
+		i = e->next++;
+		/* from here on a report of it makes what we send stale */
+		e->v[i].taken = true;
+		name = e->v[i].name; /* its string stays where it is */
 		dirfd = e->dirfd;
 		pthread_mutex_unlock(&e->lock);
-		e->r = early_send_one(c, dirfd, name, buf);
+		e->r = early_send_one(c, i, name, dirfd, buf);
 		if (e->r < 0)
 			break;
 	}
@@ -1176,9 +1173,6 @@ static void early_free(struct mctx *c)
 	if (!e)
 		return;
 	(void)early_join(c, true, NULL);
-	for (i = 0; i < e->n_names; i++)
-		free(e->names[i]);
-	free(e->names);
 	for (i = 0; i < e->n; i++)
 		free(e->v[i].name);
 	free(e->v);
@@ -1191,31 +1185,21 @@ static void early_free(struct mctx *c)
 	c->early = NULL;
 }
 
-static struct early_file *early_find(const struct early *e, const char *name)
+/* (after the join) what went of this name, NULL if nothing */
+static const struct early_file *early_find(const struct early *e, const char *name)
 {
 	size_t i;
 
 	for (i = 0; e && i < e->n; i++)
-		if (strcmp(e->v[i].name, name) == 0)
+		if (e->v[i].sent && strcmp(e->v[i].name, name) == 0)
 			return &e->v[i];
 	return NULL;
 }
 
-/* The destination has this file, as the manifest lists it. */
-static bool early_good(const struct early_file *f, const Cryo__Manifest *m, const struct file_ent *ent)
+/* The destination has this file as it is now. */
+static bool early_good(const struct early *e, const struct early_file *f, const struct file_ent *ent)
 {
-	size_t i;
-
-	if (!f->whole || f->size != ent->size)
-		return false;
-	for (i = 0; m && i < m->n_files; i++) {
-		const Cryo__FileDigest *d = m->files[i];
-
-		if (strcmp(d->name, ent->name) == 0)
-			return !d->symlink && d->size == f->size && d->sha256.len == CRYO_SHA256_LEN &&
-			       memcmp(d->sha256.data, f->sha, CRYO_SHA256_LEN) == 0;
-	}
-	return false;
+	return !e->lost && f->whole && !f->stale && f->size == ent->size && same_time(&f->mtime, &ent->mtime);
 }
 
 /*
@@ -1229,7 +1213,6 @@ static int send_image(struct mctx *c, const char *dir, uint32_t round, const str
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateDone done = CRYO__MIGRATE_DONE__INIT;
 	_cleanup_close_ int dirfd = -1;
-	Cryo__Manifest *m = NULL;
 	uint8_t *buf;
 	struct file_ent *ents = NULL;
 	uint64_t total = 0, sent = 0;
@@ -1243,26 +1226,21 @@ static int send_image(struct mctx *c, const char *dir, uint32_t round, const str
 	r = list_image(dirfd, &ents, &n, &total, err);
 	if (r < 0)
 		return r;
-	/* what went early is checked against the manifest, as the destination will */
-	if (early && early->n && cryo_manifest_read_at(dirfd, &m, err) < 0) {
-		ents_free(ents, n);
-		return -err->status;
-	}
 	for (i = 0; early && i < early->n; i++) {
+		if (!early->v[i].sent)
+			continue;
 		for (j = 0; j < n && strcmp(ents[j].name, early->v[i].name) != 0; j++)
 			;
 		if (j == n) {
 			r = cryo_error_setx(err, EIO, "`%s` was sent while CRIU dumped, then removed from the image",
 					    early->v[i].name);
 			ents_free(ents, n);
-			cryo_manifest_free(m);
 			return r;
 		}
 	}
 	buf = malloc(CRYO_MIGRATE_CHUNK_SIZE);
 	if (!buf) {
 		ents_free(ents, n);
-		cryo_manifest_free(m);
 		return cryo_error_set(err, ENOMEM, "transfer");
 	}
 	*ret_pages = 0;
@@ -1273,7 +1251,7 @@ static int send_image(struct mctx *c, const char *dir, uint32_t round, const str
 
 		if (strncmp(ents[i].name, "pages-", 6) == 0)
 			*ret_pages += ents[i].size;
-		if (f && early_good(f, m, &ents[i])) {
+		if (f && early_good(early, f, &ents[i])) {
 			sent += ents[i].size;
 			continue;
 		}
@@ -1291,7 +1269,6 @@ static int send_image(struct mctx *c, const char *dir, uint32_t round, const str
 	}
 	free(buf);
 	ents_free(ents, n);
-	cryo_manifest_free(m);
 	if (r < 0)
 		return r;
 	phase_progress(&c->ph, sent, total);
@@ -1315,7 +1292,7 @@ static int step_transfer(void *ctx, struct cryo_error *err)
 		return r;
 	if (c->early) {
 		c->res->early_bytes = c->early->bytes;
-		c->res->early_files = (unsigned)c->early->n;
+		c->res->early_files = (unsigned)c->early->next;
 	}
 	return send_image(c, c->out_dir, 0, c->early, &c->res->bytes, &c->res->pages_bytes, err);
 }

@@ -52,7 +52,7 @@ ms_since() { echo $(( $(now_ms) - $1 )); }
 # one migration of $id (options: $@); sets down and total (ms)
 migrate_once() {
 	mig_receive "$T/r.out" --allow-unsigned
-	"$CRYO_BIN" --root "$RTROOT" --log-format json migrate --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" \
+	${CRYO_BENCH_WRAP:-} "$CRYO_BIN" --root "$RTROOT" --log-format json migrate --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" \
 		--ca "$MIG_PKI/ca.crt" "$@" "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/m.json" 2>"$T/m.err" ||
 		fail "migrate $*: $(cat "$T/m.err")"
 	mig_receive_wait 60
@@ -73,7 +73,8 @@ for line in open(sys.argv[1]):
         print(p["phase"], p["elapsed_ms"])
 m = json.load(open(sys.argv[2]))
 print("sent_MiB", round(m["bytes"] / 1048576, 1))
-print("early_MiB", round(m.get("early_bytes", 0) / 1048576, 1))' "$T/m.err" "$T/m.json" >"$T/phases.last"
+print("early_MiB", round(m.get("early_bytes", 0) / 1048576, 1))
+print("resent_files", m.get("resent_files", 0))' "$T/m.err" "$T/m.json" >"$T/phases.last"
 	check rt_dst delete --force "$id"
 	rm -rf "${MIG_BUNDLES:?}/$id"
 	check rt delete --force "$id"
