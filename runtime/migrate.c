@@ -485,6 +485,26 @@ static void estimate_need(struct mctx *c, const struct cryo_mount *mnt, bool own
 		c->res->local.need_bytes += (uint64_t)s.st_blocks * 512;
 }
 
+/*
+ * A container with a terminal can't go: its pty master is held by a
+ * console socket here, and the destination restores detached, without
+ * one (it would refuse it at its restore step, after the transfer).
+ * Said here, before anything is frozen.
+ */
+static int refuse_terminal(struct mctx *c, struct cryo_error *err)
+{
+	_cleanup_(cryo_spec_freep) struct cryo_spec *spec = NULL;
+	int r;
+
+	r = cryo_spec_load(c->st->bundle, &spec, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "the container's bundle");
+	if (spec->terminal)
+		return cryo_error_setx(err, EOPNOTSUPP,
+				       "the container has a terminal (process.terminal): its console can't follow it to another host");
+	return 0;
+}
+
 static int step_preflight(void *ctx, struct cryo_error *err)
 {
 	struct mctx *c = ctx;
@@ -501,6 +521,9 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 	if (c->st->status != CRYO_STATUS_RUNNING && c->st->status != CRYO_STATUS_PAUSED)
 		return cryo_error_setx(err, EINVAL, "container is %s: only a running or paused container migrates",
 				       cryo_status_names[c->st->status]);
+	r = refuse_terminal(c, err);
+	if (r < 0)
+		return r;
 	r = cryo_freezer_open_for(c->st->freezer_backend, c->st->cgroup_v2, c->st->cgroup_v1_freezer, &c->fz, err);
 	if (r < 0)
 		return r;

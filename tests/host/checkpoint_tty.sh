@@ -11,6 +11,8 @@
 # A restore without what a terminal needs (detached without a socket, a
 # bundle without process.terminal, a socket nobody listens on) fails
 # clearly before CRIU runs, leaving no state, no cgroup and no CRIU.
+# `cryo migrate` refuses a container with a terminal at its preflight,
+# before it freezes anything: the counter goes on.
 # Needs a CRIU that works here (CRYO_CRIU or /opt/cryo-criu4).
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
@@ -112,6 +114,25 @@ tty_in=$(rt exec "$id" readlink /proc/1/fd/0) || fail "exec: $tty_in"
 [[ $tty_in == /dev/pts/* ]] || fail "the restored init's stdin is $tty_in"
 [ "$(rt state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = running ] \
 	|| fail "restored container is not running"
+
+# --- migrate refuses it at its preflight (its console can't follow it):
+# before anything is frozen, and the destination makes nothing
+mkdir -p "$T/dst-root" "$T/dst-bundles"
+cat >"$T/fake-ssh" <<EOF
+#!/bin/sh
+# a stand-in for ssh(1): the destination's receive, here, in a root of its own
+exec "$CRYO_BIN" --root "$T/dst-root" receive --stdio --bundle-dir "$T/dst-bundles" --allow-unsigned 2>"$T/dst.err"
+EOF
+chmod +x "$T/fake-ssh"
+expect_fail 1 rt migrate --ssh "$T/fake-ssh" "$id" ssh://dst
+expect_output "failed at preflight" "migrate of a container with a terminal"
+expect_output "has a terminal (process.terminal)" "migrate of a container with a terminal"
+[ "$(rt state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = running ] \
+	|| fail "after the refused migrate the container is not running"
+n=$(last_count "$T/out2")
+wait_for "$T/out2" "^n=$((n + 2))$" "the counter does not go on after the refused migrate"
+[ -z "$(ls -A "$T/dst-bundles")" ] || fail "the destination made a bundle: $(ls -A "$T/dst-bundles")"
+[ -z "$(ls -A "$T/dst-root/.migrate-in" 2>/dev/null)" ] || fail "the destination staged something"
 check rt delete --force "$id"
 kill "$rp2" 2>/dev/null
 
