@@ -10,6 +10,10 @@
  *   receive: accept → preflight → stage → transfer → verify → bundle
  *            → restore → commit
  *
+ * The transfer overlaps the checkpoint: each file of the frozen dump goes
+ * as CRIU closes it (imghash.h tells), the transfer step sends the rest
+ * (and what changed after it went), the signed manifest last.
+ *
  * The container is never running on both hosts, and never on neither:
  *
  *  - the source freezes it with a held freeze (journal + watchdog, undone
