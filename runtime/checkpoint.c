@@ -153,6 +153,7 @@ static int step_stage(void *ctx, struct cryo_error *err)
 	r = cryo_image_stage(o->image_path ? o->image_path : "checkpoint", &c->img, err);
 	if (r < 0)
 		return r;
+	c->img->transient = o->transient;
 	return hold_staging(c, err);
 }
 
@@ -350,7 +351,9 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	/* a help, not a need: without it the manifest step hashes everything */
 	/* (writeback: where the container stays down after CRIU, not where it runs on at once) */
 	if (cryo_imghash_start_notify(c->img->dirfd,
-				      (o->leave_running || pre_dump) && !c->was_frozen ? 0 : CRYO_IMGHASH_WRITEBACK,
+				      o->transient || ((o->leave_running || pre_dump) && !c->was_frozen) ?
+					      0 :
+					      CRYO_IMGHASH_WRITEBACK,
 				      o->on_file_closed, o->on_file_closed_data, &c->hash, NULL) < 0)
 		c->hash = NULL;
 	r = cryo_criu_dump(&co, err);

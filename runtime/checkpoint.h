@@ -59,6 +59,11 @@ struct cryo_checkpoint_opts {
 	enum cryo_fs_freeze_mode fs_freeze;
 	const char *sign_key;      /* sign the manifest with this key file (sign.h); NULL = unsigned */
 	/*
+	 * The image is read once right away and then removed (migrate): no
+	 * early writeback, no syncfs (cryo_image.transient).
+	 */
+	bool transient;
+	/*
 	 * Told of each image file as its writer (CRIU, cryo) closes it, while
 	 * the checkpoint goes on (imghash.h: from another thread, files may be
 	 * reported again). The manifest and its signature are written after

@@ -209,12 +209,12 @@ static int seal_tree(int dfd, int depth, struct cryo_error *err)
  * error on it), instead of one fsync per file in turn: the data of 40-odd
  * image files goes out in one pass the block layer can merge.
  */
-static int sync_tree(int dfd, struct cryo_error *err)
+static int sync_tree(int dfd, bool transient, struct cryo_error *err)
 {
 	int r;
 
 	r = seal_tree(dfd, 0, err);
-	if (r < 0)
+	if (r < 0 || transient)
 		return r;
 	if (syncfs(dfd) < 0)
 		return cryo_error_set(err, errno, "syncfs the image dir's filesystem");
@@ -242,7 +242,7 @@ static int dir_is_empty_at(int dirfd, const char *name)
 
 int cryo_image_sync(struct cryo_image *img, struct cryo_error *err)
 {
-	return sync_tree(img->dirfd, err);
+	return sync_tree(img->dirfd, img->transient, err);
 }
 
 int cryo_image_commit(struct cryo_image *img, struct cryo_error *err)
@@ -253,7 +253,7 @@ int cryo_image_commit(struct cryo_image *img, struct cryo_error *err)
 
 	if (img->committed)
 		return cryo_error_setx(err, EALREADY, "image `%s` is already committed", img->final_path);
-	r = sync_tree(img->dirfd, err);
+	r = sync_tree(img->dirfd, img->transient, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "commit `%s`", img->final_path);
 	if (cryo_fault("image-commit"))

@@ -19,6 +19,8 @@
 #ifndef CRYO_IMAGE_H
 #define CRYO_IMAGE_H
 
+#include <stdbool.h>
+
 #include "error.h"
 
 struct cryo_image {
@@ -29,6 +31,12 @@ struct cryo_image {
 	char *final_name;
 	char *staging_name;
 	int committed;
+	/*
+	 * Read once right away, then removed (a migration's image): its
+	 * syncs only seal the modes, no syncfs (nothing would read it back
+	 * after a crash, and syncfs waits for every writer of that fs).
+	 */
+	bool transient;
 };
 
 /* Create the staging dir for final_path (creating its parent 0700 if needed). */

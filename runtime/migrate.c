@@ -746,6 +746,7 @@ static int step_precopy(void *ctx, struct cryo_error *err)
 			.criu = c->o->criu,
 			.fs_freeze = CRYO_FS_FREEZE_AUTO,
 			.sign_key = c->o->sign_key,
+			.transient = true,
 		};
 		uint64_t sent = 0, pages = 0;
 
@@ -795,6 +796,8 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 		.criu = c->o->criu,
 		.fs_freeze = CRYO_FS_FREEZE_AUTO,
 		.sign_key = c->o->sign_key,
+		/* sent and removed: a syncfs would only wait for the disk (and every other writer of it) */
+		.transient = true,
 	};
 	int r;
 
