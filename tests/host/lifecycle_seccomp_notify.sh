@@ -117,6 +117,14 @@ scenario() {
 	PY
 	grep -q "^$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$T/agent/state.$((n + 1)).json") mkdir /e-agent-errno errno$" "$T/agent/log" \
 		|| fail "the agent's answer to exec's mkdir, by exec's pid: $(cat "$T/agent/log")"
+
+	# checkpoint is refused before anything freezes: a restore would bring the filter back without its agent
+	expect_fail ! rt checkpoint --image-path "$T/img" "$id"
+	expect_output 'hands syscalls to an agent (linux.seccomp.listenerPath' "checkpoint with a notify listener"
+	[ "$(rt state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = running ] ||
+		fail "after the refused checkpoint: $(rt state "$id")"
+	grep -q '^State:[[:space:]]*[RS]' "/proc/$pid/status" || fail "the init is not running: $(grep State "/proc/$pid/status")"
+	[ ! -e "$T/img" ] || fail "the refused checkpoint left an image dir"
 	check rt delete --force "$id"
 }
 scenario True 1
