@@ -24,6 +24,7 @@
 #
 # CRYO_BENCH_PRECOPY=0 leaves out the pre-copy column (a kernel without
 # soft-dirty tracking refuses --pre-copy, as this host's 6.18 does).
+# CRYO_BENCH_WRAP="perf record -a -o FILE --" runs each migrate under it.
 #
 # Where CRIU works on the host (CRYO_CRIU=/opt/cryo-criu4/sbin/criu with
 # CRIU_FAULT=130) it runs here; otherwise it re-runs itself in the VM
