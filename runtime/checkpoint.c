@@ -419,7 +419,6 @@ static void undo_criu_dump(void *ctx)
 		co.log_name = "undo-restore.log";
 		co.root = c->st->rootfs;
 		co.flags = c->o->criu;
-		co.network_lock_skipped = c->net_lock_skipped;
 		co.ext_mounts = (const char *const *)ext;
 		r = cryo_criu_restore(&co, &pid, &e);
 	}

@@ -329,18 +329,16 @@ static bool in_path(const char *name)
  * mode meanwhile. Without --tcp-established there are none in the image
  * (CRIU refuses to dump one), and the lock costs 2 iptables-restore runs to
  * set and up to 7 to lift (about 50 ms of a dump, 30 of a restore). CRIU
- * can skip it since 3.19. A restore skips it only when its dump did: an
- * image dumped under the lock has the lock's rules in its iptables dump,
- * which only the unlock at the end of the restore takes out.
+ * can skip it since 3.19. A restore needs nothing from us: CRIU keeps the
+ * dump's lock method in the image (inventory) and its restore takes that
+ * one, whatever it is told.
  */
 #define CRIU_NETWORK_LOCK_SKIP_SINCE 31900
 #define SKIP_LOCK_CONF "cryo-criu.conf"
 
-static bool skip_network_lock(const struct cryo_criu_opts *o, const struct cryo_criu_version *v, bool restore)
+static bool skip_network_lock(const struct cryo_criu_opts *o, const struct cryo_criu_version *v, bool dump)
 {
-	if (o->flags.tcp_established || v->code < CRIU_NETWORK_LOCK_SKIP_SINCE)
-		return false;
-	return !restore || o->network_lock_skipped;
+	return dump && !o->flags.tcp_established && v->code >= CRIU_NETWORK_LOCK_SKIP_SINCE;
 }
 
 /*
@@ -446,7 +444,7 @@ static int open_session(const struct cryo_criu_opts *o, const char *what, const 
 	if (r < 0)
 		return r;
 	prepare_env(&v);
-	*ret_skip_lock = skip_network_lock(o, &v, strcmp(what, "restore") == 0) && skip_lock_env(o);
+	*ret_skip_lock = skip_network_lock(o, &v, strcmp(what, "restore") != 0) && skip_lock_env(o);
 	r = set_common(co, o, *ret_skip_lock, log_name, ret_img_fd, ret_work_fd, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "criu %s", what);

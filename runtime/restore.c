@@ -460,7 +460,6 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.cgroup_root = cgroot;
 	co.tcp_close = o->tcp_close;
 	co.flags = o->criu;
-	co.network_lock_skipped = c->m->criu && c->m->criu->has_network_lock_skipped && c->m->criu->network_lock_skipped;
 	co.ext_mounts = (const char *const *)c->ext;
 	co.expect_pts_master = c->spec->terminal;
 	co.ret_pts_master = &c->pts_master;
