@@ -225,7 +225,8 @@ static struct {
 
 static int version_of(criu_opts *o, struct cryo_criu_version *ret, struct cryo_error *err)
 {
-	const char *bin = getenv("CRYO_CRIU") ? getenv("CRYO_CRIU") : "";
+	const char *env = getenv("CRYO_CRIU");
+	const char *bin = env ? env : "";
 	char *copy;
 	int v;
 
