@@ -72,6 +72,7 @@ struct ctx {
 	Cryo__Manifest *m;
 	char **ext_mounts;       /* key, value pairs for CRIU, NULL-terminated */
 	bool criu_stopped;       /* CRIU ended the tasks itself (see step_criu_dump) */
+	bool net_lock_skipped;   /* CRIU dumped without its network lock (see criu.c) */
 	struct cryo_step_timings timings;  /* t0: when the checkpoint started */
 	int64_t frozen_at, fs_frozen_at;
 	int64_t thawed_at;       /* --leave-running: thawed right after the dump; 0 = still frozen */
@@ -324,7 +325,8 @@ static int copy_log_into_image(struct ctx *c, const char *name)
 	r = cryo_read_file_at(wfd, name, 64U << 20, &buf, &len);
 	if (r < 0)
 		return r;
-	return cryo_write_new_file_at(c->img->dirfd, name, buf, len, 0600);
+	/* no fsync of its own: the commit's syncfs of the image makes it durable with the rest */
+	return cryo_write_new_file_unsynced_at(c->img->dirfd, name, buf, len, 0600);
 }
 
 static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
@@ -354,6 +356,7 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	int r;
 
 	co.freeze_cgroup = cryo_freezer_path(c->fz);
+	co.ret_network_lock_skipped = &c->net_lock_skipped;
 	r = cryo_extmounts_dump(c->spec, c->st->pid, &c->ext_mounts, err);
 	if (r < 0)
 		return r;
@@ -483,6 +486,7 @@ static int fill_manifest(struct ctx *c, struct cryo_error *err)
 	SETB(file_locks, o->criu.file_locks);
 	SETB(leave_running, o->leave_running);
 	SETB(pre_dump, o->pre_dump);
+	SETB(network_lock_skipped, c->net_lock_skipped);
 #undef SETB
 	fault = getenv("CRIU_FAULT");
 	if (fault) {

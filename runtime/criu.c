@@ -212,18 +212,43 @@ static int new_opts(criu_opts **ret, struct cryo_error *err)
 	return 0;
 }
 
+/*
+ * Each version query is a `criu swrk` of its own (about 10 ms): asked
+ * once per process and CRIU binary (CRYO_CRIU), not once per use (a
+ * checkpoint wants it for CRIU's environment, its options and the manifest).
+ */
+static struct {
+	bool known;
+	char *bin;
+	struct cryo_criu_version v;
+} version_cache;
+
 static int version_of(criu_opts *o, struct cryo_criu_version *ret, struct cryo_error *err)
 {
+	const char *env = getenv("CRYO_CRIU");
+	const char *bin = env ? env : "";
+	char *copy;
 	int v;
 
+	if (version_cache.known && strcmp(version_cache.bin, bin) == 0) {
+		*ret = version_cache.v;
+		return 0;
+	}
 	v = criu_local_get_version(o);
 	if (v <= 0)
 		return cryo_error_setx(err, ENOENT, "cannot run CRIU (`%s`) to ask its version: is the criu package installed?",
-				       getenv("CRYO_CRIU") ? getenv("CRYO_CRIU") : "criu");
+				       *bin ? bin : "criu");
 	ret->code = v;
 	ret->major = (unsigned)v / 10000;
 	ret->minor = (unsigned)v / 100 % 100;
 	ret->sublevel = (unsigned)v % 100;
+	copy = strdup(bin);
+	if (copy) {
+		free(version_cache.bin);
+		version_cache.bin = copy;
+		version_cache.v = *ret;
+		version_cache.known = true;
+	}
 	return 0;
 }
 
@@ -298,9 +323,55 @@ static bool in_path(const char *name)
 	return false;
 }
 
+/*
+ * CRIU's network lock (firewall rules that drop every packet of the
+ * container's netns while it is dumped or restored, taken out again after)
+ * exists for established TCP connections, whose sockets are in repair
+ * mode meanwhile. Without --tcp-established there are none in the image
+ * (CRIU refuses to dump one), and the lock costs 2 iptables-restore runs to
+ * set and up to 7 to lift (about 50 ms of a dump, 30 of a restore). CRIU
+ * can skip it since 3.19. A restore needs nothing from us: CRIU keeps the
+ * dump's lock method in the image (inventory) and its restore takes that
+ * one, whatever it is told.
+ */
+#define CRIU_NETWORK_LOCK_SKIP_SINCE 31900
+#define SKIP_LOCK_CONF "cryo-criu.conf"
+
+static bool skip_network_lock(const struct cryo_criu_opts *o, const struct cryo_criu_version *v, bool dump)
+{
+	return dump && !o->flags.tcp_established && v->code >= CRIU_NETWORK_LOCK_SKIP_SINCE;
+}
+
+/*
+ * The skip goes to CRIU through a config file of ours (CRIU_CONFIG_FILE,
+ * which `criu swrk` reads before the RPC options): the libcriu linked here
+ * may predate 3.19 and refuse the RPC value. Set for one CRIU run, never
+ * over a CRIU_CONFIG_FILE of the user's (then CRIU locks, as before).
+ * Returns whether it was set: the caller unsets it after the run.
+ */
+static bool skip_lock_env(const struct cryo_criu_opts *o)
+{
+	static const char conf[] = "network-lock skip\n";
+	_cleanup_free_ char *path = NULL;
+
+	if (getenv("CRIU_CONFIG_FILE"))
+		return false;
+	if (asprintf(&path, "%s/" SKIP_LOCK_CONF, o->work_dir ? o->work_dir : o->image_dir) < 0)
+		return false;
+	if (cryo_write_new_file_unsynced_at(AT_FDCWD, path, conf, sizeof(conf) - 1, 0600) < 0)
+		return false;
+	return setenv("CRIU_CONFIG_FILE", path, 1) == 0;
+}
+
+static void skip_lock_env_done(const bool *set)
+{
+	if (*set)
+		(void)unsetenv("CRIU_CONFIG_FILE");
+}
+
 /* Options common to dump and restore. */
-static int set_common(criu_opts *co, const struct cryo_criu_opts *o, const char *log_name, int *ret_img_fd,
-			int *ret_work_fd, struct cryo_error *err)
+static int set_common(criu_opts *co, const struct cryo_criu_opts *o, bool skip_lock, const char *log_name,
+		      int *ret_img_fd, int *ret_work_fd, struct cryo_error *err)
 {
 	_cleanup_close_ int img = -1, work = -1;
 	const char *const *m;
@@ -324,7 +395,7 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, const char 
 	 * CRIU locks a network namespace with iptables by default; where
 	 * iptables is not installed, its nftables backend does the job.
 	 */
-	if (!in_path("iptables-restore"))
+	if (!skip_lock && !in_path("iptables-restore"))
 		(void)criu_local_set_network_lock(co, CRIU_NETWORK_LOCK_NFTABLES);
 	criu_local_set_ext_unix_sk(co, o->flags.ext_unix_sk);
 	criu_local_set_tcp_established(co, o->flags.tcp_established);
@@ -361,7 +432,7 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, const char 
  * The image and work dir fds must stay open until CRIU has run.
  */
 static int open_session(const struct cryo_criu_opts *o, const char *what, const char *log_name, criu_opts **ret_co,
-			int *ret_img_fd, int *ret_work_fd, struct cryo_error *err)
+			int *ret_img_fd, int *ret_work_fd, bool *ret_skip_lock, struct cryo_error *err)
 {
 	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
 	struct cryo_criu_version v = { 0 };
@@ -374,7 +445,8 @@ static int open_session(const struct cryo_criu_opts *o, const char *what, const 
 	if (r < 0)
 		return r;
 	prepare_env(&v);
-	r = set_common(co, o, log_name, ret_img_fd, ret_work_fd, err);
+	*ret_skip_lock = skip_network_lock(o, &v, strcmp(what, "restore") != 0) && skip_lock_env(o);
+	r = set_common(co, o, *ret_skip_lock, log_name, ret_img_fd, ret_work_fd, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "criu %s", what);
 	*ret_co = TAKE_PTR(co);
@@ -387,6 +459,7 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 	_cleanup_close_ int img = -1, work = -1;
 	const char *what = o->pre_dump ? "pre-dump" : "dump";
 	const char *name = o->log_name ? o->log_name : (o->pre_dump ? "pre-dump.log" : "dump.log");
+	_cleanup_(skip_lock_env_done) bool skip_lock = false;
 	int r;
 
 	if (o->pid <= 0)
@@ -405,7 +478,7 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 					       "criu %s: --tcp-established needs iptables-restore with CRIU %u.%u (its nftables lock is never released after a restore): install iptables",
 					       what, v.major, v.minor);
 	}
-	r = open_session(o, what, name, &co, &img, &work, err);
+	r = open_session(o, what, name, &co, &img, &work, &skip_lock, err);
 	if (r < 0)
 		return r;
 	criu_local_set_pid(co, o->pid);
@@ -430,6 +503,8 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 	r = o->pre_dump ? criu_local_pre_dump(co) : criu_local_dump(co);
 	if (r < 0)
 		return criu_failed(o, what, name, r, err);
+	if (o->ret_network_lock_skipped)
+		*o->ret_network_lock_skipped = skip_lock;
 	return 0;
 }
 
@@ -469,9 +544,10 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
 	_cleanup_close_ int img = -1, work = -1;
 	const char *name = o->log_name ? o->log_name : "restore.log";
+	_cleanup_(skip_lock_env_done) bool skip_lock = false;
 	int r;
 
-	r = open_session(o, "restore", name, &co, &img, &work, err);
+	r = open_session(o, "restore", name, &co, &img, &work, &skip_lock, err);
 	if (r < 0)
 		return r;
 	criu_local_set_tcp_close(co, o->tcp_close);

@@ -79,6 +79,12 @@ struct cryo_criu_opts {
 	 */
 	bool expect_pts_master;
 	int *ret_pts_master;
+	/*
+	 * Dump: set to whether CRIU ran without its network lock, which it
+	 * skips where nothing needs it (no --tcp-established, CRIU >= 3.19;
+	 * see criu.c). The restore follows the dump (CRIU's inventory).
+	 */
+	bool *ret_network_lock_skipped;
 };
 
 struct cryo_criu_version {

@@ -154,6 +154,11 @@ int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t 
 	return write_new(dirfd, path, buf, len, mode, 0, true);
 }
 
+int cryo_write_new_file_unsynced_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode)
+{
+	return write_new(dirfd, path, buf, len, mode, 0, false);
+}
+
 int cryo_write_file_atomic_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode,
 			      bool durable)
 {

@@ -115,6 +115,12 @@ int cryo_write_file_at(int dirfd, const char *path, const char *buf);
 /* Create or truncate dirfd/path with mode and write len bytes, fsync'd. */
 int cryo_write_new_file_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
 
+/*
+ * The same without the fsync: for a file whose filesystem the caller
+ * syncs as a whole later (an image's syncfs before its commit).
+ */
+int cryo_write_new_file_unsynced_at(int dirfd, const char *path, const void *buf, size_t len, mode_t mode);
+
 /* Name of the temp file cryo_write_file_atomic_at() writes for "NAME": ".NAME.tmp". */
 #define CRYO_ATOMIC_TMP_PREFIX "."
 #define CRYO_ATOMIC_TMP_SUFFIX ".tmp"

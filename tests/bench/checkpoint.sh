@@ -200,6 +200,19 @@ for mem in mems:
         fmt = lambda x: "%10.0f" % x if x is not None else "%10s" % "-"
         rat = lambda x: "%8.2f" % (x / b) if x is not None and b else "%8s" % "-"
         print("%-6d %-8s %s %s %s %s %s" % (mem, op, fmt(b), fmt(c), rat(c), fmt(r), rat(r)))
+print("\n# spread: min-max ms over the rounds, and the median of the per-round ratio cryo/runc")
+for mem in mems:
+    for op in ("dump", "restore"):
+        parts = []
+        for sysname in ("bare", "cryo", "runc"):
+            v = t.get((sysname, op, mem))
+            if v:
+                parts.append("%s %.0f-%.0f" % (sysname, min(v), max(v)))
+        c, r = t.get(("cryo", op, mem)), t.get(("runc", op, mem))
+        if c and r and len(c) == len(r):
+            parts.append("cryo/runc %.2f" % statistics.median([x / y for x, y in zip(c, r)]))
+        if parts:
+            print("%d MiB %s: %s" % (mem, op, ", ".join(parts)))
 print("\n# cryo checkpoint, median ms: frozen window, fs frozen, and its steps")
 for mem in mems:
     parts = []
