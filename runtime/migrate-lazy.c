@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0-only
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "migrate-lazy.h"
+#include "util.h"
+
+#define DEFAULT_IDLE_TIMEOUT_MS 120000
+#define CONNECT_RETRY_MS 50
+
+int cryo_lazy_listen_local(int *ret_fd, unsigned *ret_port, struct cryo_error *err)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	_cleanup_close_ int fd = -1;
+
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "lazy pages: socket");
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0)
+		return cryo_error_set(err, errno, "lazy pages: bind 127.0.0.1");
+	if (listen(fd, 1) < 0)
+		return cryo_error_set(err, errno, "lazy pages: listen");
+	if (getsockname(fd, (struct sockaddr *)&a, &len) < 0)
+		return cryo_error_set(err, errno, "lazy pages: getsockname");
+	*ret_port = ntohs(a.sin_port);
+	*ret_fd = TAKE_FD(fd);
+	return 0;
+}
+
+int cryo_lazy_connect_local(unsigned port, int64_t timeout_ms, int *ret_fd, struct cryo_error *err)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int64_t deadline = cryo_now_ms() + timeout_ms;
+
+	if (port == 0 || port > 65535)
+		return cryo_error_setx(err, EINVAL, "lazy pages: port %u", port);
+	a.sin_port = htons((uint16_t)port);
+	for (;;) {
+		_cleanup_close_ int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0)
+			return cryo_error_set(err, errno, "lazy pages: socket");
+		if (connect(fd, (struct sockaddr *)&a, sizeof(a)) == 0) {
+			*ret_fd = TAKE_FD(fd);
+			return 0;
+		}
+		if (errno != ECONNREFUSED || cryo_now_ms() >= deadline)
+			return cryo_error_set(err, errno, "lazy pages: connect to 127.0.0.1:%u", port);
+		(void)poll(NULL, 0, CONNECT_RETRY_MS);
+	}
+}
+
+static int set_nonblock(int fd, struct cryo_error *err)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return cryo_error_set(err, errno, "lazy pages: O_NONBLOCK");
+	return 0;
+}
+
+static int send_relay(struct cryo_lazy_relay *r, const uint8_t *data, size_t len, bool eof, struct cryo_error *err)
+{
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateRelay rl = CRYO__MIGRATE_RELAY__INIT;
+
+	if (len) {
+		rl.has_data = 1;
+		rl.data.data = (uint8_t *)data;
+		rl.data.len = len;
+	}
+	if (eof) {
+		rl.has_eof = 1;
+		rl.eof = true;
+	}
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_RELAY;
+	fr.relay = &rl;
+	r->bytes_to_peer += len;
+	return cryo_transport_send(r->t, &fr, err);
+}
+
+/* All of buf into the local socket, within the idle timeout. */
+static int write_local(struct cryo_lazy_relay *r, const uint8_t *buf, size_t len, int64_t timeout_ms,
+		       struct cryo_error *err)
+{
+	int64_t deadline = cryo_now_ms() + timeout_ms;
+
+	while (len > 0) {
+		ssize_t n = send(r->sock, buf, len, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			int w = cryo_transport_wait_fd(r->sock, POLLOUT, deadline, "lazy pages: write", err);
+
+			if (w < 0)
+				return w;
+			continue;
+		}
+		if (n < 0)
+			return cryo_error_set(err, errno, "lazy pages: write to the local stream");
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+/* One frame from the peer. 1 = the relay ends, 0 = go on. */
+static int from_peer(struct cryo_lazy_relay *r, int64_t timeout_ms, struct cryo_error *err)
+{
+	Cryo__MigrateFrame *f = NULL;
+	int ret;
+
+	ret = cryo_transport_recv(r->t, timeout_ms, &f, err);
+	if (ret < 0)
+		return ret;
+	if (f->body_case != CRYO__MIGRATE_FRAME__BODY_RELAY) {
+		ret = r->on_frame ? r->on_frame(r->userdata, f, err)
+				  : cryo_error_setx(err, EBADMSG, "%s sent an unexpected frame (kind %d) in the page stream",
+						    r->t->peer, (int)f->body_case);
+		cryo_migrate_frame_free(f);
+		return ret > 0 ? 1 : ret;
+	}
+	if (r->peer_eof && (f->relay->has_data && f->relay->data.len)) {
+		ret = cryo_error_setx(err, EBADMSG, "%s sent page data after its end of stream", r->t->peer);
+	} else if (r->sock < 0 && ((f->relay->has_data && f->relay->data.len) || f->relay->eof)) {
+		/* the destination's daemon speaks first: a source sends nothing before it */
+		ret = cryo_error_setx(err, EBADMSG, "%s sent page data before the stream was open", r->t->peer);
+	} else {
+		ret = 0;
+		if (f->relay->has_data && f->relay->data.len) {
+			r->bytes_from_peer += f->relay->data.len;
+			ret = write_local(r, f->relay->data.data, f->relay->data.len, timeout_ms, err);
+		}
+		if (ret >= 0 && f->relay->eof && !r->peer_eof) {
+			r->peer_eof = true;
+			(void)shutdown(r->sock, SHUT_WR);
+		}
+	}
+	cryo_migrate_frame_free(f);
+	return ret;
+}
+
+/* What the local socket has: sent on as one frame. */
+static int from_local(struct cryo_lazy_relay *r, uint8_t *buf, struct cryo_error *err)
+{
+	ssize_t n = recv(r->sock, buf, CRYO_MIGRATE_CHUNK_SIZE, 0);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (n < 0 && errno != ECONNRESET)
+		return cryo_error_set(err, errno, "lazy pages: read the local stream");
+	if (n <= 0) {
+		/* its end (or a reset: CRIU gave up on it) is passed on: the other CRIU sees it end */
+		r->local_eof = true;
+		return send_relay(r, NULL, 0, true, err);
+	}
+	return send_relay(r, buf, (size_t)n, false, err);
+}
+
+static int accept_local(struct cryo_lazy_relay *r, struct cryo_error *err)
+{
+	int fd = accept4(r->listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+
+	if (fd < 0) {
+		if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+			return 0;
+		return cryo_error_set(err, errno, "lazy pages: accept");
+	}
+	r->sock = fd;
+	return 0;
+}
+
+int cryo_lazy_relay_run(struct cryo_lazy_relay *r, struct cryo_error *err)
+{
+	int64_t idle = r->idle_timeout_ms > 0 ? r->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;
+	_cleanup_free_ uint8_t *buf = malloc(CRYO_MIGRATE_CHUNK_SIZE);
+	int ret;
+
+	if (!buf)
+		return cryo_error_set(err, ENOMEM, "lazy pages: relay");
+	if (r->sock >= 0) {
+		ret = set_nonblock(r->sock, err);
+		if (ret < 0)
+			return ret;
+	}
+	for (;;) {
+		struct pollfd p[3];
+		int np = 0, ip = -1, il = -1, iw = -1, n;
+		bool pending;
+
+		if (r->watched && (r->sock < 0 || r->local_eof))
+			return 0;
+		pending = cryo_transport_pending(r->t);
+		p[np] = (struct pollfd){ .fd = r->t->rfd, .events = POLLIN };
+		ip = np++;
+		if (r->sock >= 0 && !r->local_eof) {
+			p[np] = (struct pollfd){ .fd = r->sock, .events = POLLIN };
+			il = np++;
+		} else if (r->sock < 0 && r->listen_fd >= 0) {
+			p[np] = (struct pollfd){ .fd = r->listen_fd, .events = POLLIN };
+			il = np++;
+		}
+		if (r->watch_fd >= 0 && !r->watched) {
+			p[np] = (struct pollfd){ .fd = r->watch_fd, .events = POLLIN };
+			iw = np++;
+		}
+		n = poll(p, (nfds_t)np, pending ? 0 : (int)idle);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return cryo_error_set(err, errno, "lazy pages: poll");
+		if (n == 0 && !pending)
+			return cryo_error_setx(err, ETIMEDOUT, "lazy pages: nothing moved for %" PRId64 " ms", idle);
+		if (iw >= 0 && p[iw].revents)
+			r->watched = true;
+		if (il >= 0 && p[il].revents) {
+			ret = r->sock < 0 ? accept_local(r, err) : from_local(r, buf, err);
+			if (ret < 0)
+				return ret;
+		}
+		if (pending || p[ip].revents) {
+			ret = from_peer(r, idle, err);
+			if (ret < 0)
+				return ret;
+			if (ret > 0)
+				return 0;
+		}
+	}
+}
