@@ -352,7 +352,8 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	if (cryo_imghash_start(c->img->dirfd, (o->leave_running || pre_dump) && !c->was_frozen ? 0 : CRYO_IMGHASH_WRITEBACK,
 			       &c->hash, NULL) < 0)
 		c->hash = NULL;
-	r = cryo_criu_dump(&co, err);
+	/* --lazy (migrate): the dump runs on, serving the pages, once the rest is written */
+	r = o->lazy_port ? cryo_criu_cli_lazy_dump(&co, o->lazy_port, o->ret_lazy_dump, err) : cryo_criu_dump(&co, err);
 	if (r < 0)
 		return r;
 	c->criu_stopped = !co.leave_running;

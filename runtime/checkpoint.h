@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "criu.h"
+#include "criu-cli.h"
 #include "error.h"
 #include "mount.h"
 
@@ -57,6 +58,14 @@ struct cryo_checkpoint_opts {
 	int64_t freeze_deadline_ms;
 	enum cryo_fs_freeze_mode fs_freeze;
 	const char *sign_key;      /* sign the manifest with this key file (sign.h); NULL = unsigned */
+	/*
+	 * migrate --lazy: CRIU's lazy dump (criu-cli.h) with its page server
+	 * on 127.0.0.1:lazy_port, left running in *ret_lazy_dump (the
+	 * caller's to wait for or kill); needs leave_running and a frozen
+	 * container. 0 = a plain dump.
+	 */
+	unsigned lazy_port;
+	struct cryo_criu_proc *ret_lazy_dump;
 };
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err);

@@ -79,6 +79,11 @@ struct cryo_criu_opts {
 	 */
 	bool expect_pts_master;
 	int *ret_pts_master;
+	/*
+	 * restore: CRIU's lazy pages (`migrate --lazy`): the memory comes
+	 * from the lazy-pages daemon running on work_dir (criu-cli.h).
+	 */
+	bool lazy_pages;
 };
 
 struct cryo_criu_version {
@@ -104,6 +109,15 @@ int cryo_criu_get_version(struct cryo_criu_version *ret, struct cryo_error *err)
  * failed.
  */
 int cryo_criu_probe_hw_breakpoints(const char **ret_why);
+
+/*
+ * Set the environment the installed CRIU needs (CRIU_FAULT=130 where
+ * CRIU >= 4 has no hardware breakpoints) for a criu we run ourselves.
+ */
+int cryo_criu_prepare_env(struct cryo_error *err);
+
+/* Whether name is an executable in $PATH. */
+bool cryo_criu_in_path(const char *name);
 
 /* What `cryo check` reports. */
 struct cryo_criu_host {

@@ -6,7 +6,9 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -236,4 +238,204 @@ int cryo_lazy_relay_run(struct cryo_lazy_relay *r, struct cryo_error *err)
 				return 0;
 		}
 	}
+}
+
+/* --- the two ends --------------------------------------------------------- */
+
+#define DAEMON_END_TIMEOUT_MS 60000
+
+struct peer_report {
+	bool *peer_failed;
+	char **peer_phase;
+	struct cryo_lazy_dest *dest; /* the destination takes the commit */
+};
+
+/* What the peer may send in the stream: its failure report; to the destination also the commit. */
+static int on_peer_frame(void *userdata, const Cryo__MigrateFrame *f, struct cryo_error *err)
+{
+	struct peer_report *p = userdata;
+
+	if (f->body_case == CRYO__MIGRATE_FRAME__BODY_RESULT && f->result->status < 0) {
+		*p->peer_failed = true;
+		free(*p->peer_phase);
+		*p->peer_phase = f->result->phase && f->result->phase[0] ? strdup(f->result->phase) : NULL;
+		return cryo_error_setx(err, f->result->status > -4096 ? -f->result->status : EPROTO,
+				       "the peer failed at %s: %s", f->result->phase ? f->result->phase : "?",
+				       f->result->message ? f->result->message : "");
+	}
+	if (p->dest && f->body_case == CRYO__MIGRATE_FRAME__BODY_COMMIT) {
+		if (!f->commit->go) {
+			*p->peer_failed = true;
+			return cryo_error_setx(err, ECANCELED, "the source called it off");
+		}
+		p->dest->committed = true;
+		p->dest->frozen_usec = f->commit->has_frozen_usec ? f->commit->frozen_usec : 0;
+		return 1;
+	}
+	return cryo_error_setx(err, EBADMSG, "an unexpected frame (kind %d) in the page stream", (int)f->body_case);
+}
+
+void cryo_lazy_source_init(struct cryo_lazy_source *s)
+{
+	*s = (struct cryo_lazy_source){ .dump = CRYO_CRIU_PROC_INIT, .sock = -1 };
+}
+
+int cryo_lazy_source_port(struct cryo_lazy_source *s, struct cryo_error *err)
+{
+	_cleanup_close_ int fd = -1;
+
+	/* the kernel's pick, given back for CRIU to bind (it takes --port, not a socket) */
+	return cryo_lazy_listen_local(&fd, &s->port, err);
+}
+
+int cryo_lazy_source_connect(struct cryo_lazy_source *s, struct cryo_error *err)
+{
+	return cryo_lazy_connect_local(s->port, 5000, &s->sock, err);
+}
+
+int cryo_lazy_source_serve(struct cryo_lazy_source *s, struct cryo_transport *t, int64_t idle_ms,
+			   bool *peer_failed, char **peer_phase, uint64_t *ret_bytes, struct cryo_error *err)
+{
+	struct peer_report pr = { .peer_failed = peer_failed, .peer_phase = peer_phase };
+	struct cryo_lazy_relay r = {
+		.t = t,
+		.sock = s->sock,
+		.listen_fd = -1,
+		.watch_fd = s->dump.pidfd,
+		.idle_timeout_ms = idle_ms,
+		.on_frame = on_peer_frame,
+		.userdata = &pr,
+	};
+	int ret;
+
+	if (s->sock < 0 || s->dump.pid <= 0)
+		return cryo_error_setx(err, EINVAL, "lazy pages: no dump to serve from");
+	ret = cryo_lazy_relay_run(&r, err);
+	*ret_bytes = r.bytes_from_peer + r.bytes_to_peer;
+	if (ret < 0)
+		return ret;
+	/* its stream ended with it: whether every page went is what it exits with */
+	return cryo_criu_proc_wait(&s->dump, 10000, err);
+}
+
+void cryo_lazy_source_done(struct cryo_lazy_source *s)
+{
+	cryo_criu_proc_kill(&s->dump);
+	if (s->sock >= 0)
+		close(s->sock);
+	s->sock = -1;
+}
+
+void cryo_lazy_dest_init(struct cryo_lazy_dest *d)
+{
+	*d = (struct cryo_lazy_dest){ .listen_fd = -1, .daemon = CRYO_CRIU_PROC_INIT };
+}
+
+int cryo_lazy_dest_start(struct cryo_lazy_dest *d, const char *image_dir, const char *work_dir,
+			 struct cryo_error *err)
+{
+	struct cryo_criu_opts o = { .image_dir = image_dir, .work_dir = work_dir };
+	int r;
+
+	r = cryo_lazy_listen_local(&d->listen_fd, &d->port, err);
+	if (r < 0)
+		return r;
+	return cryo_criu_cli_lazy_daemon(&o, d->port, &d->daemon, err);
+}
+
+int cryo_lazy_dest_pull(struct cryo_lazy_dest *d, struct cryo_transport *t, int64_t idle_ms, bool *peer_failed,
+			char **peer_phase, struct cryo_error *err)
+{
+	struct peer_report pr = { .peer_failed = peer_failed, .peer_phase = peer_phase, .dest = d };
+	struct cryo_lazy_relay r = {
+		.t = t,
+		.sock = -1,
+		.listen_fd = d->listen_fd,
+		.watch_fd = -1,
+		.idle_timeout_ms = idle_ms,
+		.on_frame = on_peer_frame,
+		.userdata = &pr,
+	};
+	int ret;
+
+	ret = cryo_lazy_relay_run(&r, err);
+	d->bytes = r.bytes_from_peer;
+	if (r.sock >= 0)
+		close(r.sock);
+	if (ret < 0)
+		return ret;
+	if (!d->committed)
+		return cryo_error_setx(err, EPROTO, "lazy pages: the stream ended without the source's commit");
+	/* every page was served: the daemon has put them in and ends */
+	return cryo_criu_proc_wait(&d->daemon, DAEMON_END_TIMEOUT_MS, err);
+}
+
+void cryo_lazy_dest_done(struct cryo_lazy_dest *d)
+{
+	cryo_criu_proc_kill(&d->daemon);
+	if (d->listen_fd >= 0)
+		close(d->listen_fd);
+	d->listen_fd = -1;
+}
+
+int cryo_lazy_dest_restore_opts(struct cryo_lazy_dest *d, const char *in_dir, const char *img_dir, char **ret_work,
+				struct cryo_error *err)
+{
+	_cleanup_free_ char *work = NULL;
+	int r;
+
+	if (asprintf(&work, "%s/lazy-work", in_dir) < 0)
+		return cryo_error_set(err, ENOMEM, "lazy pages");
+	if (mkdir(work, 0700) < 0 && errno != EEXIST)
+		return cryo_error_set(err, errno, "create `%s`", work);
+	r = cryo_lazy_dest_start(d, img_dir, work, err);
+	if (r < 0)
+		return r;
+	*ret_work = TAKE_PTR(work);
+	return 0;
+}
+
+/* 1 it can, 0 not (why in buf), < 0 the probe failed (err) */
+static int lazy_works(const char *root, const struct cryo_migrate_facts *f, char *buf, size_t len,
+		      struct cryo_error *err)
+{
+	_cleanup_free_ char *why = NULL;
+	int r;
+
+	if (!f->userfaultfd) {
+		snprintf(buf, len, "the kernel (%s) offers no userfaultfd", f->kernel);
+		return 0;
+	}
+	r = cryo_criu_cli_lazy_probe(root, &why, err);
+	if (r == 0)
+		snprintf(buf, len, "CRIU's lazy migration does not work on this host (kernel %s, CRIU %s): %s", f->kernel,
+			 f->criu_version, why ? why : "?");
+	return r;
+}
+
+int cryo_lazy_preflight(const char *root, struct cryo_migrate_facts *f, struct cryo_error *err)
+{
+	char why[2048];
+	int r = lazy_works(root, f, why, sizeof(why), err);
+
+	if (r < 0)
+		return cryo_error_prefix(err, "--lazy");
+	if (r == 0)
+		return cryo_error_setx(err, EOPNOTSUPP, "--lazy: %s", why);
+	f->lazy = true;
+	return 0;
+}
+
+int cryo_lazy_judge(const char *root, struct cryo_migrate_facts *f, char *why, size_t len)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	int r = lazy_works(root, f, why, len, &e);
+
+	if (r < 0)
+		snprintf(why, len, "--lazy: %s", e.msg ? e.msg : "the probe failed");
+	cryo_error_clear(&e);
+	if (r <= 0)
+		return -EOPNOTSUPP;
+	f->lazy = true;
+	return 0;
 }

@@ -26,7 +26,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "criu-cli.h"
 #include "error.h"
+#include "migrate.h"
 #include "transport.h"
 
 struct cryo_lazy_relay {
@@ -60,5 +62,77 @@ int cryo_lazy_listen_local(int *ret_fd, unsigned *ret_port, struct cryo_error *e
 
 /* Connect to 127.0.0.1:port within timeout_ms (retrying while it refuses: the server may be coming up). */
 int cryo_lazy_connect_local(unsigned port, int64_t timeout_ms, int *ret_fd, struct cryo_error *err);
+
+/* --- the two ends of a lazy migration (migrate.c's hooks) --------------- */
+
+/* The source: CRIU's lazy dump (started by the checkpoint) and our connection to its page server. */
+struct cryo_lazy_source {
+	unsigned port;               /* the page server's, on 127.0.0.1 */
+	struct cryo_criu_proc dump;
+	int sock;
+};
+
+void cryo_lazy_source_init(struct cryo_lazy_source *s);
+
+/* A free port on 127.0.0.1 for the page server (s->port). */
+int cryo_lazy_source_port(struct cryo_lazy_source *s, struct cryo_error *err);
+
+/* Connect to the page server at once, now that the dump serves (nobody else gets there first). */
+int cryo_lazy_source_connect(struct cryo_lazy_source *s, struct cryo_error *err);
+
+/*
+ * Relay the destination's page requests to the dump until the dump
+ * exited and its stream ended: 0 only when it exited 0 (every page was
+ * served). A failure report of the destination in the stream fails it
+ * with *peer_failed set and *peer_phase (malloc'd) its phase.
+ */
+int cryo_lazy_source_serve(struct cryo_lazy_source *s, struct cryo_transport *t, int64_t idle_ms,
+			   bool *peer_failed, char **peer_phase, uint64_t *ret_bytes, struct cryo_error *err);
+
+/* Kill the dump if it still runs (the source's tasks stay whole: CRIU never took their pages). */
+void cryo_lazy_source_done(struct cryo_lazy_source *s);
+
+/* The destination: the lazy-pages daemon, the port it pulls from, and the commit that ends the stream. */
+struct cryo_lazy_dest {
+	int listen_fd;
+	unsigned port;
+	struct cryo_criu_proc daemon;
+	bool committed;              /* the source's commit came (go) */
+	uint64_t frozen_usec;        /* its frozen time until our copy ran */
+	uint64_t bytes;              /* page stream bytes received */
+};
+
+void cryo_lazy_dest_init(struct cryo_lazy_dest *d);
+
+/* Listen on 127.0.0.1 and start `criu lazy-pages` on image_dir / work_dir, pulling from there. */
+int cryo_lazy_dest_start(struct cryo_lazy_dest *d, const char *image_dir, const char *work_dir,
+			 struct cryo_error *err);
+
+/*
+ * Relay the daemon's stream until the source commits (it does once its
+ * dump served every page), then wait for the daemon to end well. A
+ * failure report of the source fails it (*peer_failed, *peer_phase).
+ */
+int cryo_lazy_dest_pull(struct cryo_lazy_dest *d, struct cryo_transport *t, int64_t idle_ms, bool *peer_failed,
+			char **peer_phase, struct cryo_error *err);
+
+void cryo_lazy_dest_done(struct cryo_lazy_dest *d);
+
+/*
+ * The destination's restore: start the daemon on img_dir with its work
+ * dir <in_dir>/lazy-work (*ret_work, the restore's work dir too).
+ */
+int cryo_lazy_dest_restore_opts(struct cryo_lazy_dest *d, const char *in_dir, const char *img_dir, char **ret_work,
+				struct cryo_error *err);
+
+/*
+ * Whether this host can take its end of a lazy migration: userfaultfd,
+ * and CRIU's lazy dump, daemon and restore working here (the probe of
+ * criu-cli.h, kept in the state root). Sets f->lazy when it can.
+ * preflight (source): the error says why not; judge (destination): the
+ * sentence for the source in why, and -EOPNOTSUPP.
+ */
+int cryo_lazy_preflight(const char *root, struct cryo_migrate_facts *f, struct cryo_error *err);
+int cryo_lazy_judge(const char *root, struct cryo_migrate_facts *f, char *why, size_t len);
 
 #endif

@@ -21,6 +21,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "migrate.h"
+#include "migrate-lazy.h"
 #include "mountinfo.h"
 #include "restore.h"
 #include "snapshot.h"
@@ -148,7 +149,8 @@ static int facts_to_hello(const struct cryo_migrate_facts *f, const char *id, bo
 	h->free_bytes = f->free_bytes;
 	h->dry_run = dry_run;
 	h->was_paused = was_paused;
-	h->has_soft_dirty = h->has_userfaultfd = 1;
+	h->has_soft_dirty = h->has_userfaultfd = h->has_lazy = 1;
+	h->lazy = f->lazy;
 	h->soft_dirty = f->soft_dirty;
 	h->userfaultfd = f->userfaultfd;
 	if (f->criu_checked) {
@@ -184,6 +186,7 @@ static void hello_to_facts(const Cryo__MigrateHello *h, struct cryo_migrate_fact
 	f->free_bytes = h->free_bytes;
 	f->soft_dirty = h->soft_dirty;
 	f->userfaultfd = h->userfaultfd;
+	f->lazy = h->lazy;
 	f->criu_checked = h->has_criu_check;
 	f->criu_check_ok = h->criu_check;
 }
@@ -324,6 +327,7 @@ struct mctx {
 	unsigned rounds;         /* pre-copy rounds sent: pre1 .. pre<rounds> */
 	struct cryo_hold *out_hold; /* journals .migrate-out/<id>: `cryo recover` removes it if we die */
 	struct cryo_error fail;  /* the error that failed the run, for the abort frame */
+	struct cryo_lazy_source lazy; /* --lazy: the dump serving the pages */
 };
 
 static int64_t mtimeout(const struct mctx *c)
@@ -524,6 +528,11 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 	if (c->o->pre_copy && !lf->soft_dirty)
 		return cryo_error_setx(err, EOPNOTSUPP,
 				       "--pre-copy needs the kernel to track dirty memory (CONFIG_MEM_SOFT_DIRTY), which this one does not");
+	if (c->o->lazy) {
+		r = cryo_lazy_preflight(c->o->root, lf, err);
+		if (r < 0)
+			return r;
+	}
 
 	r = send_hello(c->t, lf, c->o->id, c->o->dry_run, c->was_paused, err);
 	if (r < 0)
@@ -773,7 +782,23 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 		return cryo_error_set(err, ENOMEM, "parent image");
 	co.image_path = c->out_dir;
 	co.parent_path = parent;
-	return cryo_checkpoint(&co, err);
+	if (c->o->lazy) {
+		r = cryo_lazy_source_port(&c->lazy, err);
+		if (r < 0)
+			return r;
+		co.lazy_port = c->lazy.port;
+		co.ret_lazy_dump = &c->lazy.dump;
+	}
+	r = cryo_checkpoint(&co, err);
+	if (r >= 0 && c->o->lazy)
+		r = cryo_lazy_source_connect(&c->lazy, err);
+	return r;
+}
+
+/* --lazy: a dump still serving is ended (the tasks here stay whole) */
+static void undo_checkpoint(void *ctx)
+{
+	cryo_lazy_source_done(&((struct mctx *)ctx)->lazy);
 }
 
 struct file_ent {
@@ -982,9 +1007,23 @@ static int step_remote_restore(void *ctx, struct cryo_error *err)
 		free(c->res->peer_phase);
 		c->res->peer_phase = f->result->phase && f->result->phase[0] ? strdup(f->result->phase) : NULL;
 		r = cryo_error_setx(err, -f->result->status, "destination: %s", f->result->message ? f->result->message : "");
+	} else if (c->o->lazy) {
+		/* it runs there now (its memory still here) */
+		c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at);
 	}
 	cryo_migrate_frame_free(f);
 	return r;
+}
+
+/* --lazy: serve the pages; the commit waits until the dump served every one */
+static int step_pages(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+
+	if (!c->o->lazy)
+		return 0;
+	return cryo_lazy_source_serve(&c->lazy, c->t, mtimeout(c), &c->peer_failed, &c->res->peer_phase,
+				      &c->res->lazy_bytes, err);
 }
 
 /*
@@ -1010,7 +1049,7 @@ static int step_commit(void *ctx, struct cryo_error *err)
 	}
 	cm.go = true;
 	cm.has_frozen_usec = 1;
-	cm.frozen_usec = (uint64_t)(cryo_now_us() - c->frozen_at);
+	cm.frozen_usec = c->o->lazy ? c->res->downtime_us : (uint64_t)(cryo_now_us() - c->frozen_at);
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_COMMIT;
 	fr.commit = &cm;
 	/* from here on, a silence means the destination may be running it */
@@ -1044,7 +1083,8 @@ static int step_confirm(void *ctx, struct cryo_error *err)
 	}
 	cryo_migrate_frame_free(f);
 	c->confirmed = true;
-	c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at);
+	if (!c->o->lazy)
+		c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at);
 	return 0;
 }
 
@@ -1074,9 +1114,10 @@ static const struct cryo_step migrate_steps[] = {
 	{ "preflight", step_preflight, undo_images },
 	{ "precopy", step_precopy, NULL },
 	{ "freeze", step_freeze, undo_freeze },
-	{ "checkpoint", step_checkpoint, NULL },
+	{ "checkpoint", step_checkpoint, undo_checkpoint },
 	{ "transfer", step_transfer, NULL },
 	{ "restore", step_remote_restore, NULL },
+	{ "pages", step_pages, NULL },
 	{ "commit", step_commit, NULL },
 	{ "confirm", step_confirm, NULL },
 	{ "stop", step_stop, NULL },
@@ -1137,6 +1178,7 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 	int r;
 
 	memset(res, 0, sizeof(*res));
+	cryo_lazy_source_init(&c.lazy);
 	r = cryo_validate_id(o->id, err);
 	if (r < 0)
 		return r;
@@ -1151,6 +1193,7 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 		cryo_transport_close(c.t);
 	if (c.hold)
 		cryo_hold_free(c.hold);
+	cryo_lazy_source_done(&c.lazy);
 	release_dir(&c.out_hold, o->id);
 	cryo_freezer_close(c.fz);
 	cryo_state_free(c.st);
@@ -1192,6 +1235,8 @@ struct rctx {
 	int64_t commit_at;
 	uint64_t frozen_usec;
 	struct cryo_error fail;
+	bool lazy;                  /* --lazy: restore with CRIU's lazy pages, pull them (migrate-lazy.h) */
+	struct cryo_lazy_dest lz;
 };
 
 static int64_t rtimeout(const struct rctx *c)
@@ -1276,6 +1321,11 @@ static int judge(struct rctx *c, const Cryo__MigrateHello *h, char *why, size_t 
 		snprintf(why, len, "the container uses the cgroup v1 freezer, this host has none");
 		return -EOPNOTSUPP;
 	}
+	if (h->lazy) {
+		r = cryo_lazy_judge(c->o->root, &c->res->local, why, len);
+		if (r < 0)
+			return r;
+	}
 	if (h->need_bytes + FREE_RESERVE_BYTES > lf->free_bytes) {
 		snprintf(why, len, "%" PRIu64 " MiB free here, the image needs about %" PRIu64 " MiB (+%llu reserved)",
 			 lf->free_bytes >> 20, (uint64_t)h->need_bytes >> 20, FREE_RESERVE_BYTES >> 20);
@@ -1297,6 +1347,7 @@ static int rstep_preflight(void *ctx, struct cryo_error *err)
 	c->dry_run = f->hello->dry_run;
 	c->res->dry_run = c->dry_run;
 	c->was_paused = f->hello->was_paused;
+	c->lazy = f->hello->lazy;
 	hello_to_facts(f->hello, &c->res->remote);
 	local_facts(&c->res->local, c->dry_run);
 	c->res->local.free_bytes = free_bytes_at(c->o->root);
@@ -1831,9 +1882,19 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.verify_key = c->o->verify_key,
 		.preverified = true,
 	};
+	_cleanup_free_ char *work = NULL;
 	pid_t pid = 0;
 	int r;
 
+	if (c->lazy) {
+		/* it runs at once, pulling its memory (kept paused only if it was paused) */
+		r = cryo_lazy_dest_restore_opts(&c->lz, c->in_dir, c->img_dir, &work, err);
+		if (r < 0)
+			return r;
+		ro.work_path = work;
+		ro.lazy_pages = true;
+		ro.paused = c->was_paused;
+	}
 	if (c->m->criu) {
 		ro.criu.tcp_established = c->m->criu->tcp_established;
 		ro.criu.ext_unix_sk = c->m->criu->ext_unix_sk;
@@ -1847,7 +1908,17 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 	r = hold_restored(c, err);
 	if (r < 0)
 		return r;
-	return send_result(c->t, 0, "restore", "restored, frozen", 0, err);
+	return send_result(c->t, 0, "restore", c->lazy ? "restored, running" : "restored, frozen", 0, err);
+}
+
+/* --lazy: relay its pages until the source commits (every page served) */
+static int rstep_pages(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+
+	if (!c->lazy)
+		return 0;
+	return cryo_lazy_dest_pull(&c->lz, c->t, rtimeout(c), &c->peer_failed, &c->res->peer_phase, err);
 }
 
 static void rundo_restore(void *ctx)
@@ -1855,12 +1926,15 @@ static void rundo_restore(void *ctx)
 	struct rctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (!c->restored || c->committed)
+	if (!c->restored || c->committed) {
+		cryo_lazy_dest_done(&c->lz);
 		return;
+	}
 	/* we delete it ourselves: the watchdog need not */
 	release_restored_hold(c);
 	if (cryo_container_delete(c->o->root, c->id, true, &e) < 0)
 		cryo_error_warn_clear(&e, "receive `%s`: undo: delete the restored container", c->id);
+	cryo_lazy_dest_done(&c->lz);
 	c->restored = false;
 }
 
@@ -1890,6 +1964,12 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	uint64_t downtime;
 	int r;
 
+	if (c->lazy) {
+		/* it came in the page stream (rstep_pages); the copy runs since the restore */
+		c->commit_at = cryo_now_us();
+		c->frozen_usec = c->lz.frozen_usec;
+		goto committed;
+	}
 	r = recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_COMMIT, &c->res->peer_phase, &f, err);
 	if (r < 0) {
 		if (c->res->peer_phase)
@@ -1904,6 +1984,7 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	}
 	c->frozen_usec = f->commit->frozen_usec;
 	cryo_migrate_frame_free(f);
+committed:
 	/* ours now: whatever happens next, it stays here */
 	c->committed = true;
 	release_restored_hold(c);
@@ -1914,7 +1995,7 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 			cryo_error_clear(err);
 		}
 	}
-	downtime = c->frozen_usec + (uint64_t)(cryo_now_us() - c->commit_at);
+	downtime = c->frozen_usec + (c->lazy ? 0 : (uint64_t)(cryo_now_us() - c->commit_at));
 	c->res->downtime_us = downtime;
 	r = record_downtime(c, downtime, err);
 	if (r < 0) {
@@ -1938,6 +2019,7 @@ static const struct cryo_step receive_steps[] = {
 	{ "verify", rstep_verify, NULL },
 	{ "bundle", rstep_bundle, rundo_bundle },
 	{ "restore", rstep_restore, rundo_restore },
+	{ "pages", rstep_pages, NULL },
 	{ "commit", rstep_commit, NULL },
 };
 
@@ -1979,6 +2061,7 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 	int r;
 
 	memset(res, 0, sizeof(*res));
+	cryo_lazy_dest_init(&c.lz);
 	if (!o->bundle_dir || o->bundle_dir[0] != '/')
 		return cryo_error_setx(err, EINVAL, "receive: --bundle-dir must be an absolute path");
 	r = cryo_step_run(&cryo_receive_step_table, &c, NULL, err);
@@ -1992,6 +2075,7 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 		close(c.in_fd);
 	if (c.round_fd >= 0)
 		close(c.round_fd);
+	cryo_lazy_dest_done(&c.lz);
 	cryo_transport_close(c.t);
 	free(c.id);
 	free(c.in_rel);

@@ -60,6 +60,8 @@ struct cryo_restore_opts {
 	 * itself, in a dir only it can write (receive): read, not checked again.
 	 */
 	bool preverified;
+	/* migrate --lazy: the memory comes from CRIU's lazy-pages daemon on work_path (criu-cli.h) */
+	bool lazy_pages;
 };
 
 /*
