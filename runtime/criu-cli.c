@@ -344,12 +344,14 @@ int cryo_criu_cli_lazy_daemon(const struct cryo_criu_opts *o, unsigned port, str
 
 static int read_pid_file(const char *path, pid_t *ret)
 {
-	_cleanup_fclose_ FILE *f = fopen(path, "re");
-	int pid = 0;
+	FILE *f = fopen(path, "re");
+	int pid = 0, n;
 
 	if (!f)
 		return -errno;
-	if (fscanf(f, "%d", &pid) != 1 || pid <= 0)
+	n = fscanf(f, "%d", &pid);
+	fclose(f);
+	if (n != 1 || pid <= 0)
 		return -EBADMSG;
 	*ret = pid;
 	return 0;

@@ -182,19 +182,11 @@ static int accept_local(struct cryo_lazy_relay *r, struct cryo_error *err)
 	return 0;
 }
 
-int cryo_lazy_relay_run(struct cryo_lazy_relay *r, struct cryo_error *err)
+static int relay_loop(struct cryo_lazy_relay *r, uint8_t *buf, struct cryo_error *err)
 {
 	int64_t idle = r->idle_timeout_ms > 0 ? r->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;
-	_cleanup_free_ uint8_t *buf = malloc(CRYO_MIGRATE_CHUNK_SIZE);
 	int ret;
 
-	if (!buf)
-		return cryo_error_set(err, ENOMEM, "lazy pages: relay");
-	if (r->sock >= 0) {
-		ret = set_nonblock(r->sock, err);
-		if (ret < 0)
-			return ret;
-	}
 	for (;;) {
 		struct pollfd p[3];
 		int np = 0, ip = -1, il = -1, iw = -1, n;
@@ -238,6 +230,24 @@ int cryo_lazy_relay_run(struct cryo_lazy_relay *r, struct cryo_error *err)
 				return 0;
 		}
 	}
+}
+
+int cryo_lazy_relay_run(struct cryo_lazy_relay *r, struct cryo_error *err)
+{
+	uint8_t *buf;
+	int ret;
+
+	if (r->sock >= 0) {
+		ret = set_nonblock(r->sock, err);
+		if (ret < 0)
+			return ret;
+	}
+	buf = malloc(CRYO_MIGRATE_CHUNK_SIZE);
+	if (!buf)
+		return cryo_error_set(err, ENOMEM, "lazy pages: relay");
+	ret = relay_loop(r, buf, err);
+	free(buf);
+	return ret;
 }
 
 /* --- the two ends --------------------------------------------------------- */
