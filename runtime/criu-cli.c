@@ -391,7 +391,10 @@ int cryo_criu_cli_lazy_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, s
 	args_done(&a);
 	if (r < 0)
 		return r;
-	r = cryo_criu_proc_wait(&p, -1, err);
+	if (o->lazy_wait)
+		r = o->lazy_wait(o->lazy_wait_userdata, p.pidfd, err);
+	if (r >= 0)
+		r = cryo_criu_proc_wait(&p, READY_TIMEOUT_MS, err);
 	cryo_criu_proc_kill(&p);
 	if (r < 0)
 		return r;

@@ -84,6 +84,9 @@ struct cryo_criu_opts {
 	 * from the lazy-pages daemon running on work_dir (criu-cli.h).
 	 */
 	bool lazy_pages;
+	/* with lazy_pages: waits until pidfd (CRIU's restore) is readable, serving its pages meanwhile */
+	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err);
+	void *lazy_wait_userdata;
 };
 
 struct cryo_criu_version {

@@ -192,7 +192,7 @@ static int relay_loop(struct cryo_lazy_relay *r, uint8_t *buf, struct cryo_error
 		int np = 0, ip = -1, il = -1, iw = -1, n;
 		bool pending;
 
-		if (r->watched && (r->sock < 0 || r->local_eof))
+		if (r->watched && (r->end_on_watch || r->sock < 0 || r->local_eof))
 			return 0;
 		pending = cryo_transport_pending(r->t);
 		p[np] = (struct pollfd){ .fd = r->t->rfd, .events = POLLIN };
@@ -290,6 +290,32 @@ void cryo_lazy_source_init(struct cryo_lazy_source *s)
 	*s = (struct cryo_lazy_source){ .dump = CRYO_CRIU_PROC_INIT, .sock = -1 };
 }
 
+/* The destination's verdict on its restore: ends the relay when good. */
+static int on_restored(void *userdata, const Cryo__MigrateFrame *f, struct cryo_error *err)
+{
+	if (f->body_case == CRYO__MIGRATE_FRAME__BODY_RESULT && f->result->status >= 0)
+		return 1;
+	return on_peer_frame(userdata, f, err);
+}
+
+int cryo_lazy_source_await_restore(struct cryo_lazy_source *s, struct cryo_transport *t, int64_t idle_ms,
+				   bool *peer_failed, char **peer_phase, struct cryo_error *err)
+{
+	struct peer_report pr = { .peer_failed = peer_failed, .peer_phase = peer_phase };
+	struct cryo_lazy_relay *r = &s->relay;
+
+	if (s->sock < 0 || s->dump.pid <= 0)
+		return cryo_error_setx(err, EINVAL, "lazy pages: no dump to serve from");
+	r->t = t;
+	r->sock = s->sock;
+	r->listen_fd = -1;
+	r->watch_fd = -1;
+	r->idle_timeout_ms = idle_ms;
+	r->on_frame = on_restored;
+	r->userdata = &pr;
+	return cryo_lazy_relay_run(r, err);
+}
+
 int cryo_lazy_source_port(struct cryo_lazy_source *s, struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
@@ -307,21 +333,21 @@ int cryo_lazy_source_serve(struct cryo_lazy_source *s, struct cryo_transport *t,
 			   bool *peer_failed, char **peer_phase, uint64_t *ret_bytes, struct cryo_error *err)
 {
 	struct peer_report pr = { .peer_failed = peer_failed, .peer_phase = peer_phase };
-	struct cryo_lazy_relay r = {
-		.t = t,
-		.sock = s->sock,
-		.listen_fd = -1,
-		.watch_fd = s->dump.pidfd,
-		.idle_timeout_ms = idle_ms,
-		.on_frame = on_peer_frame,
-		.userdata = &pr,
-	};
+	struct cryo_lazy_relay *r = &s->relay;
 	int ret;
 
 	if (s->sock < 0 || s->dump.pid <= 0)
 		return cryo_error_setx(err, EINVAL, "lazy pages: no dump to serve from");
-	ret = cryo_lazy_relay_run(&r, err);
-	*ret_bytes = r.bytes_from_peer + r.bytes_to_peer;
+	/* on from where the restore left it */
+	r->t = t;
+	r->sock = s->sock;
+	r->listen_fd = -1;
+	r->watch_fd = s->dump.pidfd;
+	r->idle_timeout_ms = idle_ms;
+	r->on_frame = on_peer_frame;
+	r->userdata = &pr;
+	ret = cryo_lazy_relay_run(r, err);
+	*ret_bytes = r->bytes_from_peer + r->bytes_to_peer;
 	if (ret < 0)
 		return ret;
 	/* its stream ended with it: whether every page went is what it exits with */
@@ -339,6 +365,30 @@ void cryo_lazy_source_done(struct cryo_lazy_source *s)
 void cryo_lazy_dest_init(struct cryo_lazy_dest *d)
 {
 	*d = (struct cryo_lazy_dest){ .listen_fd = -1, .daemon = CRYO_CRIU_PROC_INIT };
+	d->relay.sock = -1;
+	d->relay.listen_fd = -1;
+	d->relay.watch_fd = -1;
+}
+
+int cryo_lazy_dest_restore_wait(void *userdata, int pidfd, struct cryo_error *err)
+{
+	struct cryo_lazy_dest *d = userdata;
+	struct peer_report pr = { .peer_failed = &d->peer_failed_dummy, .peer_phase = &d->peer_phase_dummy, .dest = d };
+	struct cryo_lazy_relay *r = &d->relay;
+	int ret;
+
+	r->listen_fd = d->listen_fd;
+	r->watch_fd = pidfd;
+	r->end_on_watch = true;
+	r->watched = false;
+	r->on_frame = on_peer_frame;
+	r->userdata = &pr;
+	ret = cryo_lazy_relay_run(r, err);
+	r->watch_fd = -1;
+	r->end_on_watch = false;
+	r->watched = false;
+	r->userdata = NULL;
+	return ret;
 }
 
 int cryo_lazy_dest_start(struct cryo_lazy_dest *d, const char *image_dir, const char *work_dir,
@@ -357,21 +407,23 @@ int cryo_lazy_dest_pull(struct cryo_lazy_dest *d, struct cryo_transport *t, int6
 			char **peer_phase, struct cryo_error *err)
 {
 	struct peer_report pr = { .peer_failed = peer_failed, .peer_phase = peer_phase, .dest = d };
-	struct cryo_lazy_relay r = {
-		.t = t,
-		.sock = -1,
-		.listen_fd = d->listen_fd,
-		.watch_fd = -1,
-		.idle_timeout_ms = idle_ms,
-		.on_frame = on_peer_frame,
-		.userdata = &pr,
-	};
+	struct cryo_lazy_relay *r = &d->relay;
 	int ret;
 
-	ret = cryo_lazy_relay_run(&r, err);
-	d->bytes = r.bytes_from_peer;
-	if (r.sock >= 0)
-		close(r.sock);
+	/* on from where the restore left it (the daemon's connection may be accepted already) */
+	r->t = t;
+	r->listen_fd = d->listen_fd;
+	r->watch_fd = -1;
+	r->idle_timeout_ms = idle_ms;
+	r->on_frame = on_peer_frame;
+	r->userdata = &pr;
+	if (d->peer_failed_dummy) {
+		*peer_failed = true;
+		free(*peer_phase);
+		*peer_phase = TAKE_PTR(d->peer_phase_dummy);
+	}
+	ret = cryo_lazy_relay_run(r, err);
+	d->bytes = r->bytes_from_peer;
 	if (ret < 0)
 		return ret;
 	if (!d->committed)
@@ -382,14 +434,19 @@ int cryo_lazy_dest_pull(struct cryo_lazy_dest *d, struct cryo_transport *t, int6
 
 void cryo_lazy_dest_done(struct cryo_lazy_dest *d)
 {
+	if (d->relay.sock >= 0)
+		close(d->relay.sock);
+	d->relay.sock = -1;
+	free(d->peer_phase_dummy);
+	d->peer_phase_dummy = NULL;
 	cryo_criu_proc_kill(&d->daemon);
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
 	d->listen_fd = -1;
 }
 
-int cryo_lazy_dest_restore_opts(struct cryo_lazy_dest *d, const char *in_dir, const char *img_dir, char **ret_work,
-				struct cryo_error *err)
+int cryo_lazy_dest_restore_opts(struct cryo_lazy_dest *d, struct cryo_transport *t, const char *in_dir,
+				const char *img_dir, char **ret_work, struct cryo_error *err)
 {
 	_cleanup_free_ char *work = NULL;
 	int r;
@@ -401,6 +458,8 @@ int cryo_lazy_dest_restore_opts(struct cryo_lazy_dest *d, const char *in_dir, co
 	r = cryo_lazy_dest_start(d, img_dir, work, err);
 	if (r < 0)
 		return r;
+	d->relay.t = t;
+	d->relay.idle_timeout_ms = t->io_timeout_ms;
 	*ret_work = TAKE_PTR(work);
 	return 0;
 }

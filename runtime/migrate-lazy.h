@@ -44,6 +44,7 @@ struct cryo_lazy_relay {
 	 */
 	int (*on_frame)(void *userdata, const Cryo__MigrateFrame *f, struct cryo_error *err);
 	void *userdata;
+	bool end_on_watch;     /* end as soon as watch_fd is readable (the stream goes on in a later run) */
 	/* out */
 	uint64_t bytes_to_peer, bytes_from_peer; /* stream bytes (not frames) */
 	bool local_eof, peer_eof;
@@ -70,6 +71,7 @@ struct cryo_lazy_source {
 	unsigned port;               /* the page server's, on 127.0.0.1 */
 	struct cryo_criu_proc dump;
 	int sock;
+	struct cryo_lazy_relay relay; /* one stream across the restore and pages phases */
 };
 
 void cryo_lazy_source_init(struct cryo_lazy_source *s);
@@ -79,6 +81,13 @@ int cryo_lazy_source_port(struct cryo_lazy_source *s, struct cryo_error *err);
 
 /* Connect to the page server at once, now that the dump serves (nobody else gets there first). */
 int cryo_lazy_source_connect(struct cryo_lazy_source *s, struct cryo_error *err);
+
+/*
+ * Wait for the destination's restore, relaying meanwhile (CRIU's restore
+ * there may fault pages in before it returns): 0 on its "restored".
+ */
+int cryo_lazy_source_await_restore(struct cryo_lazy_source *s, struct cryo_transport *t, int64_t idle_ms,
+				   bool *peer_failed, char **peer_phase, struct cryo_error *err);
 
 /*
  * Relay the destination's page requests to the dump until the dump
@@ -100,6 +109,9 @@ struct cryo_lazy_dest {
 	bool committed;              /* the source's commit came (go) */
 	uint64_t frozen_usec;        /* its frozen time until our copy ran */
 	uint64_t bytes;              /* page stream bytes received */
+	struct cryo_lazy_relay relay; /* across the restore and the pages phase */
+	bool peer_failed_dummy;
+	char *peer_phase_dummy;
 };
 
 void cryo_lazy_dest_init(struct cryo_lazy_dest *d);
@@ -122,8 +134,14 @@ void cryo_lazy_dest_done(struct cryo_lazy_dest *d);
  * The destination's restore: start the daemon on img_dir with its work
  * dir <in_dir>/lazy-work (*ret_work, the restore's work dir too).
  */
-int cryo_lazy_dest_restore_opts(struct cryo_lazy_dest *d, const char *in_dir, const char *img_dir, char **ret_work,
-				struct cryo_error *err);
+int cryo_lazy_dest_restore_opts(struct cryo_lazy_dest *d, struct cryo_transport *t, const char *in_dir,
+				const char *img_dir, char **ret_work, struct cryo_error *err);
+
+/*
+ * The restore's wait for CRIU (cryo_restore_opts.lazy_wait): relay the
+ * daemon's stream until CRIU's restore (pidfd) exited.
+ */
+int cryo_lazy_dest_restore_wait(void *userdata, int pidfd, struct cryo_error *err);
 
 /*
  * Whether this host can take its end of a lazy migration: userfaultfd,

@@ -999,6 +999,13 @@ static int step_remote_restore(void *ctx, struct cryo_error *err)
 	Cryo__MigrateFrame *f = NULL;
 	int r;
 
+	if (c->o->lazy) {
+		/* CRIU's restore there may pull pages already: served meanwhile */
+		r = cryo_lazy_source_await_restore(&c->lazy, c->t, mtimeout(c), &c->peer_failed, &c->res->peer_phase, err);
+		if (r >= 0)
+			c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at); /* it runs there (its memory still here) */
+		return r;
+	}
 	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_RESULT, &f, err);
 	if (r < 0)
 		return r;
@@ -1007,9 +1014,6 @@ static int step_remote_restore(void *ctx, struct cryo_error *err)
 		free(c->res->peer_phase);
 		c->res->peer_phase = f->result->phase && f->result->phase[0] ? strdup(f->result->phase) : NULL;
 		r = cryo_error_setx(err, -f->result->status, "destination: %s", f->result->message ? f->result->message : "");
-	} else if (c->o->lazy) {
-		/* it runs there now (its memory still here) */
-		c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at);
 	}
 	cryo_migrate_frame_free(f);
 	return r;
@@ -1888,11 +1892,13 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 
 	if (c->lazy) {
 		/* it runs at once, pulling its memory (kept paused only if it was paused) */
-		r = cryo_lazy_dest_restore_opts(&c->lz, c->in_dir, c->img_dir, &work, err);
+		r = cryo_lazy_dest_restore_opts(&c->lz, c->t, c->in_dir, c->img_dir, &work, err);
 		if (r < 0)
 			return r;
 		ro.work_path = work;
 		ro.lazy_pages = true;
+		ro.lazy_wait = cryo_lazy_dest_restore_wait;
+		ro.lazy_wait_userdata = &c->lz;
 		ro.paused = c->was_paused;
 	}
 	if (c->m->criu) {

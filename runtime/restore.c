@@ -464,6 +464,8 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.expect_pts_master = c->spec->terminal;
 	co.ret_pts_master = &c->pts_master;
 	co.lazy_pages = o->lazy_pages;
+	co.lazy_wait = o->lazy_wait;
+	co.lazy_wait_userdata = o->lazy_wait_userdata;
 	r = cryo_criu_restore(&co, &c->pid, err);
 	if (r < 0)
 		return r;
