@@ -253,6 +253,7 @@ int cryo_lazy_relay_run(struct cryo_lazy_relay *r, struct cryo_error *err)
 /* --- the two ends --------------------------------------------------------- */
 
 #define DAEMON_END_TIMEOUT_MS 60000
+#define RESTORE_IDLE_TIMEOUT_MS 300000
 
 struct peer_report {
 	bool *peer_failed;
@@ -373,13 +374,15 @@ void cryo_lazy_dest_init(struct cryo_lazy_dest *d)
 int cryo_lazy_dest_restore_wait(void *userdata, int pidfd, struct cryo_error *err)
 {
 	struct cryo_lazy_dest *d = userdata;
-	struct peer_report pr = { .peer_failed = &d->peer_failed_dummy, .peer_phase = &d->peer_phase_dummy, .dest = d };
+	struct peer_report pr = { .peer_failed = &d->restore_peer_failed, .peer_phase = &d->restore_peer_phase, .dest = d };
 	struct cryo_lazy_relay *r = &d->relay;
 	int ret;
 
 	r->listen_fd = d->listen_fd;
 	r->watch_fd = pidfd;
 	r->end_on_watch = true;
+	/* CRIU's restore may take a while before it faults a page in: its own end bounds this */
+	r->idle_timeout_ms = RESTORE_IDLE_TIMEOUT_MS;
 	r->watched = false;
 	r->on_frame = on_peer_frame;
 	r->userdata = &pr;
@@ -417,11 +420,6 @@ int cryo_lazy_dest_pull(struct cryo_lazy_dest *d, struct cryo_transport *t, int6
 	r->idle_timeout_ms = idle_ms;
 	r->on_frame = on_peer_frame;
 	r->userdata = &pr;
-	if (d->peer_failed_dummy) {
-		*peer_failed = true;
-		free(*peer_phase);
-		*peer_phase = TAKE_PTR(d->peer_phase_dummy);
-	}
 	ret = cryo_lazy_relay_run(r, err);
 	d->bytes = r->bytes_from_peer;
 	if (ret < 0)
@@ -437,8 +435,8 @@ void cryo_lazy_dest_done(struct cryo_lazy_dest *d)
 	if (d->relay.sock >= 0)
 		close(d->relay.sock);
 	d->relay.sock = -1;
-	free(d->peer_phase_dummy);
-	d->peer_phase_dummy = NULL;
+	free(d->restore_peer_phase);
+	d->restore_peer_phase = NULL;
 	cryo_criu_proc_kill(&d->daemon);
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);

@@ -44,11 +44,12 @@ struct cryo_lazy_relay {
 	 */
 	int (*on_frame)(void *userdata, const Cryo__MigrateFrame *f, struct cryo_error *err);
 	void *userdata;
-	bool end_on_watch;     /* end as soon as watch_fd is readable (the stream goes on in a later run) */
 	/* out */
 	uint64_t bytes_to_peer, bytes_from_peer; /* stream bytes (not frames) */
 	bool local_eof, peer_eof;
 	bool watched;          /* watch_fd became readable */
+	/* in: end as soon as watch_fd is readable (the stream goes on in a later run) */
+	bool end_on_watch;
 };
 
 /*
@@ -106,12 +107,12 @@ struct cryo_lazy_dest {
 	int listen_fd;
 	unsigned port;
 	struct cryo_criu_proc daemon;
-	bool committed;              /* the source's commit came (go) */
-	uint64_t frozen_usec;        /* its frozen time until our copy ran */
+	uint64_t frozen_usec;        /* the source's frozen time until our copy ran (from its commit) */
 	uint64_t bytes;              /* page stream bytes received */
 	struct cryo_lazy_relay relay; /* across the restore and the pages phase */
-	bool peer_failed_dummy;
-	char *peer_phase_dummy;
+	char *restore_peer_phase;    /* the source failed while CRIU restored: its phase */
+	bool restore_peer_failed;
+	bool committed;              /* the source's commit came (go) */
 };
 
 void cryo_lazy_dest_init(struct cryo_lazy_dest *d);

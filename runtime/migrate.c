@@ -790,8 +790,17 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 		co.ret_lazy_dump = &c->lazy.dump;
 	}
 	r = cryo_checkpoint(&co, err);
-	if (r >= 0 && c->o->lazy)
-		r = cryo_lazy_source_connect(&c->lazy, err);
+	if (r < 0 || !c->o->lazy)
+		return r;
+	r = cryo_lazy_source_connect(&c->lazy, err);
+	/*
+	 * CRIU thaws the cgroup while it holds the tasks (ptrace) for its
+	 * page server: frozen again, so that they stay stopped if CRIU dies
+	 * while the copy runs there (CRIU leaves it as it found it: frozen).
+	 */
+	if (r >= 0)
+		r = cryo_freezer_freeze(c->fz, FREEZE_TIMEOUT_MS,
+					cryo_freezer_backend_of(c->fz) == CRYO_FREEZER_V1 ? CRYO_FREEZER_THAW_RETRY : 0, err);
 	return r;
 }
 
@@ -1236,11 +1245,11 @@ struct rctx {
 	struct cryo_spec *spec;
 	struct cryo_hold *kill_hold;    /* the paused copy dies with us until the commit */
 	bool restored, committed, peer_failed;
+	bool lazy;                  /* post-copy (the source asked, we can) */
 	int64_t commit_at;
 	uint64_t frozen_usec;
 	struct cryo_error fail;
-	bool lazy;                  /* --lazy: restore with CRIU's lazy pages, pull them (migrate-lazy.h) */
-	struct cryo_lazy_dest lz;
+	struct cryo_lazy_dest lz;   /* --lazy: restore with CRIU's lazy pages, pull them (migrate-lazy.h) */
 };
 
 static int64_t rtimeout(const struct rctx *c)
@@ -1908,6 +1917,11 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		ro.criu.file_locks = c->m->criu->file_locks;
 	}
 	r = cryo_restore(&ro, &pid, NULL, err);
+	if (r < 0 && c->lz.restore_peer_failed) {
+		/* the source's failure report came while CRIU restored (--lazy) */
+		c->peer_failed = true;
+		c->res->peer_phase = TAKE_PTR(c->lz.restore_peer_phase);
+	}
 	if (r < 0)
 		return r;
 	c->restored = true;
@@ -1963,18 +1977,16 @@ static int record_downtime(struct rctx *c, uint64_t downtime_us, struct cryo_err
 	return r;
 }
 
-static int rstep_commit(void *ctx, struct cryo_error *err)
+/* The source's go (a plain migration: the next frame; --lazy: it came in the page stream). */
+static int recv_commit(struct rctx *c, struct cryo_error *err)
 {
-	struct rctx *c = ctx;
 	Cryo__MigrateFrame *f = NULL;
-	uint64_t downtime;
 	int r;
 
 	if (c->lazy) {
-		/* it came in the page stream (rstep_pages); the copy runs since the restore */
 		c->commit_at = cryo_now_us();
 		c->frozen_usec = c->lz.frozen_usec;
-		goto committed;
+		return 0;
 	}
 	r = recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_COMMIT, &c->res->peer_phase, &f, err);
 	if (r < 0) {
@@ -1990,7 +2002,18 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	}
 	c->frozen_usec = f->commit->frozen_usec;
 	cryo_migrate_frame_free(f);
-committed:
+	return 0;
+}
+
+static int rstep_commit(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	uint64_t downtime;
+	int r;
+
+	r = recv_commit(c, err);
+	if (r < 0)
+		return r;
 	/* ours now: whatever happens next, it stays here */
 	c->committed = true;
 	release_restored_hold(c);
