@@ -490,7 +490,18 @@ static int __attribute__((noreturn)) init_main(struct init_args *a)
 		cryo_error_set(&err, errno, "exec `%s`", exe);
 	}
 fail_exec:
-	/* the runtime is gone by now: the container's stderr is all we have */
+	/*
+	 * `start` is still waiting on the fifo: the reason goes back through
+	 * it (one write under PIPE_BUF, read once we are gone), and to the
+	 * container's stderr.
+	 */
+	{
+		char why[PIPE_BUF];
+		int len = snprintf(why, sizeof(why), "E%s", err.msg ? err.msg : "failed");
+
+		if (len > 0)
+			(void)!write(a->fifo_fd, why, (size_t)len < sizeof(why) ? (size_t)len : sizeof(why) - 1);
+	}
 	dprintf(2, "cryo: container init: %s\n", err.msg ? err.msg : "failed");
 	_exit(127);
 }
@@ -1052,6 +1063,31 @@ static void run_hooks_warn(const struct cryo_spec *spec, const struct cryo_state
 			cryo_error_warn_clear(&e, "%s `%s`", what, st->id);
 }
 
+/*
+ * After the fifo lost its reader: an init that failed between the fifo
+ * and execve (rlimits, seccomp and its listener, caps, startContainer
+ * hooks, the exec itself) left "E<reason>" in it; one that died before
+ * it read the start byte left that byte. An exec leaves nothing. Our
+ * write end keeps the pipe's buffer alive for this read.
+ */
+static int start_outcome(int sdir, const char *id, struct cryo_error *err)
+{
+	_cleanup_close_ int rd = openat(sdir, FIFO_NAME, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	char buf[PIPE_BUF];
+	ssize_t n;
+
+	if (rd < 0)
+		return cryo_error_set(err, errno, "open exec fifo to read the init's outcome");
+	n = read(rd, buf, sizeof(buf) - 1);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (buf[0] == 'E')
+		return cryo_error_setx(err, ECANCELED, "container `%s` failed before its process ran: %s", id,
+				       buf + 1);
+	return cryo_error_setx(err, ESRCH, "container `%s`: its init died before it was started", id);
+}
+
 static int do_start(const char *root, struct cryo_state *st, const struct cryo_spec *spec, struct cryo_error *err)
 {
 	_cleanup_close_ int sdir = -1, fifo = -1;
@@ -1083,7 +1119,10 @@ static int do_start(const char *root, struct cryo_state *st, const struct cryo_s
 		while (poll(&p, 1, (int)(deadline - cryo_now_ms())) < 0 && errno == EINTR && cryo_now_ms() < deadline)
 			;
 	}
+	r = start_outcome(sdir, st->id, err);
 	(void)unlinkat(sdir, FIFO_NAME, 0);
+	if (r < 0)
+		return r;
 	st->status = CRYO_STATUS_RUNNING;
 	r = cryo_state_save_ext(root, st, false, err);
 	if (r < 0)

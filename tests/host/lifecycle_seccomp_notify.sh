@@ -117,6 +117,14 @@ scenario() {
 	PY
 	grep -q "^$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["pid"])' "$T/agent/state.$((n + 1)).json") mkdir /e-agent-errno errno$" "$T/agent/log" \
 		|| fail "the agent's answer to exec's mkdir, by exec's pid: $(cat "$T/agent/log")"
+
+	# checkpoint is refused before anything freezes: a restore would bring the filter back without its agent
+	expect_fail ! rt checkpoint --image-path "$T/img" "$id"
+	expect_output 'hands syscalls to an agent (linux.seccomp.listenerPath' "checkpoint with a notify listener"
+	[ "$(rt state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = running ] ||
+		fail "after the refused checkpoint: $(rt state "$id")"
+	grep -q '^State:[[:space:]]*[RS]' "/proc/$pid/status" || fail "the init is not running: $(grep State "/proc/$pid/status")"
+	[ ! -e "$T/img" ] || fail "the refused checkpoint left an image dir"
 	check rt delete --force "$id"
 }
 scenario True 1
@@ -164,14 +172,19 @@ rm -f "$B/rootfs/proc-ran"
 rt create --bundle "$B" "$id" </dev/null >"$T/out3" 2>&1 || fail "create (agent2): $(cat "$T/out3")"
 kill "$agent2"
 wait "$agent2" 2>/dev/null
-rt start "$id" >>"$T/out3" 2>&1 || true
+# start fails, and says why itself (the init hands its reason back through the exec fifo)
+rt start "$id" >"$T/start3" 2>&1 && fail "start succeeded with its agent gone: $(cat "$T/start3")"
+grep -q "failed before its process ran: .*send the notify fd to linux.seccomp.listenerPath" "$T/start3" ||
+	fail "start does not name the lost agent: $(cat "$T/start3")"
 for _ in $(seq 100); do grep -q 'container init' "$T/out3" && break; sleep 0.05; done
 grep -q 'send the notify fd to linux.seccomp.listenerPath' "$T/out3" || fail "a lost agent is not reported: $(cat "$T/out3")"
+[ "$(rt state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = stopped ] ||
+	fail "after the failed start the container is not stopped: $(rt state "$id")"
 [ ! -e "$B/rootfs/proc-ran" ] || fail "the process ran without its agent"
 check rt delete --force "$id"
 
 # a filter that blocks execve blocks the startContainer hook too (as with runc and crun):
-# start reports nothing, the container's stderr names the hook, the process never runs
+# start fails naming the hook, the container's stderr names it too, the process never runs
 bundle_set "$B" '
 c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ALLOW",
   "syscalls": [{"names": ["execve", "execveat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]}
@@ -179,7 +192,9 @@ c["process"]["args"] = ["/bin/touch", "/proc-ran"]
 c["hooks"]["startContainer"] = [{"path": "/bin/touch", "args": ["touch", "/hook-ran"]}]'
 rm -f "$B/rootfs/hook-ran" "$B/rootfs/proc-ran"
 rt create --bundle "$B" "$id" </dev/null >"$T/out2" 2>&1 || fail "create (execve blocked): $(cat "$T/out2")"
-rt start "$id" >>"$T/out2" 2>&1 || true
+rt start "$id" >"$T/start2" 2>&1 && fail "start succeeded with its startContainer hook refused: $(cat "$T/start2")"
+grep -q 'failed before its process ran: .*startContainer\[0\] `/bin/touch`' "$T/start2" ||
+	fail "start does not name the failed hook: $(cat "$T/start2")"
 for _ in $(seq 100); do grep -q 'container init' "$T/out2" && break; sleep 0.05; done
 grep -q 'startContainer\[0\] `/bin/touch`' "$T/out2" || fail "the hook's failure is not reported: $(cat "$T/out2")"
 grep -q 'Permission denied' "$T/out2" || fail "the hook's execve was not the filter's to refuse: $(cat "$T/out2")"
