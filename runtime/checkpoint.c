@@ -369,7 +369,8 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 					      CRYO_IMGHASH_WRITEBACK,
 				      o->on_file_closed, o->on_file_closed_data, &c->hash, NULL) < 0)
 		c->hash = NULL;
-	r = cryo_criu_dump(&co, err);
+	/* --lazy (migrate): the dump runs on, serving the pages, once the rest is written */
+	r = o->lazy_port ? cryo_criu_cli_lazy_dump(&co, o->lazy_port, o->ret_lazy_dump, err) : cryo_criu_dump(&co, err);
 	if (r < 0)
 		return r;
 	c->criu_stopped = !co.leave_running;

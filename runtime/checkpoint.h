@@ -24,6 +24,7 @@
 #include <stdint.h>
 
 #include "criu.h"
+#include "criu-cli.h"
 #include "error.h"
 #include "imghash.h"
 #include "mount.h"
@@ -71,6 +72,14 @@ struct cryo_checkpoint_opts {
 	 */
 	cryo_imghash_closed_fn on_file_closed;
 	void *on_file_closed_data;
+	/*
+	 * migrate --lazy: CRIU's lazy dump (criu-cli.h) with its page server
+	 * on 127.0.0.1:lazy_port, left running in *ret_lazy_dump (the
+	 * caller's to wait for or kill); needs leave_running and a frozen
+	 * container. 0 = a plain dump.
+	 */
+	unsigned lazy_port;
+	struct cryo_criu_proc *ret_lazy_dump;
 };
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err);

@@ -14,6 +14,7 @@
 
 #include "cgroup.h"
 #include "criu.h"
+#include "criu-cli.h"
 #include "criu-rpc.h"
 #include "image.h"
 #include "log.h"
@@ -281,6 +282,17 @@ static void prepare_env(const struct cryo_criu_version *v)
 			   v->minor, v->sublevel);
 }
 
+int cryo_criu_prepare_env(struct cryo_error *err)
+{
+	struct cryo_criu_version v;
+	int r = cryo_criu_get_version(&v, err);
+
+	if (r < 0)
+		return r;
+	prepare_env(&v);
+	return 0;
+}
+
 /* Path of CRIU's log for messages. */
 static char *log_path(const struct cryo_criu_opts *o, const char *name)
 {
@@ -304,7 +316,7 @@ static int criu_failed(const struct cryo_criu_opts *o, const char *what, const c
 			       r == -EBADE ? "CRIU reported a failure" : strerror(status), path ? path : "?");
 }
 
-static bool in_path(const char *name)
+bool cryo_criu_in_path(const char *name)
 {
 	_cleanup_free_ char *path = NULL;
 	const char *env = getenv("PATH");
@@ -395,7 +407,7 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, bool skip_l
 	 * CRIU locks a network namespace with iptables by default; where
 	 * iptables is not installed, its nftables backend does the job.
 	 */
-	if (!skip_lock && !in_path("iptables-restore"))
+	if (!skip_lock && !cryo_criu_in_path("iptables-restore"))
 		(void)criu_local_set_network_lock(co, CRIU_NETWORK_LOCK_NFTABLES);
 	criu_local_set_ext_unix_sk(co, o->flags.ext_unix_sk);
 	criu_local_set_tcp_established(co, o->flags.tcp_established);
@@ -470,7 +482,7 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 	 * tree has another pid, so its restore never unlocks them and every
 	 * restored connection hangs. Refuse before CRIU touches the tasks.
 	 */
-	if (o->flags.tcp_established && !in_path("iptables-restore")) {
+	if (o->flags.tcp_established && !cryo_criu_in_path("iptables-restore")) {
 		struct cryo_criu_version v;
 
 		if (cryo_criu_get_version(&v, NULL) == 0 && v.code < 40100)
@@ -547,6 +559,9 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 	_cleanup_(skip_lock_env_done) bool skip_lock = false;
 	int r;
 
+	/* libcriu has no lazy-pages setter (3.17): CRIU's command line */
+	if (o->lazy_pages)
+		return cryo_criu_cli_lazy_restore(o, ret_pid, err);
 	r = open_session(o, "restore", name, &co, &img, &work, &skip_lock, err);
 	if (r < 0)
 		return r;

@@ -85,6 +85,14 @@ struct cryo_criu_opts {
 	 * see criu.c). The restore follows the dump (CRIU's inventory).
 	 */
 	bool *ret_network_lock_skipped;
+	/*
+	 * restore: CRIU's lazy pages (`migrate --lazy`): the memory comes
+	 * from the lazy-pages daemon running on work_dir (criu-cli.h).
+	 */
+	bool lazy_pages;
+	/* with lazy_pages: waits until pidfd (CRIU's restore) is readable, serving its pages meanwhile */
+	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err);
+	void *lazy_wait_userdata;
 };
 
 struct cryo_criu_version {
@@ -110,6 +118,15 @@ int cryo_criu_get_version(struct cryo_criu_version *ret, struct cryo_error *err)
  * failed.
  */
 int cryo_criu_probe_hw_breakpoints(const char **ret_why);
+
+/*
+ * Set the environment the installed CRIU needs (CRIU_FAULT=130 where
+ * CRIU >= 4 has no hardware breakpoints) for a criu we run ourselves.
+ */
+int cryo_criu_prepare_env(struct cryo_error *err);
+
+/* Whether name is an executable in $PATH. */
+bool cryo_criu_in_path(const char *name);
 
 /* What `cryo check` reports. */
 struct cryo_criu_host {

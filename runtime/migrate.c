@@ -22,6 +22,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "migrate.h"
+#include "migrate-lazy.h"
 #include "mountinfo.h"
 #include "restore.h"
 #include "snapshot.h"
@@ -149,7 +150,8 @@ static int facts_to_hello(const struct cryo_migrate_facts *f, const char *id, bo
 	h->free_bytes = f->free_bytes;
 	h->dry_run = dry_run;
 	h->was_paused = was_paused;
-	h->has_soft_dirty = h->has_userfaultfd = 1;
+	h->has_soft_dirty = h->has_userfaultfd = h->has_lazy = 1;
+	h->lazy = f->lazy;
 	h->soft_dirty = f->soft_dirty;
 	h->userfaultfd = f->userfaultfd;
 	if (f->criu_checked) {
@@ -185,6 +187,7 @@ static void hello_to_facts(const Cryo__MigrateHello *h, struct cryo_migrate_fact
 	f->free_bytes = h->free_bytes;
 	f->soft_dirty = h->soft_dirty;
 	f->userfaultfd = h->userfaultfd;
+	f->lazy = h->lazy;
 	f->criu_checked = h->has_criu_check;
 	f->criu_check_ok = h->criu_check;
 }
@@ -328,6 +331,7 @@ struct mctx {
 	struct cryo_hold *out_hold; /* journals .migrate-out/<id>: `cryo recover` removes it if we die */
 	struct cryo_error fail;  /* the error that failed the run, for the abort frame */
 	struct early *early;     /* sends the final dump's files while CRIU writes it */
+	struct cryo_lazy_source lazy; /* --lazy: the dump serving the pages */
 };
 
 static int64_t mtimeout(const struct mctx *c)
@@ -551,6 +555,11 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 	if (c->o->pre_copy && !lf->soft_dirty)
 		return cryo_error_setx(err, EOPNOTSUPP,
 				       "--pre-copy needs the kernel to track dirty memory (CONFIG_MEM_SOFT_DIRTY), which this one does not");
+	if (c->o->lazy) {
+		r = cryo_lazy_preflight(c->o->root, lf, err);
+		if (r < 0)
+			return r;
+	}
 
 	r = send_hello(c->t, lf, c->o->id, c->o->dry_run, c->was_paused, err);
 	if (r < 0)
@@ -808,24 +817,44 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 		return cryo_error_set(err, ENOMEM, "parent image");
 	co.image_path = c->out_dir;
 	co.parent_path = parent;
-	/* its files go out as CRIU closes them; the transfer step sends the rest */
-	r = early_start(c, err);
-	if (r < 0)
-		return r;
-	if (c->early) {
-		co.on_file_closed = early_closed;
-		co.on_file_closed_data = c->early;
+	if (c->o->lazy) {
+		r = cryo_lazy_source_port(&c->lazy, err);
+		if (r < 0)
+			return r;
+		co.lazy_port = c->lazy.port;
+		co.ret_lazy_dump = &c->lazy.dump;
+	} else {
+		/* its files go out as CRIU closes them; the transfer step sends the rest */
+		r = early_start(c, err);
+		if (r < 0)
+			return r;
+		if (c->early) {
+			co.on_file_closed = early_closed;
+			co.on_file_closed_data = c->early;
+		}
 	}
 	r = cryo_checkpoint(&co, err);
 	if (r < 0)
 		(void)early_join(c, true, NULL);
+	if (r < 0 || !c->o->lazy)
+		return r;
+	r = cryo_lazy_source_connect(&c->lazy, err);
+	/*
+	 * CRIU thaws the cgroup while it holds the tasks (ptrace) for its
+	 * page server: frozen again, so that they stay stopped if CRIU dies
+	 * while the copy runs there (CRIU leaves it as it found it: frozen).
+	 */
+	if (r >= 0)
+		r = cryo_freezer_freeze(c->fz, FREEZE_TIMEOUT_MS,
+					cryo_freezer_backend_of(c->fz) == CRYO_FREEZER_V1 ? CRYO_FREEZER_THAW_RETRY : 0, err);
 	return r;
 }
 
-/* a failure after the checkpoint (before the transfer joined it): the sender stops */
+/* a failure after the checkpoint: the early sender stops, a lazy dump still serving ends (the tasks here stay whole) */
 static void undo_checkpoint(void *ctx)
 {
 	(void)early_join(ctx, true, NULL);
+	cryo_lazy_source_done(&((struct mctx *)ctx)->lazy);
 }
 
 struct file_ent {
@@ -1339,6 +1368,13 @@ static int step_remote_restore(void *ctx, struct cryo_error *err)
 	Cryo__MigrateFrame *f = NULL;
 	int r;
 
+	if (c->o->lazy) {
+		/* CRIU's restore there may pull pages already: served meanwhile */
+		r = cryo_lazy_source_await_restore(&c->lazy, c->t, mtimeout(c), &c->peer_failed, &c->res->peer_phase, err);
+		if (r >= 0)
+			c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at); /* it runs there (its memory still here) */
+		return r;
+	}
 	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_RESULT, &f, err);
 	if (r < 0)
 		return r;
@@ -1350,6 +1386,17 @@ static int step_remote_restore(void *ctx, struct cryo_error *err)
 	}
 	cryo_migrate_frame_free(f);
 	return r;
+}
+
+/* --lazy: serve the pages; the commit waits until the dump served every one */
+static int step_pages(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+
+	if (!c->o->lazy)
+		return 0;
+	return cryo_lazy_source_serve(&c->lazy, c->t, mtimeout(c), &c->peer_failed, &c->res->peer_phase,
+				      &c->res->lazy_bytes, err);
 }
 
 /*
@@ -1375,7 +1422,7 @@ static int step_commit(void *ctx, struct cryo_error *err)
 	}
 	cm.go = true;
 	cm.has_frozen_usec = 1;
-	cm.frozen_usec = (uint64_t)(cryo_now_us() - c->frozen_at);
+	cm.frozen_usec = c->o->lazy ? c->res->downtime_us : (uint64_t)(cryo_now_us() - c->frozen_at);
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_COMMIT;
 	fr.commit = &cm;
 	/* from here on, a silence means the destination may be running it */
@@ -1409,7 +1456,8 @@ static int step_confirm(void *ctx, struct cryo_error *err)
 	}
 	cryo_migrate_frame_free(f);
 	c->confirmed = true;
-	c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at);
+	if (!c->o->lazy)
+		c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at);
 	return 0;
 }
 
@@ -1442,6 +1490,7 @@ static const struct cryo_step migrate_steps[] = {
 	{ "checkpoint", step_checkpoint, undo_checkpoint },
 	{ "transfer", step_transfer, NULL },
 	{ "restore", step_remote_restore, NULL },
+	{ "pages", step_pages, NULL },
 	{ "commit", step_commit, NULL },
 	{ "confirm", step_confirm, NULL },
 	{ "stop", step_stop, NULL },
@@ -1502,6 +1551,7 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 	int r;
 
 	memset(res, 0, sizeof(*res));
+	cryo_lazy_source_init(&c.lazy);
 	r = cryo_validate_id(o->id, err);
 	if (r < 0)
 		return r;
@@ -1518,6 +1568,7 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 		cryo_transport_close(c.t);
 	if (c.hold)
 		cryo_hold_free(c.hold);
+	cryo_lazy_source_done(&c.lazy);
 	release_dir(&c.out_hold, o->id);
 	cryo_freezer_close(c.fz);
 	cryo_state_free(c.st);
@@ -1558,9 +1609,11 @@ struct rctx {
 	struct cryo_spec *spec;
 	struct cryo_hold *kill_hold;    /* the paused copy dies with us until the commit */
 	bool restored, committed, peer_failed;
+	bool lazy;                  /* post-copy (the source asked, we can) */
 	int64_t commit_at;
 	uint64_t frozen_usec;
 	struct cryo_error fail;
+	struct cryo_lazy_dest lz;   /* --lazy: restore with CRIU's lazy pages, pull them (migrate-lazy.h) */
 };
 
 static int64_t rtimeout(const struct rctx *c)
@@ -1645,6 +1698,11 @@ static int judge(struct rctx *c, const Cryo__MigrateHello *h, char *why, size_t 
 		snprintf(why, len, "the container uses the cgroup v1 freezer, this host has none");
 		return -EOPNOTSUPP;
 	}
+	if (h->lazy) {
+		r = cryo_lazy_judge(c->o->root, &c->res->local, why, len);
+		if (r < 0)
+			return r;
+	}
 	if (h->need_bytes + FREE_RESERVE_BYTES > lf->free_bytes) {
 		snprintf(why, len, "%" PRIu64 " MiB free here, the image needs about %" PRIu64 " MiB (+%llu reserved)",
 			 lf->free_bytes >> 20, (uint64_t)h->need_bytes >> 20, FREE_RESERVE_BYTES >> 20);
@@ -1666,6 +1724,7 @@ static int rstep_preflight(void *ctx, struct cryo_error *err)
 	c->dry_run = f->hello->dry_run;
 	c->res->dry_run = c->dry_run;
 	c->was_paused = f->hello->was_paused;
+	c->lazy = f->hello->lazy;
 	hello_to_facts(f->hello, &c->res->remote);
 	local_facts(&c->res->local, c->dry_run);
 	c->res->local.free_bytes = free_bytes_at(c->o->root);
@@ -2255,9 +2314,21 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.verify_key = c->o->verify_key,
 		.preverified = true,
 	};
+	_cleanup_free_ char *work = NULL;
 	pid_t pid = 0;
 	int r;
 
+	if (c->lazy) {
+		/* it runs at once, pulling its memory (kept paused only if it was paused) */
+		r = cryo_lazy_dest_restore_opts(&c->lz, c->t, c->in_dir, c->img_dir, &work, err);
+		if (r < 0)
+			return r;
+		ro.work_path = work;
+		ro.lazy_pages = true;
+		ro.lazy_wait = cryo_lazy_dest_restore_wait;
+		ro.lazy_wait_userdata = &c->lz;
+		ro.paused = c->was_paused;
+	}
 	if (c->m->criu) {
 		ro.criu.tcp_established = c->m->criu->tcp_established;
 		ro.criu.ext_unix_sk = c->m->criu->ext_unix_sk;
@@ -2265,13 +2336,28 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		ro.criu.file_locks = c->m->criu->file_locks;
 	}
 	r = cryo_restore(&ro, &pid, NULL, err);
+	if (r < 0 && c->lz.restore_peer_failed) {
+		/* the source's failure report came while CRIU restored (--lazy) */
+		c->peer_failed = true;
+		c->res->peer_phase = TAKE_PTR(c->lz.restore_peer_phase);
+	}
 	if (r < 0)
 		return r;
 	c->restored = true;
 	r = hold_restored(c, err);
 	if (r < 0)
 		return r;
-	return send_result(c->t, 0, "restore", "restored, frozen", 0, err);
+	return send_result(c->t, 0, "restore", c->lazy ? "restored, running" : "restored, frozen", 0, err);
+}
+
+/* --lazy: relay its pages until the source commits (every page served) */
+static int rstep_pages(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+
+	if (!c->lazy)
+		return 0;
+	return cryo_lazy_dest_pull(&c->lz, c->t, rtimeout(c), &c->peer_failed, &c->res->peer_phase, err);
 }
 
 static void rundo_restore(void *ctx)
@@ -2279,12 +2365,15 @@ static void rundo_restore(void *ctx)
 	struct rctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (!c->restored || c->committed)
+	if (!c->restored || c->committed) {
+		cryo_lazy_dest_done(&c->lz);
 		return;
+	}
 	/* we delete it ourselves: the watchdog need not */
 	release_restored_hold(c);
 	if (cryo_container_delete(c->o->root, c->id, true, &e) < 0)
 		cryo_error_warn_clear(&e, "receive `%s`: undo: delete the restored container", c->id);
+	cryo_lazy_dest_done(&c->lz);
 	c->restored = false;
 }
 
@@ -2307,13 +2396,17 @@ static int record_downtime(struct rctx *c, uint64_t downtime_us, struct cryo_err
 	return r;
 }
 
-static int rstep_commit(void *ctx, struct cryo_error *err)
+/* The source's go (a plain migration: the next frame; --lazy: it came in the page stream). */
+static int recv_commit(struct rctx *c, struct cryo_error *err)
 {
-	struct rctx *c = ctx;
 	Cryo__MigrateFrame *f = NULL;
-	uint64_t downtime;
 	int r;
 
+	if (c->lazy) {
+		c->commit_at = cryo_now_us();
+		c->frozen_usec = c->lz.frozen_usec;
+		return 0;
+	}
 	r = recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_COMMIT, &c->res->peer_phase, &f, err);
 	if (r < 0) {
 		if (c->res->peer_phase)
@@ -2328,6 +2421,18 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	}
 	c->frozen_usec = f->commit->frozen_usec;
 	cryo_migrate_frame_free(f);
+	return 0;
+}
+
+static int rstep_commit(void *ctx, struct cryo_error *err)
+{
+	struct rctx *c = ctx;
+	uint64_t downtime;
+	int r;
+
+	r = recv_commit(c, err);
+	if (r < 0)
+		return r;
 	/* ours now: whatever happens next, it stays here */
 	c->committed = true;
 	release_restored_hold(c);
@@ -2338,7 +2443,7 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 			cryo_error_clear(err);
 		}
 	}
-	downtime = c->frozen_usec + (uint64_t)(cryo_now_us() - c->commit_at);
+	downtime = c->frozen_usec + (c->lazy ? 0 : (uint64_t)(cryo_now_us() - c->commit_at));
 	c->res->downtime_us = downtime;
 	r = record_downtime(c, downtime, err);
 	if (r < 0) {
@@ -2362,6 +2467,7 @@ static const struct cryo_step receive_steps[] = {
 	{ "verify", rstep_verify, NULL },
 	{ "bundle", rstep_bundle, rundo_bundle },
 	{ "restore", rstep_restore, rundo_restore },
+	{ "pages", rstep_pages, NULL },
 	{ "commit", rstep_commit, NULL },
 };
 
@@ -2403,6 +2509,7 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 	int r;
 
 	memset(res, 0, sizeof(*res));
+	cryo_lazy_dest_init(&c.lz);
 	if (!o->bundle_dir || o->bundle_dir[0] != '/')
 		return cryo_error_setx(err, EINVAL, "receive: --bundle-dir must be an absolute path");
 	r = cryo_step_run(&cryo_receive_step_table, &c, NULL, err);
@@ -2416,6 +2523,7 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 		close(c.in_fd);
 	if (c.round_fd >= 0)
 		close(c.round_fd);
+	cryo_lazy_dest_done(&c.lz);
 	cryo_transport_close(c.t);
 	free(c.id);
 	free(c.in_rel);

@@ -5,10 +5,14 @@
  * trusted transport (runtime/transport.h). Both sides are step tables
  * with undo, like checkpoint:
  *
- *   migrate: connect → preflight → freeze → checkpoint → transfer
- *            → restore (the destination's) → commit → confirm → stop
+ *   migrate: connect → preflight → precopy → freeze → checkpoint → transfer
+ *            → restore (the destination's) → pages → commit → confirm → stop
  *   receive: accept → preflight → stage → transfer → verify → bundle
- *            → restore → commit
+ *            → restore → pages → commit
+ *
+ * (pages: --lazy only, migrate-lazy.h: the copy there runs, the source
+ * stays frozen and serves its memory; the commit comes once all of it
+ * went.)
  *
  * The transfer overlaps the checkpoint: each file of the frozen dump goes
  * as CRIU closes it (imghash.h tells), the transfer step sends the rest
@@ -61,6 +65,7 @@ struct cryo_migrate_facts {
 	uint64_t free_bytes;         /* destination: free space for it */
 	bool soft_dirty, userfaultfd;
 	bool criu_checked, criu_check_ok; /* `criu check` (dry run only) */
+	bool lazy;                   /* source: --lazy asked for; destination: it can (migrate-lazy.h) */
 };
 
 struct cryo_migrate_progress {
@@ -84,6 +89,7 @@ struct cryo_migrate_opts {
 	struct cryo_criu_flags criu;
 	bool dry_run;
 	unsigned pre_copy;            /* at most this many memory rounds while it runs (<= CRYO_MIGRATE_MAX_ROUNDS) */
+	bool lazy;                    /* post-copy: the copy there runs at once and pulls its memory (migrate-lazy.h) */
 	int64_t freeze_deadline_ms;   /* the source thaws by itself after this; 0 = 300000 */
 	int64_t timeout_ms;           /* each wait for the peer; 0 = 120000 */
 	cryo_migrate_progress_fn progress;
@@ -107,6 +113,7 @@ struct cryo_migrate_result {
 	uint64_t early_bytes;         /* of bytes: sent while CRIU was still dumping */
 	unsigned early_files;         /* files sent while CRIU was still dumping */
 	unsigned resent_files;        /* of those: sent again, changed after they went */
+	uint64_t lazy_bytes;          /* --lazy: the page stream, both ways, after the copy ran there */
 };
 
 void cryo_migrate_result_done(struct cryo_migrate_result *r);

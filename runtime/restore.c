@@ -463,6 +463,9 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.ext_mounts = (const char *const *)c->ext;
 	co.expect_pts_master = c->spec->terminal;
 	co.ret_pts_master = &c->pts_master;
+	co.lazy_pages = o->lazy_pages;
+	co.lazy_wait = o->lazy_wait;
+	co.lazy_wait_userdata = o->lazy_wait_userdata;
 	r = cryo_criu_restore(&co, &c->pid, err);
 	if (r < 0)
 		return r;

@@ -60,6 +60,10 @@ struct cryo_restore_opts {
 	 * itself, in a dir only it can write (receive): read, not checked again.
 	 */
 	bool preverified;
+	/* migrate --lazy: the memory comes from CRIU's lazy-pages daemon on work_path (criu-cli.h) */
+	bool lazy_pages;
+	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err); /* see cryo_criu_opts */
+	void *lazy_wait_userdata;
 };
 
 /*

@@ -356,6 +356,11 @@ static int check_frame(const Cryo__MigrateFrame *f, struct cryo_error *err)
 			return cryo_error_setx(err, EBADMSG, "chunk of %zu bytes (at most %u)", f->chunk->data.len,
 					       CRYO_MIGRATE_CHUNK_SIZE);
 		return 0;
+	case CRYO__MIGRATE_FRAME__BODY_RELAY:
+		if (f->relay->has_data && f->relay->data.len > CRYO_MIGRATE_CHUNK_SIZE)
+			return cryo_error_setx(err, EBADMSG, "relay of %zu bytes (at most %u)", f->relay->data.len,
+					       CRYO_MIGRATE_CHUNK_SIZE);
+		return 0;
 	case CRYO__MIGRATE_FRAME__BODY_DONE:
 	case CRYO__MIGRATE_FRAME__BODY_COMMIT:
 		return 0;

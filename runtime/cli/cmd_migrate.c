@@ -71,8 +71,9 @@ static void usage(FILE *out)
 		"  --pre-copy N              up to N memory rounds while it runs (1-8; CRIU\n"
 		"                            tracks dirty pages), so the frozen dump is small;\n"
 		"                            stops early when a round no longer shrinks\n"
-		"  --lazy                    refused: post-copy is not implemented yet (see\n"
-		"                            cryo-migrate(8); use --pre-copy)\n"
+		"  --lazy                    post-copy: the copy there runs at once and pulls\n"
+		"                            its memory from here (frozen) through the channel;\n"
+		"                            refused where CRIU's lazy pages do not work\n"
 		"  --freeze-deadline MS      thaw here by itself if not committed by then\n"
 		"                            (default 300000)\n"
 		"  --timeout MS              longest wait for the destination (default 120000)\n"
@@ -221,9 +222,8 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 			o.pre_copy = (unsigned)v;
 			break;
 		case OPT_LAZY:
-			/* CRIU's page stream is plain TCP: not until it is relayed through the authenticated channel */
-			return cli_usage_error("migrate", "--lazy is not implemented yet: CRIU's lazy pages would travel "
-							  "outside the authenticated channel (use --pre-copy)");
+			o.lazy = true;
+			break;
 		case OPT_LIST_STEPS:
 			for (size_t i = 0; i < cryo_migrate_step_table.n_steps; i++)
 				printf("%s\n", cryo_migrate_step_table.steps[i].name);
@@ -237,6 +237,9 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (optind + 2 != argc)
 		return cli_usage_error("migrate", "expects a container id and a destination");
+	/* the lazy dump's pages come from the tasks, not from a chain of pre-dumps */
+	if (o.lazy && o.pre_copy)
+		return cli_usage_error("migrate", "--lazy and --pre-copy exclude each other");
 	o.id = argv[optind];
 	o.dest = argv[optind + 1];
 	if (asprintf(&remote_cmd, "%s receive --stdio%s%s", remote_cryo, remote_opts ? " " : "",
@@ -286,9 +289,10 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 		printf("{\"migrated\":\"%s\",\"dest\":\"%s\",\"downtime_usec\":%" PRIu64 ",\"total_usec\":%" PRIu64
 		       ",\"bytes\":%" PRIu64 ",\"pages_bytes\":%" PRIu64 ",\"precopy_rounds\":%u,\"precopy_bytes\":%" PRIu64
 		       ",\"first_round_pages\":%" PRIu64 ",\"early_bytes\":%" PRIu64 ",\"early_files\":%u"
-		       ",\"resent_files\":%u}\n",
+		       ",\"resent_files\":%u,\"lazy_bytes\":%" PRIu64 "}\n",
 		       o.id, o.dest, res.downtime_us, res.total_us, res.bytes, res.pages_bytes, res.precopy_rounds,
-		       res.precopy_bytes, res.first_round_pages, res.early_bytes, res.early_files, res.resent_files);
+		       res.precopy_bytes, res.first_round_pages, res.early_bytes, res.early_files, res.resent_files,
+		       res.lazy_bytes);
 	} else {
 		printf("migrated `%s` to %s: downtime %.1f ms, total %.1f ms, %.1f MiB sent", o.id, o.dest,
 		       (double)res.downtime_us / 1e3, (double)res.total_us / 1e3,
@@ -300,6 +304,8 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 			       (double)res.pages_bytes / 1048576.0);
 		if (res.early_bytes)
 			printf(", %.1f MiB of it while CRIU dumped", (double)res.early_bytes / 1048576.0);
+		if (o.lazy)
+			printf(" (lazy: %.1f MiB of page stream after it ran there)", (double)res.lazy_bytes / 1048576.0);
 		printf("\n");
 	}
 	cryo_migrate_result_done(&res);

@@ -14,11 +14,15 @@
 #   pre-copy  the same with --pre-copy 3: memory rounds while it runs, the
 #             frozen dump only what changed (this workload writes its
 #             memory once: the case pre-copy is for)
+#   lazy      the same with --lazy (post-copy): downtime = frozen here ->
+#             running there before its memory arrived; total = until every
+#             page went and it committed. Where --lazy is refused (a
+#             --dry-run --lazy says so), its columns are `-`.
 #
-# Prints medians and the ratios migrate/local and pre-copy/local, and the
-# median time of each phase of the source's plain migration (its JSON
-# progress records). Every run is checked: the workload keeps counting
-# afterwards.
+# Prints medians and the ratios migrate/local, pre-copy/local and
+# lazy/local, and the median time of each phase of the source's plain
+# migration (its JSON progress records). Every run is checked: the
+# workload keeps counting afterwards.
 #
 #   tests/bench/migrate.sh [REPS] [MEM_MIB...]      (default 3, 64 256)
 #
@@ -88,8 +92,11 @@ start() {
 	wl_wait_above "$S" 10
 }
 
-printf '%-6s %-4s %10s %10s %10s %10s %10s %9s %9s\n' MiB rep local_ms mig_down mig_total pre_down pre_total \
-	down/loc pre/loc
+# --lazy where both ends can (the first --dry-run --lazy probes CRIU's lazy pages on both)
+lazy_ok=""
+
+printf '%-6s %-4s %10s %10s %10s %10s %10s %10s %10s %9s %9s %9s\n' MiB rep local_ms mig_down mig_total pre_down \
+	pre_total lazy_down lazy_total down/loc pre/loc lazy/loc
 for mib in $sizes; do
 	id=mb-$mib-$$
 	B=$T/$id
@@ -97,7 +104,7 @@ for mib in $sizes; do
 	cp "$WL_BIN" "$B/rootfs-dir/counter"
 	S=$B/rootfs-dir/status
 	D=$MIG_BUNDLES/$id/rootfs-dir/status
-	: >"$T/l" ; : >"$T/d" ; : >"$T/t" ; : >"$T/pd" ; : >"$T/pt" ; : >"$T/ph"
+	: >"$T/l" ; : >"$T/d" ; : >"$T/t" ; : >"$T/pd" ; : >"$T/pt" ; : >"$T/ph" ; : >"$T/ld" ; : >"$T/lt"
 	for rep in $(seq "$reps"); do
 		start
 		# local checkpoint + restore: the container is down for both
@@ -119,11 +126,34 @@ for mib in $sizes; do
 			down=0 total=0
 		fi
 		echo "$down" >>"$T/pd"; echo "$total" >>"$T/pt"
-		printf '%-6s %-4s %10s %10s %10s %10s %10s\n' "$mib" "$rep" "$local_ms" "$plain_down" "$plain_total" "$down" "$total"
+		pre_down=$down pre_total=$total down=- total=-
+		if [ "$lazy_ok" != 0 ]; then
+			start
+		fi
+		if [ -z "$lazy_ok" ]; then
+			mig_receive "$T/r.out" --allow-unsigned
+			rt migrate --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" --ca "$MIG_PKI/ca.crt" --dry-run \
+				--lazy "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/lz.out" 2>&1 && lazy_ok=1 || lazy_ok=0
+			mig_receive_wait 30
+			if [ "$lazy_ok" = 0 ]; then
+				log "no --lazy column: $(grep '^cryo' "$T/lz.out" | head -c 400)"
+				check rt delete --force "$id"
+			fi
+		fi
+		if [ "$lazy_ok" = 1 ]; then
+			migrate_once --lazy
+			echo "$down" >>"$T/ld"; echo "$total" >>"$T/lt"
+		fi
+		printf '%-6s %-4s %10s %10s %10s %10s %10s %10s %10s\n' "$mib" "$rep" "$local_ms" "$plain_down" "$plain_total" \
+			"$pre_down" "$pre_total" "$down" "$total"
 	done
 	l=$(median <"$T/l"); d=$(median <"$T/d"); t=$(median <"$T/t"); pd=$(median <"$T/pd"); pt=$(median <"$T/pt")
-	printf '%-6s %-4s %10s %10s %10s %10s %10s %9.2f %9.2f\n' "$mib" med "$l" "$d" "$t" "$pd" "$pt" \
-		"$(awk -v a="$d" -v b="$l" 'BEGIN { print a / b }')" "$(awk -v a="$pd" -v b="$l" 'BEGIN { print a / b }')"
+	ld=-; lt=-; lr=-
+	if [ "$lazy_ok" = 1 ]; then
+		ld=$(median <"$T/ld"); lt=$(median <"$T/lt"); lr=$(awk -v a="$ld" -v b="$l" 'BEGIN { printf "%.2f", a / b }')
+	fi
+	printf '%-6s %-4s %10s %10s %10s %10s %10s %10s %10s %9.2f %9.2f %9s\n' "$mib" med "$l" "$d" "$t" "$pd" "$pt" "$ld" "$lt" \
+		"$(awk -v a="$d" -v b="$l" 'BEGIN { print a / b }')" "$(awk -v a="$pd" -v b="$l" 'BEGIN { print a / b }')" "$lr"
 	printf '%-6s plain migrate, median ms per phase:' "$mib"
 	for phase in $(awk '!seen[$1]++ { print $1 }' "$T/ph"); do
 		printf ' %s %s' "$phase" "$(awk -v p="$phase" '$1 == p { print $2 }' "$T/ph" | median)"

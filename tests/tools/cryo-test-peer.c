@@ -17,6 +17,8 @@
  *   round-bogus    a whole round 1 that is no image (no manifest, no signature)
  *   round-dir:DIR  DIR's files (manifest last, signature after it) as round 1
  *   stall          a file of round 1, half sent, then nothing (until killed)
+ *   lazy-hello     a hello asking for --lazy (post-copy), then nothing: the
+ *                  receiver's verdict is the test
  *
  * The final dump's files go out while CRIU writes them, and one that
  * changed after it went is sent again as a `replace` (once):
@@ -32,6 +34,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,6 +45,7 @@
 #include "transport.h"
 
 static struct cryo_transport *t;
+static bool hello_lazy;
 
 static int send_frame(Cryo__MigrateFrame *fr)
 {
@@ -152,6 +156,8 @@ static int preflight(const char *id)
 	h.protocol_version = CRYO_MIGRATE_PROTOCOL_VERSION;
 	h.container_id = (char *)id;
 	h.rootfs_kind = (char *)"dir";
+	h.has_lazy = hello_lazy;
+	h.lazy = hello_lazy;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_HELLO;
 	fr.hello = &h;
 	if (send_frame(&fr) < 0)
@@ -185,6 +191,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	scen = argv[1];
+	hello_lazy = strcmp(scen, "lazy-hello") == 0;
 	signal(SIGPIPE, SIG_IGN);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
 		return 2;
@@ -257,14 +264,16 @@ int main(int argc, char **argv)
 			fr.file = &fm;
 			if (send_frame(&fr) == 0)
 				pause();
+		} else if (hello_lazy) {
+			/* accepted: nothing more to send */
 		} else if (strcmp(scen, "round-bogus") == 0) {
 			if (send_file("pages-1.img", 1, "not pages") == 0)
 				(void)send_done(1, false);
 		} else {
 			fprintf(stderr, "cryo-test-peer: unknown scenario `%s`\n", scen);
 		}
-		/* what the receiver says, until it hangs up */
-		for (;;) {
+		/* what the receiver says, until it hangs up (a lazy hello accepted: nothing) */
+		while (!hello_lazy) {
 			Cryo__MigrateFrame *in = NULL;
 
 			if (cryo_transport_recv(t, 30000, &in, &err) < 0) {
