@@ -764,7 +764,10 @@ static int step_precopy(void *ctx, struct cryo_error *err)
 			return cryo_error_set(err, ENOMEM, "pre-copy");
 		co.image_path = dir;
 		co.parent_path = parent;
+		/* the destination waits meanwhile: a round of a large container outlasts its --timeout */
+		(void)cryo_transport_keepalive_start(c->t, "precopy", NULL);
 		r = cryo_checkpoint(&co, err);
+		cryo_transport_keepalive_stop(c->t);
 		if (r < 0)
 			return cryo_error_prefix(err, "round %u", k);
 		r = send_image(c, dir, k, NULL, &sent, &pages, err);
@@ -833,7 +836,9 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 			co.on_file_closed_data = c->early;
 		}
 	}
+	(void)cryo_transport_keepalive_start(c->t, "checkpoint", NULL);
 	r = cryo_checkpoint(&co, err);
+	cryo_transport_keepalive_stop(c->t);
 	if (r < 0)
 		(void)early_join(c, true, NULL);
 	if (r < 0 || !c->o->lazy)
@@ -2335,7 +2340,11 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		ro.criu.shell_job = c->m->criu->shell_job;
 		ro.criu.file_locks = c->m->criu->file_locks;
 	}
+	/* the source waits meanwhile (with --lazy the page stream is busy enough) */
+	if (!c->lazy)
+		(void)cryo_transport_keepalive_start(c->t, "restore", NULL);
 	r = cryo_restore(&ro, &pid, NULL, err);
+	cryo_transport_keepalive_stop(c->t);
 	if (r < 0 && c->lz.restore_peer_failed) {
 		/* the source's failure report came while CRIU restored (--lazy) */
 		c->peer_failed = true;

@@ -6,6 +6,7 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include "log.h"
@@ -184,6 +185,7 @@ int cryo_transport_new(const struct cryo_transport_ops *ops, const char *peer, s
 	t->ops = ops;
 	t->rfd = t->wfd = -1;
 	t->io_timeout_ms = DEFAULT_IO_TIMEOUT_MS;
+	pthread_mutex_init(&t->io_lock, NULL);
 	*ret = t;
 	return 0;
 }
@@ -313,7 +315,9 @@ void cryo_transport_close(struct cryo_transport *t)
 {
 	if (!t)
 		return;
+	cryo_transport_keepalive_stop(t);
 	t->ops->close(t);
+	pthread_mutex_destroy(&t->io_lock);
 	free(t->peer);
 	free(t);
 }
@@ -363,6 +367,10 @@ static int check_frame(const Cryo__MigrateFrame *f, struct cryo_error *err)
 		return 0;
 	case CRYO__MIGRATE_FRAME__BODY_DONE:
 	case CRYO__MIGRATE_FRAME__BODY_COMMIT:
+		return 0;
+	case CRYO__MIGRATE_FRAME__BODY_ALIVE:
+		if (!opt_str_ok(f->alive->phase))
+			return cryo_error_setx(err, EBADMSG, "alive: phase too long");
 		return 0;
 	case CRYO__MIGRATE_FRAME__BODY_RESULT:
 		if (!opt_str_ok(f->result->message) || !opt_str_ok(f->result->phase))
@@ -435,11 +443,117 @@ int cryo_transport_send(struct cryo_transport *t, const Cryo__MigrateFrame *f, s
 	buf[2] = (uint8_t)(n >> 8);
 	buf[3] = (uint8_t)n;
 	cryo__migrate_frame__pack(f, buf + 4);
+	pthread_mutex_lock(&t->io_lock);
 	r = t->ops->write(t, buf, n + 4, cryo_now_ms() + t->io_timeout_ms, err);
-	if (r < 0)
-		return r;
-	t->bytes_out += n + 4;
+	if (r >= 0) {
+		t->bytes_out += n + 4;
+		__atomic_store_n(&t->last_send_ms, cryo_now_ms(), __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&t->io_lock);
+	return r < 0 ? r : 0;
+}
+
+/* ---- keep-alive ---- */
+
+struct cryo_keepalive {
+	pthread_t tid;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool stop;
+	int64_t every_ms;
+	char *phase;
+};
+
+static void *keepalive_main(void *arg)
+{
+	struct cryo_transport *t = arg;
+	struct cryo_keepalive *k = t->keepalive;
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateAlive a = CRYO__MIGRATE_ALIVE__INIT;
+
+	a.phase = k->phase;
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_ALIVE;
+	fr.alive = &a;
+	pthread_mutex_lock(&k->lock);
+	while (!k->stop) {
+		int64_t idle = cryo_now_ms() - __atomic_load_n(&t->last_send_ms, __ATOMIC_RELAXED);
+		struct timespec until;
+
+		if (idle >= k->every_ms) {
+			struct cryo_error e = CRYO_ERROR_INIT;
+
+			pthread_mutex_unlock(&k->lock);
+			/* a peer that can't take it fails the caller's own next send or read */
+			if (cryo_transport_send(t, &fr, &e) < 0) {
+				cryo_error_clear(&e);
+				return NULL;
+			}
+			pthread_mutex_lock(&k->lock);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += (k->every_ms - idle) / 1000;
+		until.tv_nsec += (long)((k->every_ms - idle) % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&k->cond, &k->lock, &until);
+	}
+	pthread_mutex_unlock(&k->lock);
+	return NULL;
+}
+
+int cryo_transport_keepalive_start(struct cryo_transport *t, const char *phase, struct cryo_error *err)
+{
+	struct cryo_keepalive *k;
+	pthread_condattr_t ca;
+	int r;
+
+	if (t->keepalive)
+		return 0;
+	k = calloc(1, sizeof(*k));
+	if (!k || !(k->phase = strdup(phase))) {
+		free(k);
+		return cryo_error_set(err, ENOMEM, "keep-alive");
+	}
+	k->every_ms = CRYO_MIGRATE_ALIVE_EVERY_MS;
+	if (t->io_timeout_ms > 0 && t->io_timeout_ms / 4 < k->every_ms)
+		k->every_ms = t->io_timeout_ms / 4 > 100 ? t->io_timeout_ms / 4 : 100;
+	pthread_mutex_init(&k->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&k->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	t->keepalive = k;
+	r = pthread_create(&k->tid, NULL, keepalive_main, t);
+	if (r != 0) {
+		t->keepalive = NULL;
+		pthread_cond_destroy(&k->cond);
+		pthread_mutex_destroy(&k->lock);
+		free(k->phase);
+		free(k);
+		return cryo_error_set(err, r, "keep-alive thread");
+	}
 	return 0;
+}
+
+void cryo_transport_keepalive_stop(struct cryo_transport *t)
+{
+	struct cryo_keepalive *k = t ? t->keepalive : NULL;
+
+	if (!k)
+		return;
+	pthread_mutex_lock(&k->lock);
+	k->stop = true;
+	pthread_cond_signal(&k->cond);
+	pthread_mutex_unlock(&k->lock);
+	pthread_join(k->tid, NULL);
+	t->keepalive = NULL;
+	pthread_cond_destroy(&k->cond);
+	pthread_mutex_destroy(&k->lock);
+	free(k->phase);
+	free(k);
 }
 
 /* Read exactly len bytes; -EPIPE (at_start) / -EBADMSG (mid-frame) on end of stream. */
@@ -469,10 +583,9 @@ static int read_full(struct cryo_transport *t, uint8_t *buf, size_t len, int64_t
 	return 0;
 }
 
-int cryo_transport_recv(struct cryo_transport *t, int64_t timeout_ms, Cryo__MigrateFrame **ret, struct cryo_error *err)
+static int recv_one(struct cryo_transport *t, int64_t deadline, Cryo__MigrateFrame **ret, struct cryo_error *err)
 {
 	_cleanup_free_ uint8_t *body = NULL;
-	int64_t deadline = cryo_now_ms() + (timeout_ms > 0 ? timeout_ms : t->io_timeout_ms);
 	uint8_t hdr[4];
 	uint32_t n;
 	int r;
@@ -495,4 +608,25 @@ int cryo_transport_recv(struct cryo_transport *t, int64_t timeout_ms, Cryo__Migr
 	if (r < 0)
 		return cryo_error_prefix(err, "%s", t->peer);
 	return 0;
+}
+
+int cryo_transport_recv(struct cryo_transport *t, int64_t timeout_ms, Cryo__MigrateFrame **ret, struct cryo_error *err)
+{
+	int64_t wait = timeout_ms > 0 ? timeout_ms : t->io_timeout_ms;
+	int64_t start = cryo_now_ms();
+	int r;
+
+	for (;;) {
+		pthread_mutex_lock(&t->io_lock);
+		r = recv_one(t, cryo_now_ms() + wait, ret, err);
+		pthread_mutex_unlock(&t->io_lock);
+		if (r < 0 || (*ret)->body_case != CRYO__MIGRATE_FRAME__BODY_ALIVE)
+			return r;
+		/* the peer is busy with a long step of its own: wait for it anew, within bounds */
+		cryo_migrate_frame_free(*ret);
+		*ret = NULL;
+		if (cryo_now_ms() - start > CRYO_MIGRATE_ALIVE_MAX_MS)
+			return cryo_error_setx(err, ETIMEDOUT, "%s stayed busy for over %d s without a frame",
+					       t->peer, CRYO_MIGRATE_ALIVE_MAX_MS / 1000);
+	}
 }

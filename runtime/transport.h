@@ -17,6 +17,7 @@
 #ifndef CRYO_TRANSPORT_H
 #define CRYO_TRANSPORT_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -57,7 +58,32 @@ struct cryo_transport {
 	char *peer;            /* for messages: "ssh://host", "tls://1.2.3.4:5" */
 	uint64_t bytes_in, bytes_out;
 	int64_t io_timeout_ms; /* each frame read/write; 0 = 30000 */
+	/*
+	 * One frame at a time on the wire, whichever thread sends or reads
+	 * it (migrate's early sender, the keep-alive, the caller; OpenSSL's
+	 * SSL object is not for two threads at once).
+	 */
+	pthread_mutex_t io_lock;
+	int64_t last_send_ms;  /* when a frame last went (atomic) */
+	struct cryo_keepalive *keepalive;
 };
+
+/* keep-alive frames: one after this long without another frame sent, ... */
+#define CRYO_MIGRATE_ALIVE_EVERY_MS 5000
+/* ... and a wait that they prolong ends after this long all the same */
+#define CRYO_MIGRATE_ALIVE_MAX_MS (3600 * 1000)
+
+/*
+ * While the caller runs a long local step and sends nothing (CRIU's
+ * dump, its restore): a thread sends an alive frame (MigrateAlive, naming
+ * phase) whenever nothing else went for CRYO_MIGRATE_ALIVE_EVERY_MS (or a
+ * quarter of the io timeout, if shorter). The peer's
+ * cryo_transport_recv() takes them as a sign of life, never returns one.
+ * Stop it before the caller reads from t again. A failed start is no
+ * failure of the step: the peer's own timeout then applies, as before.
+ */
+int cryo_transport_keepalive_start(struct cryo_transport *t, const char *phase, struct cryo_error *err);
+void cryo_transport_keepalive_stop(struct cryo_transport *t);
 
 enum cryo_dest_kind {
 	CRYO_DEST_SSH,
@@ -128,7 +154,8 @@ bool cryo_transport_pending(struct cryo_transport *t);
 int cryo_transport_send(struct cryo_transport *t, const Cryo__MigrateFrame *f, struct cryo_error *err);
 
 /*
- * Receive one frame within timeout_ms (0 = the transport's io timeout).
+ * Receive one frame within timeout_ms (0 = the transport's io timeout);
+ * an alive frame starts the wait over (CRYO_MIGRATE_ALIVE_MAX_MS at most).
  * -EPIPE when the peer closed between frames, -ETIMEDOUT when nothing
  * of a frame came in time, -EBADMSG for a truncated or malformed one
  * (also one that stopped coming), -EMSGSIZE over the bound.

@@ -55,6 +55,21 @@ attack done-unsent "the end of round 1"
 attack final-flag "round 0 ended as a pre-copy round"
 attack round-bogus "pre-copy round 1"
 
+# a source busy for longer than the receiver's --timeout (a large dump):
+# its alive frames keep the receiver waiting, and the round that follows
+# is judged on its merits; without them the same wait times out
+out=$("$PEER" busy "$id" "$CRYO_BIN" --root "$R" receive --stdio --timeout 1000 --bundle-dir "$B" \
+	--verify-key "$T/ed.pub" 2>&1) && fail "busy: the receiver took a bogus round: $out"
+echo "$out" | grep -q "failed at transfer" && echo "$out" | grep -q "pre-copy round 1" ||
+	fail "busy: the receiver did not wait for the round after 2.5 s of alive frames: $out"
+nothing_left busy
+out=$("$PEER" quiet "$id" "$CRYO_BIN" --root "$R" receive --stdio --timeout 1000 --bundle-dir "$B" \
+	--verify-key "$T/ed.pub" 2>&1) && fail "quiet: the receiver took a bogus round: $out"
+echo "$out" | grep -q "failed at transfer" && echo "$out" | grep -qi "timed out" ||
+	fail "quiet: 2.5 s of silence did not time out a receiver with --timeout 1000: $out"
+nothing_left quiet
+log "busy source: alive frames carried the receiver past its --timeout; a quiet one timed out"
+
 # --lazy asked of a receiver whose CRIU can't serve lazy pages (this
 # host's 6.18 kernel with CRIU 4): refused at preflight with CRIU's reason
 out=$("$PEER" lazy-hello "$id" "$CRYO_BIN" --root "$R" receive --stdio --bundle-dir "$B" --verify-key "$T/ed.pub" 2>&1) &&

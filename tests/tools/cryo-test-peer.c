@@ -17,6 +17,8 @@
  *   round-bogus    a whole round 1 that is no image (no manifest, no signature)
  *   round-dir:DIR  DIR's files (manifest last, signature after it) as round 1
  *   stall          a file of round 1, half sent, then nothing (until killed)
+ *   busy           alive frames (a dump under way) for 2.5 s, then round-bogus's round
+ *   quiet          the same 2.5 s without a frame, then the same round
  *   lazy-hello     a hello asking for --lazy (post-copy), then nothing: the
  *                  receiver's verdict is the test
  *
@@ -266,6 +268,27 @@ int main(int argc, char **argv)
 				pause();
 		} else if (hello_lazy) {
 			/* accepted: nothing more to send */
+		} else if (strcmp(scen, "busy") == 0 || strcmp(scen, "quiet") == 0) {
+			/*
+			 * a source whose dump outlasts the receiver's --timeout:
+			 * busy says so every 200 ms (alive frames), quiet says
+			 * nothing; 2.5 s later both send round-bogus's round
+			 */
+			Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+			Cryo__MigrateAlive al = CRYO__MIGRATE_ALIVE__INIT;
+			int r = 0;
+
+			al.phase = (char *)"checkpoint";
+			fr.body_case = CRYO__MIGRATE_FRAME__BODY_ALIVE;
+			fr.alive = &al;
+			for (int i = 0; i < 12 && r == 0; i++) {
+				usleep(200 * 1000);
+				if (scen[0] == 'b')
+					r = send_frame(&fr);
+			}
+			usleep(100 * 1000);
+			if (r == 0 && send_file("pages-1.img", 1, "not pages") == 0)
+				(void)send_done(1, false);
 		} else if (strcmp(scen, "round-bogus") == 0) {
 			if (send_file("pages-1.img", 1, "not pages") == 0)
 				(void)send_done(1, false);
