@@ -627,6 +627,6 @@ int cryo_transport_recv(struct cryo_transport *t, int64_t timeout_ms, Cryo__Migr
 		*ret = NULL;
 		if (cryo_now_ms() - start > CRYO_MIGRATE_ALIVE_MAX_MS)
 			return cryo_error_setx(err, ETIMEDOUT, "%s stayed busy for over %d s without a frame",
-					       t->peer, CRYO_MIGRATE_ALIVE_MAX_MS / 1000);
+					       t->peer, (int)(CRYO_MIGRATE_ALIVE_MAX_MS / 1000));
 	}
 }

@@ -71,7 +71,7 @@ struct cryo_transport {
 /* keep-alive frames: one after this long without another frame sent, ... */
 #define CRYO_MIGRATE_ALIVE_EVERY_MS 5000
 /* ... and a wait that they prolong ends after this long all the same */
-#define CRYO_MIGRATE_ALIVE_MAX_MS (3600 * 1000)
+#define CRYO_MIGRATE_ALIVE_MAX_MS 3600000
 
 /*
  * While the caller runs a long local step and sends nothing (CRIU's
