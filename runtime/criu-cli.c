@@ -164,24 +164,6 @@ static int spawn(struct args *a, int keep_fd, const char *what, const char *log,
 	return 0;
 }
 
-/* Wait until fd is readable or deadline (ms, CLOCK_MONOTONIC). */
-static int wait_readable(int fd, int64_t deadline, const char *what, struct cryo_error *err)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int64_t left = deadline - cryo_now_ms();
-		int n;
-
-		if (left <= 0)
-			return cryo_error_setx(err, ETIMEDOUT, "%s: timed out", what);
-		n = poll(&p, 1, (int)(left > 60000 ? 60000 : left));
-		if (n > 0)
-			return 0;
-		if (n < 0 && errno != EINTR)
-			return cryo_error_set(err, errno, "%s: poll", what);
-	}
-}
-
 static int exited_with(const struct cryo_criu_proc *p, int status, struct cryo_error *err)
 {
 	_cleanup_free_ char *errors = NULL;
@@ -207,7 +189,7 @@ int cryo_criu_proc_wait(struct cryo_criu_proc *p, int64_t timeout_ms, struct cry
 	if (p->pid <= 0)
 		return cryo_error_setx(err, ECHILD, "criu: no process");
 	if (timeout_ms >= 0) {
-		r = wait_readable(p->pidfd, cryo_now_ms() + timeout_ms, p->what, err);
+		r = cryo_wait_fd(p->pidfd, POLLIN, cryo_now_ms() + timeout_ms, p->what, err);
 		if (r < 0)
 			return r;
 	}
@@ -275,7 +257,7 @@ int cryo_criu_cli_lazy_dump(const struct cryo_criu_opts *o, unsigned port, struc
 		return r;
 	close(TAKE_FD(wr));
 	/* CRIU writes a byte once its page server listens; the pipe ends with it otherwise */
-	r = wait_readable(rd, cryo_now_ms() + READY_TIMEOUT_MS, "criu lazy dump: ready", err);
+	r = cryo_wait_fd(rd, POLLIN, cryo_now_ms() + READY_TIMEOUT_MS, "criu lazy dump: ready", err);
 	if (r >= 0 && read(rd, &c, 1) == 1)
 		return 0;
 	if (r >= 0)

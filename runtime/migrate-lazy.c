@@ -102,7 +102,7 @@ static int write_local(struct cryo_lazy_relay *r, const uint8_t *buf, size_t len
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN) {
-			int w = cryo_transport_wait_fd(r->sock, POLLOUT, deadline, "lazy pages: write", err);
+			int w = cryo_wait_fd(r->sock, POLLOUT, deadline, "lazy pages: write", err);
 
 			if (w < 0)
 				return w;

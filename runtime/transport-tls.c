@@ -51,9 +51,9 @@ static int tls_retry(struct cryo_transport *t, int ret, int64_t deadline_ms, con
 
 	switch (e) {
 	case SSL_ERROR_WANT_READ:
-		return cryo_transport_wait_fd(t->rfd, POLLIN, deadline_ms, what, err);
+		return cryo_wait_fd(t->rfd, POLLIN, deadline_ms, what, err);
 	case SSL_ERROR_WANT_WRITE:
-		return cryo_transport_wait_fd(t->rfd, POLLOUT, deadline_ms, what, err);
+		return cryo_wait_fd(t->rfd, POLLOUT, deadline_ms, what, err);
 	case SSL_ERROR_ZERO_RETURN:
 		return -EPIPE;
 	case SSL_ERROR_SYSCALL:
@@ -262,7 +262,7 @@ int cryo_transport_tls_connect(const struct cryo_dest *d, const struct cryo_tls_
 			socklen_t sl = sizeof(soerr);
 
 			cryo_error_clear(err);
-			if (cryo_transport_wait_fd(fd, POLLOUT, deadline, "connect", err) == 0 &&
+			if (cryo_wait_fd(fd, POLLOUT, deadline, "connect", err) == 0 &&
 			    getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) == 0 && soerr == 0)
 				break;
 			r = -(soerr ? soerr : ETIMEDOUT);
@@ -392,7 +392,7 @@ int cryo_transport_tls_accept(const char *addr, const struct cryo_tls_files *f, 
 	}
 	deadline = timeout_ms > 0 ? cryo_now_ms() + timeout_ms : INT64_MAX;
 	for (;;) {
-		r = cryo_transport_wait_fd(lfd, POLLIN, deadline, "accept", err);
+		r = cryo_wait_fd(lfd, POLLIN, deadline, "accept", err);
 		if (r < 0) {
 			SSL_CTX_free(ctx);
 			return cryo_error_prefix(err, "wait for a connection on `%s`", addr);

@@ -87,25 +87,6 @@ void cryo_dest_done(struct cryo_dest *d)
 	d->user = d->host = NULL;
 }
 
-int cryo_transport_wait_fd(int fd, short events, int64_t deadline_ms, const char *what, struct cryo_error *err)
-{
-	for (;;) {
-		struct pollfd p = { .fd = fd, .events = events };
-		int64_t left = deadline_ms - cryo_now_ms();
-		int n;
-
-		if (left <= 0)
-			return cryo_error_setx(err, ETIMEDOUT, "%s: timed out", what);
-		n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return cryo_error_set(err, errno, "%s: poll", what);
-		if (n > 0)
-			return 0;
-	}
-}
-
 static ssize_t fd_read(struct cryo_transport *t, void *buf, size_t len, int64_t deadline_ms, struct cryo_error *err)
 {
 	for (;;) {
@@ -118,7 +99,7 @@ static ssize_t fd_read(struct cryo_transport *t, void *buf, size_t len, int64_t 
 			continue;
 		if (errno != EAGAIN)
 			return cryo_error_set(err, errno, "read from %s", t->peer);
-		r = cryo_transport_wait_fd(t->rfd, POLLIN, deadline_ms, "read", err);
+		r = cryo_wait_fd(t->rfd, POLLIN, deadline_ms, "read", err);
 		if (r < 0) {
 			cryo_error_prefix(err, "%s", t->peer);
 			return r;
@@ -143,7 +124,7 @@ static int fd_write(struct cryo_transport *t, const void *buf, size_t len, int64
 			continue;
 		if (n < 0 && errno != EAGAIN)
 			return cryo_error_set(err, errno == EPIPE ? EPIPE : errno, "write to %s", t->peer);
-		r = cryo_transport_wait_fd(t->wfd, POLLOUT, deadline_ms, "write", err);
+		r = cryo_wait_fd(t->wfd, POLLOUT, deadline_ms, "write", err);
 		if (r < 0) {
 			cryo_error_prefix(err, "%s", t->peer);
 			return r;

@@ -141,8 +141,6 @@ void cryo_transport_close(struct cryo_transport *t);
 int cryo_transport_new(const struct cryo_transport_ops *ops, const char *peer, struct cryo_transport **ret,
 		       struct cryo_error *err);
 
-/* Wait until fd is ready for events or deadline_ms (CLOCK_MONOTONIC) passes; what names it in errors. */
-int cryo_transport_wait_fd(int fd, short events, int64_t deadline_ms, const char *what, struct cryo_error *err);
 
 /*
  * Whether the peer sent something not read yet (a failure report while

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <ctype.h>
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <dirent.h>
 #include <fcntl.h>
@@ -398,4 +399,23 @@ int cryo_send_with_fd(int sock, int fd, const void *buf, size_t len)
 		mh.msg_controllen = 0;
 	}
 	return 0;
+}
+
+int cryo_wait_fd(int fd, short events, int64_t deadline_ms, const char *what, struct cryo_error *err)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int64_t left = deadline_ms - cryo_now_ms();
+		int n;
+
+		if (left <= 0)
+			return cryo_error_setx(err, ETIMEDOUT, "%s: timed out", what);
+		n = poll(&p, 1, left > 60000 ? 60000 : (int)left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return cryo_error_set(err, errno, "%s: poll", what);
+		if (n > 0)
+			return 0;
+	}
 }

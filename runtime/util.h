@@ -180,4 +180,7 @@ int cryo_validate_id(const char *id, struct cryo_error *err);
 /* Parse a decimal non-negative integer with an upper bound. */
 int cryo_parse_u64(const char *s, uint64_t max, uint64_t *ret);
 
+/* Wait until fd is ready for events (poll(2)) or deadline_ms (CLOCK_MONOTONIC) passes; what names it in errors. */
+int cryo_wait_fd(int fd, short events, int64_t deadline_ms, const char *what, struct cryo_error *err);
+
 #endif

@@ -159,76 +159,78 @@ static void request(int daemon, int ps)
 	assert_memory_equal(req, got, sizeof(req));
 }
 
+/* Both relays over one channel, the daemon connected and its first request through to the page server. */
+struct relay_pair {
+	struct cryo_transport *ts, *td;
+	int ps[2], w[2], daemon;
+	pid_t src, dst;
+};
+
+static void relay_pair_start(struct relay_pair *p)
+{
+	unsigned port;
+	int lfd;
+
+	channel(&p->ts, &p->td);
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, p->ps), 0);
+	assert_int_equal(pipe2(p->w, O_CLOEXEC), 0);
+	assert_int_equal(cryo_lazy_listen_local(&lfd, &port, NULL), 0);
+	p->src = run_source(p->ts, p->ps[1], p->w[0], p->ps[0]);
+	p->dst = run_dest(p->td, lfd, p->ps[0]);
+	close(p->ps[1]);
+	close(lfd);
+	assert_int_equal(cryo_lazy_connect_local(port, 2000, &p->daemon, NULL), 0);
+	request(p->daemon, p->ps[0]);
+}
+
 static void test_stream(void **state)
 {
-	struct cryo_transport *ts, *td;
-	int ps[2], w[2], lfd, daemon;
-	unsigned port;
-	pid_t src, dst, wr;
+	struct relay_pair p;
+	pid_t wr;
 	bool intact;
 
 	(void)state;
-	channel(&ts, &td);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ps), 0);
-	assert_int_equal(pipe2(w, O_CLOEXEC), 0);
-	assert_int_equal(cryo_lazy_listen_local(&lfd, &port, NULL), 0);
-	src = run_source(ts, ps[1], w[0], ps[0]);
-	dst = run_dest(td, lfd, ps[0]);
-	close(ps[1]);
-	close(lfd);
-	assert_int_equal(cryo_lazy_connect_local(port, 2000, &daemon, NULL), 0);
-	request(daemon, ps[0]);
-	wr = write_pages(ps[0], PAGES_BYTES);
-	close(ps[0]); /* the page server is done once its writer is */
-	assert_int_equal(daemon_reads(daemon, &intact), PAGES_BYTES);
+	relay_pair_start(&p);
+	wr = write_pages(p.ps[0], PAGES_BYTES);
+	close(p.ps[0]); /* the page server is done once its writer is */
+	assert_int_equal(daemon_reads(p.daemon, &intact), PAGES_BYTES);
 	assert_true(intact);
 	assert_int_equal(tl_wait(wr), 0);
-	assert_int_equal(write(w[1], "x", 1), 1); /* the dump exited */
-	assert_int_equal(tl_wait(src), 0);
-	assert_int_equal(tl_wait(dst), 0);
-	close(daemon);
-	close(w[0]);
-	close(w[1]);
-	cryo_transport_close(ts);
-	cryo_transport_close(td);
+	assert_int_equal(write(p.w[1], "x", 1), 1); /* the dump exited */
+	assert_int_equal(tl_wait(p.src), 0);
+	assert_int_equal(tl_wait(p.dst), 0);
+	close(p.daemon);
+	close(p.w[0]);
+	close(p.w[1]);
+	cryo_transport_close(p.ts);
+	cryo_transport_close(p.td);
 }
 
 static void test_cut(void **state)
 {
-	struct cryo_transport *ts, *td;
-	int ps[2], w[2], lfd, daemon;
-	unsigned port;
-	pid_t src, dst, wr;
+	struct relay_pair p;
+	pid_t wr;
 	bool intact;
 	size_t got;
 
 	(void)state;
-	channel(&ts, &td);
-	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ps), 0);
-	assert_int_equal(pipe2(w, O_CLOEXEC), 0);
-	assert_int_equal(cryo_lazy_listen_local(&lfd, &port, NULL), 0);
-	src = run_source(ts, ps[1], w[0], ps[0]);
-	dst = run_dest(td, lfd, ps[0]);
-	close(ps[1]);
-	close(lfd);
-	assert_int_equal(cryo_lazy_connect_local(port, 2000, &daemon, NULL), 0);
-	request(daemon, ps[0]);
-	wr = write_pages(ps[0], 1U << 20);
+	relay_pair_start(&p);
+	wr = write_pages(p.ps[0], 1U << 20);
 	/* the link is lost: the source's end dies with (at most) a megabyte sent */
 	usleep(300000);
-	kill(src, SIGKILL);
-	cryo_transport_close(ts);
-	assert_int_equal(tl_wait(src), 128 + SIGKILL);
-	got = daemon_reads(daemon, &intact);
+	kill(p.src, SIGKILL);
+	cryo_transport_close(p.ts);
+	assert_int_equal(tl_wait(p.src), 128 + SIGKILL);
+	got = daemon_reads(p.daemon, &intact);
 	assert_true(got <= (1U << 20));
 	assert_true(intact);
-	assert_int_equal(tl_wait(dst), 1);
-	close(ps[0]);
+	assert_int_equal(tl_wait(p.dst), 1);
+	close(p.ps[0]);
 	(void)tl_wait(wr);
-	close(daemon);
-	close(w[0]);
-	close(w[1]);
-	cryo_transport_close(td);
+	close(p.daemon);
+	close(p.w[0]);
+	close(p.w[1]);
+	cryo_transport_close(p.td);
 }
 
 static void send_relay_frame(struct cryo_transport *t, size_t len, bool eof)
