@@ -17,9 +17,21 @@ jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRYO_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
 
+# The last lines of each failed test's output, again at the end of the run:
+# a long log is often cut in the middle, and the reason is what matters.
+failed=()
+tails() {
+	local d=$1 name
+	while IFS=: read -r _ name; do
+		echo "-- $d: $name (its last 40 lines)"
+		awk -v n="$name" '$2 == "Testing:" && $3 == n { on = 1; next }
+			on && /^<end of output>/ { exit } on' "$d/Testing/Temporary/LastTest.log" | tail -n 40
+	done <"$d/Testing/Temporary/LastTestsFailed.log"
+}
+
 rc=0
 echo "== ctest: unit, host and vm tests"
-(cd build && ctest --output-on-failure --no-tests=error) || rc=1
+(cd build && ctest --output-on-failure --no-tests=error) || { rc=1; failed+=(build); }
 
 # the packaging tests (a .deb build, man pages and completion against --help)
 # test packaging, not memory: once, above
@@ -27,12 +39,19 @@ echo "== ctest under ASan+UBSan: unit and host tests (not host/package_*)"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCRYO_WERROR=ON -DCRYO_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-	ctest --output-on-failure --no-tests=error -L 'unit|host' -E '^host/package_') || rc=1
+	ctest --output-on-failure --no-tests=error -L 'unit|host' -E '^host/package_') || { rc=1; failed+=(build-asan); }
 
 echo "== fuzzing: each tests/fuzz target for 40 s (libFuzzer, ASan+UBSan), 0 crashes"
 bash tests/fuzz/run.sh 40 || rc=1
 
 echo "== static checks"
 bash tests/lint.sh build || rc=1
+
+if [ ${#failed[@]} -gt 0 ]; then
+	echo "== failed tests"
+	for d in "${failed[@]}"; do
+		tails "$d"
+	done
+fi
 
 exit $rc

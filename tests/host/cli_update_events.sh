@@ -86,16 +86,23 @@ log "events stream: stats every interval, oom when the kernel OOM-kills"
 rt events --interval 200ms "$id" >"$T/events" 2>"$T/events.err" &
 EV=$!
 at_exit "kill $EV"
-sleep 0.7
+# The OOM counter is read when the stream starts: an OOM before that is not
+# an event of this stream. Its first stats line says that it watches.
+for _ in $(seq 200); do
+	grep -q '"type": *"stats"' "$T/events" 2>/dev/null && break
+	kill -0 $EV 2>/dev/null || break
+	sleep 0.05
+done
+grep -q '"type": *"stats"' "$T/events" || fail "events printed no stats within 10 s: $(cat "$T/events" "$T/events.err")"
 touch "$B/rootfs/go"
-for _ in $(seq 100); do
+for _ in $(seq 300); do
 	[ -e "$B/rootfs/oom-done" ] && break
 	sleep 0.1
 done
 [ -e "$B/rootfs/oom-done" ] || fail "the memory hog was not OOM-killed (container init gone?)"
 sleep 0.5
 check rt kill "$id" KILL
-for _ in $(seq 50); do
+for _ in $(seq 100); do
 	kill -0 $EV 2>/dev/null || break
 	sleep 0.1
 done

@@ -10,6 +10,8 @@
 #   start_counter CG...    background counter writing $T/count.<n>
 #   fs_blocked MS          0 if a new writer on $MNT blocks for MS ms
 #   kmod_dmesg_check       fail on oops/BUG/warnings naming the module
+#   kmod_watchdog SEC      from now on, a step that makes no progress() for
+#                          SEC seconds dumps the kernel stacks and fails
 
 KMOD_NAME=cryo_freezer
 STATUS=/sys/kernel/debug/cryo_freezer/holds
@@ -162,3 +164,42 @@ kmod_dmesg_check() {
 	fi
 	[ -z "$bad" ] || fail "dmesg since the test began: $new"
 }
+
+# A hang inside a loop of kernel operations must not run into the
+# harness's 900 s: a test that calls progress() after each step gets the
+# kernel stack of every task of its own (and the blocked-task dump of
+# SysRq-w) and fails after SEC seconds without progress. The stacks say
+# which wait it was - the hung-task detector only reports D state, and
+# only after 120 s.
+kmod_watchdog() {
+	local sec=$1 me=$$
+	progress
+	(
+		trap - EXIT
+		while sleep 5; do
+			[ $(($(date +%s) - $(stat -c %Y "$T/progress"))) -ge "$sec" ] || continue
+			echo "# STALL: no progress for ${sec}s after: $(cat "$T/progress")"
+			ps -eo pid,ppid,stat,wchan:30,args | grep -v '\[' | sed 's/^/#   /'
+			for p in /proc/[0-9]*; do
+				[ -r "$p/stack" ] || continue
+				case "$(cat "$p/cmdline" 2>/dev/null | tr '\0' ' ')" in
+				*kmod_ioctl*|*insmod*|*rmmod*|*bash*) ;;
+				*) continue ;;
+				esac
+				echo "#   -- ${p#/proc/} $(tr '\0' ' ' <"$p/cmdline") ($(awk '{print $3}' "$p/stat"))"
+				sed 's/^/#      /' "$p/stack"
+			done
+			echo w >/proc/sysrq-trigger
+			sleep 1
+			kmod_dmesg_new | tail -n 120 | sed 's/^/#   /'
+			echo "FAIL $TEST_NAME: stalled ${sec}s at: $(cat "$T/progress")" >&2
+			kill -9 "$me"
+			exit 1
+		done
+	) &
+	_KMOD_WATCHDOG=$!
+	at_exit "kill $_KMOD_WATCHDOG"
+}
+
+# Record a step for kmod_watchdog.
+progress() { echo "$*" >"$T/progress"; }
