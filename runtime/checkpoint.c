@@ -80,6 +80,22 @@ struct ctx {
 	struct cryo_imghash *hash; /* hashes CRIU's files as it closes them */
 };
 
+/*
+ * CRIU restores a filter's program, not the agent's end of its
+ * notifications: the restored process would get ENOSYS where its agent
+ * answered. Refused before anything freezes, by checkpoint and by
+ * migrate's preflight.
+ */
+int cryo_checkpoint_refuse_spec(const struct cryo_spec *spec, struct cryo_error *err)
+{
+	if (spec->seccomp.listener_path)
+		return cryo_error_setx(err, EOPNOTSUPP,
+				       "the container's seccomp filter hands syscalls to an agent "
+				       "(linux.seccomp.listenerPath `%s`): a restore would bring the filter back "
+				       "without it", spec->seccomp.listener_path);
+	return 0;
+}
+
 static int step_lock(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
@@ -109,16 +125,9 @@ static int step_lock(void *ctx, struct cryo_error *err)
 	r = cryo_spec_parse(c->config_json, len, &c->spec, err);
 	if (r < 0)
 		return r;
-	/*
-	 * CRIU restores a filter's program, not the agent's end of its
-	 * notifications: the restored process would get ENOSYS where its
-	 * agent answered. Refused before anything freezes.
-	 */
-	if (c->spec->seccomp.listener_path)
-		return cryo_error_setx(err, EOPNOTSUPP,
-				       "the container's seccomp filter hands syscalls to an agent "
-				       "(linux.seccomp.listenerPath `%s`): a restore would bring the filter back "
-				       "without it", c->spec->seccomp.listener_path);
+	r = cryo_checkpoint_refuse_spec(c->spec, err);
+	if (r < 0)
+		return r;
 	return cryo_manifest_new(o->id, c->config_json, &c->m, err);
 }
 

@@ -84,4 +84,8 @@ struct cryo_checkpoint_opts {
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err);
 
+struct cryo_spec;
+/* A config that checkpoint refuses (a seccomp notify agent): -EOPNOTSUPP. */
+int cryo_checkpoint_refuse_spec(const struct cryo_spec *spec, struct cryo_error *err);
+
 #endif

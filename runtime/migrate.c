@@ -495,7 +495,8 @@ static void estimate_need(struct mctx *c, const struct cryo_mount *mnt, bool own
  * one (it would refuse it at its restore step, after the transfer).
  * Said here, before anything is frozen.
  */
-static int refuse_terminal(struct mctx *c, struct cryo_error *err)
+/* What can't follow the container to another host, before anything freezes. */
+static int refuse_unmovable(struct mctx *c, struct cryo_error *err)
 {
 	_cleanup_(cryo_spec_freep) struct cryo_spec *spec = NULL;
 	int r;
@@ -506,7 +507,7 @@ static int refuse_terminal(struct mctx *c, struct cryo_error *err)
 	if (spec->terminal)
 		return cryo_error_setx(err, EOPNOTSUPP,
 				       "the container has a terminal (process.terminal): its console can't follow it to another host");
-	return 0;
+	return cryo_checkpoint_refuse_spec(spec, err);
 }
 
 static int step_preflight(void *ctx, struct cryo_error *err)
@@ -525,7 +526,7 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 	if (c->st->status != CRYO_STATUS_RUNNING && c->st->status != CRYO_STATUS_PAUSED)
 		return cryo_error_setx(err, EINVAL, "container is %s: only a running or paused container migrates",
 				       cryo_status_names[c->st->status]);
-	r = refuse_terminal(c, err);
+	r = refuse_unmovable(c, err);
 	if (r < 0)
 		return r;
 	r = cryo_freezer_open_for(c->st->freezer_backend, c->st->cgroup_v2, c->st->cgroup_v1_freezer, &c->fz, err);
