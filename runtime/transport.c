@@ -299,8 +299,25 @@ void cryo_transport_close(struct cryo_transport *t)
 	cryo_transport_keepalive_stop(t);
 	t->ops->close(t);
 	pthread_mutex_destroy(&t->io_lock);
+	free(t->out_buf);
+	free(t->in_buf);
 	free(t->peer);
 	free(t);
+}
+
+/* Make *buf hold at least n bytes, keeping it for the next frame. */
+static int frame_buf(uint8_t **buf, size_t *cap, size_t n, struct cryo_error *err)
+{
+	uint8_t *p;
+
+	if (n <= *cap)
+		return 0;
+	p = realloc(*buf, n);
+	if (!p)
+		return cryo_error_set(err, ENOMEM, "frame of %zu bytes", n);
+	*buf = p;
+	*cap = n;
+	return 0;
 }
 
 void cryo_migrate_frame_free(Cryo__MigrateFrame *f)
@@ -409,22 +426,25 @@ int cryo_migrate_frame_parse(const uint8_t *buf, size_t len, size_t *ret_used, C
 
 int cryo_transport_send(struct cryo_transport *t, const Cryo__MigrateFrame *f, struct cryo_error *err)
 {
-	_cleanup_free_ uint8_t *buf = NULL;
 	size_t n = cryo__migrate_frame__get_packed_size(f);
+	uint8_t *buf;
 	int r;
 
 	if (n > CRYO_MIGRATE_FRAME_MAX)
 		return cryo_error_setx(err, EMSGSIZE, "frame of %zu bytes to send (at most %u)", n,
 				       CRYO_MIGRATE_FRAME_MAX);
-	buf = malloc(n + 4);
-	if (!buf)
-		return cryo_error_set(err, ENOMEM, "frame");
+	pthread_mutex_lock(&t->io_lock);
+	r = frame_buf(&t->out_buf, &t->out_cap, n + 4, err);
+	if (r < 0) {
+		pthread_mutex_unlock(&t->io_lock);
+		return r;
+	}
+	buf = t->out_buf;
 	buf[0] = (uint8_t)(n >> 24);
 	buf[1] = (uint8_t)(n >> 16);
 	buf[2] = (uint8_t)(n >> 8);
 	buf[3] = (uint8_t)n;
 	cryo__migrate_frame__pack(f, buf + 4);
-	pthread_mutex_lock(&t->io_lock);
 	r = t->ops->write(t, buf, n + 4, cryo_now_ms() + t->io_timeout_ms, err);
 	if (r >= 0) {
 		t->bytes_out += n + 4;
@@ -564,9 +584,9 @@ static int read_full(struct cryo_transport *t, uint8_t *buf, size_t len, int64_t
 	return 0;
 }
 
+/* Called with io_lock held: the body goes into t->in_buf. */
 static int recv_one(struct cryo_transport *t, int64_t deadline, Cryo__MigrateFrame **ret, struct cryo_error *err)
 {
-	_cleanup_free_ uint8_t *body = NULL;
 	uint8_t hdr[4];
 	uint32_t n;
 	int r;
@@ -578,14 +598,14 @@ static int recv_one(struct cryo_transport *t, int64_t deadline, Cryo__MigrateFra
 	if (n > CRYO_MIGRATE_FRAME_MAX)
 		return cryo_error_setx(err, EMSGSIZE, "%s announced a frame of %u bytes (at most %u)", t->peer, n,
 				       CRYO_MIGRATE_FRAME_MAX);
-	body = malloc(n ? n : 1);
-	if (!body)
-		return cryo_error_set(err, ENOMEM, "frame");
-	/* the body follows its length at once: the io timeout bounds it */
-	r = read_full(t, body, n, cryo_now_ms() + t->io_timeout_ms, false, err);
+	r = frame_buf(&t->in_buf, &t->in_cap, n ? n : 1, err);
 	if (r < 0)
 		return r;
-	r = cryo_migrate_frame_decode(body, n, ret, err);
+	/* the body follows its length at once: the io timeout bounds it */
+	r = read_full(t, t->in_buf, n, cryo_now_ms() + t->io_timeout_ms, false, err);
+	if (r < 0)
+		return r;
+	r = cryo_migrate_frame_decode(t->in_buf, n, ret, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "%s", t->peer);
 	return 0;

@@ -66,6 +66,13 @@ struct cryo_transport {
 	pthread_mutex_t io_lock;
 	int64_t last_send_ms;  /* when a frame last went (atomic) */
 	struct cryo_keepalive *keepalive;
+	/*
+	 * A frame's bytes on their way out and in, kept from one frame to
+	 * the next (under io_lock): a fresh 256 KiB buffer for each chunk
+	 * costs a page fault for each of its pages.
+	 */
+	uint8_t *out_buf, *in_buf;
+	size_t out_cap, in_cap;
 };
 
 /* keep-alive frames: one after this long without another frame sent, ... */

@@ -96,6 +96,12 @@ struct cli_progress {
 };
 struct cryo_migrate_progress;
 void cli_migrate_progress(const struct cryo_migrate_progress *p, void *userdata);
+/*
+ * For migrate and receive, which pass hundreds of MiB through frames of
+ * 256 KiB: keep freed memory for the next frame instead of handing it
+ * back to the kernel and faulting it in again (malloc's defaults).
+ */
+void cli_malloc_for_streams(void);
 
 struct cryo_create_opts;
 /* create/run option parsing; <0 = help printed, >0 = exit status */

@@ -6,6 +6,7 @@
  * --log-format json, one line per phase otherwise.
  */
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -86,6 +87,13 @@ static void usage(FILE *out)
 		"destination, then resume or delete it here); 5 failed and the\n"
 		"container could not be resumed here (see the warnings); 6 migrated, but the\n"
 		"copy here could not be stopped: it is left frozen here (delete it).\n");
+}
+
+void cli_malloc_for_streams(void)
+{
+	/* frames (at most CRYO_MIGRATE_FRAME_MAX) come from the heap, which keeps what is freed */
+	(void)mallopt(M_MMAP_THRESHOLD, 4 << 20);
+	(void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
 }
 
 void cli_migrate_progress(const struct cryo_migrate_progress *p, void *userdata)
@@ -251,6 +259,7 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 
 	/* a peer that hangs up is an error to report, not a signal to die of */
 	signal(SIGPIPE, SIG_IGN);
+	cli_malloc_for_streams();
 	r = cryo_migrate(&o, &res, &err);
 	if (pc.line_open)
 		fputc('\n', stderr);

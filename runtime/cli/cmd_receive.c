@@ -159,6 +159,7 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 
 	/* a peer that hangs up is an error to report, not a signal to die of */
 	signal(SIGPIPE, SIG_IGN);
+	cli_malloc_for_streams();
 	r = cryo_receive(&o, &res, &err);
 	if (pc.line_open)
 		fputc('\n', stderr);
