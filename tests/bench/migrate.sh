@@ -21,7 +21,7 @@
 #
 # Prints medians and the ratios migrate/local, pre-copy/local and
 # lazy/local, and the median time of each phase of the source's plain
-# migration (its JSON progress records). Every run is checked: the
+# migration (its JSON progress records), the destination's as dst_<phase>. Every run is checked: the
 # workload keeps counting afterwards.
 #
 #   tests/bench/migrate.sh [REPS] [MEM_MIB...]      (default 3, 64 256)
@@ -60,7 +60,7 @@ ms_since() { echo $(( $(now_ms) - $1 )); }
 
 # one migration of $id (options: $@); sets down and total (ms)
 migrate_once() {
-	mig_receive "$T/r.out" --allow-unsigned ${CRYO_BENCH_TIMEOUT_MS:+--timeout "$CRYO_BENCH_TIMEOUT_MS"}
+	MIG_DST_OPTS="--log-format json" mig_receive "$T/r.out" --allow-unsigned ${CRYO_BENCH_TIMEOUT_MS:+--timeout "$CRYO_BENCH_TIMEOUT_MS"}
 	${CRYO_BENCH_WRAP:-} "$CRYO_BIN" --root "$RTROOT" --log-format json migrate ${CRYO_BENCH_TIMEOUT_MS:+--timeout "$CRYO_BENCH_TIMEOUT_MS"} \
 		${CRYO_BENCH_FREEZE_DEADLINE_MS:+--freeze-deadline "$CRYO_BENCH_FREEZE_DEADLINE_MS"} --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" \
 		--ca "$MIG_PKI/ca.crt" "$@" "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/m.json" 2>"$T/m.err" ||
@@ -84,7 +84,14 @@ for line in open(sys.argv[1]):
 m = json.load(open(sys.argv[2]))
 print("sent_MiB", round(m["bytes"] / 1048576, 1))
 print("early_MiB", round(m.get("early_bytes", 0) / 1048576, 1))
-print("resent_files", m.get("resent_files", 0))' "$T/m.err" "$T/m.json" >"$T/phases.last"
+print("resent_files", m.get("resent_files", 0))
+for line in open(sys.argv[3]):
+    try:
+        p = json.loads(line)["progress"]
+    except (ValueError, KeyError):
+        continue
+    if p["done"]:
+        print("dst_" + p["phase"], p["elapsed_ms"])' "$T/m.err" "$T/m.json" "$T/r.out" >"$T/phases.last"
 	check rt_dst delete --force "$id"
 	rm -rf "${MIG_BUNDLES:?}/$id"
 	check rt delete --force "$id"

@@ -150,7 +150,7 @@ MIG_PORT=7443
 mig_receive() {
 	local out=$1
 	shift
-	rt_dst receive --listen "$MIG_IP_DST:$MIG_PORT" --cert "$MIG_PKI/server.crt" --key "$MIG_PKI/server.key" \
+	rt_dst ${MIG_DST_OPTS:-} receive --listen "$MIG_IP_DST:$MIG_PORT" --cert "$MIG_PKI/server.crt" --key "$MIG_PKI/server.key" \
 		--ca "$MIG_PKI/ca.crt" --bundle-dir "$MIG_BUNDLES" --accept-timeout 60000 "$@" >"$out" 2>&1 &
 	MIG_RPID=$!
 	for _ in $(seq 200); do
