@@ -20,9 +20,10 @@
 #             --dry-run --lazy says so), its columns are `-`.
 #
 # Prints medians and the ratios migrate/local, pre-copy/local and
-# lazy/local, and the median time of each phase of the source's plain
-# migration (its JSON progress records), the destination's as dst_<phase>. Every run is checked: the
-# workload keeps counting afterwards.
+# lazy/local, then the medians of the local checkpoint and restore and of
+# each phase of the plain migration: the source's (its JSON progress
+# records) and the destination's (dst_<phase>). Every run is checked:
+# the workload keeps counting afterwards.
 #
 #   tests/bench/migrate.sh [REPS] [MEM_MIB...]      (default 3, 64 256)
 #
@@ -121,13 +122,16 @@ for mib in $sizes; do
 		rm -rf "$T/img"
 		t0=$(now_ms)
 		check rt checkpoint --image-path "$T/img" "$id"
+		t1=$(now_ms)
 		rt restore -d --bundle "$B" --image-path "$T/img" "$id" </dev/null >"$T/out" 2>&1 || fail "restore: $(cat "$T/out")"
-		local_ms=$(ms_since "$t0")
+		t2=$(now_ms)
+		local_ms=$((t2 - t0))
+		printf 'local_checkpoint %s\nlocal_restore %s\n' $((t1 - t0)) $((t2 - t1)) >"$T/local.last"
 		c=$(wl_count "$S")
 		wl_wait_above "$S" $((c + 10))
 		migrate_once
 		echo "$local_ms" >>"$T/l"; echo "$down" >>"$T/d"; echo "$total" >>"$T/t"
-		cat "$T/phases.last" >>"$T/ph"
+		cat "$T/local.last" "$T/phases.last" >>"$T/ph"
 		plain_down=$down plain_total=$total
 		if [ "${CRYO_BENCH_PRECOPY:-1}" != 0 ]; then
 			start
