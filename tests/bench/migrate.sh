@@ -72,27 +72,23 @@ migrate_once() {
 	wl_wait_above "$D" $((c + 10))
 	wl_status "$D" | grep -q ' ok ' || fail "after migrate $*: $(wl_status "$D")"
 	read -r down total <<<"$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["downtime_usec"]/1e3, m["total_usec"]/1e3)' "$T/m.json")"
-	# the source's phases: "phase ms" lines
+	# the phases, "phase ms" lines: the source's, then the destination's as dst_<phase>
 	python3 -c '
 import json, sys
-for line in open(sys.argv[1]):
-    try:
-        p = json.loads(line)["progress"]
-    except (ValueError, KeyError):
-        continue
-    if p["done"]:
-        print(p["phase"], p["elapsed_ms"])
+def phases(path, prefix):
+    for line in open(path):
+        try:
+            p = json.loads(line)["progress"]
+        except (ValueError, KeyError):
+            continue
+        if p["done"]:
+            print(prefix + p["phase"], p["elapsed_ms"])
+phases(sys.argv[1], "")
 m = json.load(open(sys.argv[2]))
 print("sent_MiB", round(m["bytes"] / 1048576, 1))
 print("early_MiB", round(m.get("early_bytes", 0) / 1048576, 1))
 print("resent_files", m.get("resent_files", 0))
-for line in open(sys.argv[3]):
-    try:
-        p = json.loads(line)["progress"]
-    except (ValueError, KeyError):
-        continue
-    if p["done"]:
-        print("dst_" + p["phase"], p["elapsed_ms"])' "$T/m.err" "$T/m.json" "$T/r.out" >"$T/phases.last"
+phases(sys.argv[3], "dst_")' "$T/m.err" "$T/m.json" "$T/r.out" >"$T/phases.last"
 	check rt_dst delete --force "$id"
 	rm -rf "${MIG_BUNDLES:?}/$id"
 	check rt delete --force "$id"
