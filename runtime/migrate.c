@@ -490,12 +490,12 @@ static void estimate_need(struct mctx *c, const struct cryo_mount *mnt, bool own
 }
 
 /*
- * A container with a terminal can't go: its pty master is held by a
- * console socket here, and the destination restores detached, without
- * one (it would refuse it at its restore step, after the transfer).
- * Said here, before anything is frozen.
+ * What can't follow the container to another host, said before anything
+ * is frozen. A terminal: its pty master is held by a console socket here,
+ * and the destination restores detached, without one (it would refuse it
+ * at its restore step, after the transfer). A seccomp notify agent:
+ * checkpoint's own refusal.
  */
-/* What can't follow the container to another host, before anything freezes. */
 static int refuse_unmovable(struct mctx *c, struct cryo_error *err)
 {
 	_cleanup_(cryo_spec_freep) struct cryo_spec *spec = NULL;

@@ -148,7 +148,6 @@ void cryo_transport_close(struct cryo_transport *t);
 int cryo_transport_new(const struct cryo_transport_ops *ops, const char *peer, struct cryo_transport **ret,
 		       struct cryo_error *err);
 
-
 /*
  * Whether the peer sent something not read yet (a failure report while
  * we are busy sending): a hint, a frame may still be incomplete.

@@ -117,13 +117,7 @@ tty_in=$(rt exec "$id" readlink /proc/1/fd/0) || fail "exec: $tty_in"
 
 # --- migrate refuses it at its preflight (its console can't follow it):
 # before anything is frozen, and the destination makes nothing
-mkdir -p "$T/dst-root" "$T/dst-bundles"
-cat >"$T/fake-ssh" <<EOF
-#!/bin/sh
-# a stand-in for ssh(1): the destination's receive, here, in a root of its own
-exec "$CRYO_BIN" --root "$T/dst-root" receive --stdio --bundle-dir "$T/dst-bundles" --allow-unsigned 2>"$T/dst.err"
-EOF
-chmod +x "$T/fake-ssh"
+stand_in_ssh
 expect_fail 1 rt migrate --ssh "$T/fake-ssh" "$id" ssh://dst
 expect_output "failed at preflight" "migrate of a container with a terminal"
 expect_output "has a terminal (process.terminal)" "migrate of a container with a terminal"
@@ -131,8 +125,7 @@ expect_output "has a terminal (process.terminal)" "migrate of a container with a
 	|| fail "after the refused migrate the container is not running"
 n=$(last_count "$T/out2")
 wait_for "$T/out2" "^n=$((n + 2))$" "the counter does not go on after the refused migrate"
-[ -z "$(ls -A "$T/dst-bundles")" ] || fail "the destination made a bundle: $(ls -A "$T/dst-bundles")"
-[ -z "$(ls -A "$T/dst-root/.migrate-in" 2>/dev/null)" ] || fail "the destination staged something"
+stand_in_dst_empty "migrate of a container with a terminal"
 check rt delete --force "$id"
 kill "$rp2" 2>/dev/null
 

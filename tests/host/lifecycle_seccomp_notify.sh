@@ -127,16 +127,13 @@ scenario() {
 	[ ! -e "$T/img" ] || fail "the refused checkpoint left an image dir"
 
 	# migrate refuses it at its preflight, before it freezes or sends anything
-	mkdir -p "$T/dst-root" "$T/dst-bundles"
-	printf '#!/bin/sh\nexec "%s" --root "%s" receive --stdio --bundle-dir "%s" --allow-unsigned 2>>"%s"\n' \
-		"$CRYO_BIN" "$T/dst-root" "$T/dst-bundles" "$T/dst.err" >"$T/fake-ssh"
-	chmod +x "$T/fake-ssh"
+	stand_in_ssh
 	expect_fail 1 rt migrate --ssh "$T/fake-ssh" "$id" ssh://dst
 	expect_output "failed at preflight" "migrate with a notify listener"
 	expect_output 'hands syscalls to an agent (linux.seccomp.listenerPath' "migrate with a notify listener"
 	[ "$(rt state "$id" | python3 -c 'import json,sys; print(json.load(sys.stdin)["status"])')" = running ] ||
 		fail "after the refused migrate: $(rt state "$id")"
-	[ -z "$(ls -A "$T/dst-bundles")" ] || fail "the destination made a bundle: $(ls -A "$T/dst-bundles")"
+	stand_in_dst_empty "migrate with a notify listener"
 	check rt delete --force "$id"
 }
 scenario True 1

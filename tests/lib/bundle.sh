@@ -7,6 +7,8 @@
 #   cgroup_parent             the parent cgroup every container of this test lives in
 #   rt                        cryo with --root in $T
 #   rt_timed                  rt under a 60 s timeout, for a foreground `run` that could hang
+#   stand_in_ssh              $T/fake-ssh: for `rt migrate --ssh`, a receive here in a root of its own
+#   stand_in_dst_empty WHAT   fail unless that receive made no bundle and staged nothing
 need_root
 need_cmd busybox
 need_cmd mkfs.ext4
@@ -17,6 +19,21 @@ RTROOT="$T/root"
 
 rt() { "$CRYO_BIN" --root "$RTROOT" "$@"; }
 rt_timed() { timeout 60 "$CRYO_BIN" --root "$RTROOT" "$@"; }
+
+# A stand-in for ssh(1): the destination's `receive --stdio`, on this
+# host, with its root in $T/dst-root, its bundles in $T/dst-bundles and
+# its stderr in $T/dst.err. For the migrations refused before the transfer.
+stand_in_ssh() {
+	mkdir -p "$T/dst-root" "$T/dst-bundles"
+	printf '#!/bin/sh\nexec "%s" --root "%s" receive --stdio --bundle-dir "%s" --allow-unsigned 2>>"%s"\n' \
+		"$CRYO_BIN" "$T/dst-root" "$T/dst-bundles" "$T/dst.err" >"$T/fake-ssh"
+	chmod +x "$T/fake-ssh"
+}
+
+stand_in_dst_empty() {
+	[ -z "$(ls -A "$T/dst-bundles")" ] || fail "$1: the destination made a bundle: $(ls -A "$T/dst-bundles")"
+	[ -z "$(ls -A "$T/dst-root/.migrate-in" 2>/dev/null)" ] || fail "$1: the destination staged something"
+}
 
 _cgparent_cleanup() {
 	local d
