@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -18,11 +19,36 @@
 /* CRIU's image dirs hold tens of files; bound what a stranger could make us track. */
 #define IMGHASH_MAX_FILES 4096
 
+/*
+ * A growing page image is hashed once this much more of it is there, at
+ * most GROW_STEP at a time (then the closed files get their turn), and
+ * looked at again after GROW_POLL_MS when nothing new came.
+ */
+#define GROW_MIN (1U << 20)
+#define GROW_STEP (8U << 20)
+#define GROW_POLL_MS 5
+
+/*
+ * The hash of a page image taken while CRIU still appends to it: the
+ * bytes [0, done) of the inode (dev, ino), as it was before close number
+ * gen + 1 of that name.
+ */
+struct growing {
+	int fd;
+	struct cryo_sha256 *sha;
+	uint64_t done;
+	unsigned int gen;
+	dev_t dev;
+	ino_t ino;
+};
+
 struct entry {
 	char *name;
 	unsigned int gen;        /* close-write events seen */
 	unsigned int hashed_gen; /* gen the digest belongs to; 0 = none */
 	bool pending;
+	bool growing;            /* created while watched, appended to: hash as it grows */
+	struct growing g;        /* (g.sha != NULL: started) */
 	uint8_t sha[CRYO_SHA256_LEN];
 	uint64_t size;
 	struct timespec mtime;
@@ -37,6 +63,7 @@ struct cryo_imghash {
 	bool stopping;
 	bool overflow;
 	bool writeback;
+	bool grow;
 	struct entry *v;
 	size_t n, cap;
 	uint64_t bytes;
@@ -66,11 +93,22 @@ static struct entry *find_or_add(struct cryo_imghash *h, const char *name)
 	}
 	e = &h->v[h->n];
 	memset(e, 0, sizeof(*e));
+	e->g.fd = -1;
 	e->name = strdup(name);
 	if (!e->name)
 		return NULL;
 	h->n++;
 	return e;
+}
+
+static void grow_drop(struct entry *e)
+{
+	if (e->g.fd >= 0)
+		close(e->g.fd);
+	cryo_sha256_free(e->g.sha);
+	e->g.fd = -1;
+	e->g.sha = NULL;
+	e->g.done = 0;
 }
 
 /* Events were lost: trust nothing (and whoever listens, neither). */
@@ -96,6 +134,30 @@ static void touched(struct cryo_imghash *h, const char *name)
 		h->closed(h->dirfd, name, h->closed_data);
 }
 
+/*
+ * A file was created. CRIU writes a page image (pages-N.img) once, in
+ * order, from start to end, through one fd (page-xfer's splice at the
+ * file's offset): what is below its size is final. Those are hashed as
+ * they grow; every other file waits for its close.
+ */
+static void created(struct cryo_imghash *h, const char *name)
+{
+	struct entry *e;
+
+	if (!h->grow || fnmatch("pages-*.img", name, 0) != 0)
+		return;
+	e = find_or_add(h, name);
+	if (!e) {
+		lost(h);
+		return;
+	}
+	/* a name seen before (closed, moved in) is not a fresh append */
+	if (e->gen == 0 && !e->growing) {
+		e->growing = true;
+		e->g.gen = e->gen;
+	}
+}
+
 /* Read every queued event without blocking. */
 static void drain_events(struct cryo_imghash *h)
 {
@@ -114,6 +176,8 @@ static void drain_events(struct cryo_imghash *h)
 
 			if (ev->mask & IN_Q_OVERFLOW)
 				lost(h);
+			else if (ev->len > 0 && !(ev->mask & IN_ISDIR) && (ev->mask & IN_CREATE))
+				created(h, ev->name);
 			else if (ev->len > 0 && !(ev->mask & IN_ISDIR))
 				touched(h, ev->name);
 			p += sizeof(*ev) + ev->len;
@@ -121,45 +185,163 @@ static void drain_events(struct cryo_imghash *h)
 	}
 }
 
-static void hash_one(struct cryo_imghash *h, struct entry *e)
+/* Feed fd's bytes [from, from + len) (or to EOF: len UINT64_MAX) to sha; the bytes read. */
+static int64_t feed(int fd, struct cryo_sha256 *sha, uint64_t from, uint64_t len)
 {
+	uint8_t buf[1U << 16];
+	uint64_t n = 0;
+
+	while (n < len) {
+		size_t want = len - n < sizeof(buf) ? (size_t)(len - n) : sizeof(buf);
+		ssize_t got = pread(fd, buf, want, (off_t)(from + n));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return -1;
+		if (got == 0)
+			break;
+		if (cryo_sha256_update(sha, buf, (size_t)got, NULL) < 0)
+			return -1;
+		n += (uint64_t)got;
+	}
+	return (int64_t)n;
+}
+
+/*
+ * The part of a growing file hashed so far still stands for this close
+ * if this close is the first since the hash began, of the same inode, no
+ * shorter than what was read.
+ */
+static bool grow_usable(struct entry *e, const struct stat *st)
+{
+	return e->g.sha && e->gen == e->g.gen + 1 && st->st_dev == e->g.dev && st->st_ino == e->g.ino &&
+	       (uint64_t)st->st_size >= e->g.done;
+}
+
+static void hash_one(struct cryo_imghash *h, size_t i)
+{
+	struct entry *e = &h->v[i];
 	_cleanup_close_ int fd = -1;
+	_cleanup_(cryo_sha256_freep) struct cryo_sha256 *sha = NULL;
 	unsigned int gen = e->gen;
 	struct stat st;
-	uint8_t sha[CRYO_SHA256_LEN];
-	uint64_t size = 0;
+	uint8_t md[CRYO_SHA256_LEN];
+	uint64_t from = 0;
+	int64_t n;
 
 	e->pending = false;
 	fd = openat(h->dirfd, e->name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		grow_drop(e);
 		return;
-	if (cryo_digest_fd(fd, sha, &size, NULL) < 0)
+	}
+	/* go on from where the growing hash is, or start over */
+	if (grow_usable(e, &st)) {
+		sha = e->g.sha;
+		e->g.sha = NULL;
+		from = e->g.done;
+	}
+	grow_drop(e);
+	e->growing = false;
+	if (!sha && cryo_sha256_new(&sha, NULL) < 0)
+		return;
+	n = feed(fd, sha, from, UINT64_MAX);
+	if (n < 0 || cryo_sha256_final(sha, md, NULL) < 0)
 		return;
 	/* (CRYO_IMGHASH_WRITEBACK) */
 	if (h->writeback)
-		(void)sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != size)
+		(void)sync_file_range(fd, (off_t)from, 0, SYNC_FILE_RANGE_WRITE);
+	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != from + (uint64_t)n)
 		return;
-	/* a close-write that came while we read makes this digest stale */
+	/* a close-write that came while we read makes this digest stale (and may move h->v) */
 	drain_events(h);
+	e = &h->v[i];
 	if (e->gen != gen)
 		return;
-	memcpy(e->sha, sha, sizeof(sha));
-	e->size = size;
+	memcpy(e->sha, md, sizeof(md));
+	e->size = (uint64_t)st.st_size;
 	e->mtime = st.st_mtim;
 	e->hashed_gen = gen;
-	h->bytes += size;
+	__atomic_add_fetch(&h->bytes, (uint64_t)n, __ATOMIC_RELAXED);
 	h->files++;
 }
 
-static struct entry *next_pending(struct cryo_imghash *h)
+/*
+ * Hash what has been appended to one growing page image since the last
+ * look, GROW_STEP at most. true: something was hashed (look again soon).
+ */
+static bool grow_one(struct cryo_imghash *h, struct entry *e)
+{
+	struct stat st;
+	uint64_t len;
+	int64_t n;
+
+	if (!e->g.sha) {
+		int fd = openat(h->dirfd, e->name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
+
+		if (fd < 0)
+			return false;
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || cryo_sha256_new(&e->g.sha, NULL) < 0) {
+			close(fd);
+			e->growing = false;
+			return false;
+		}
+		e->g.fd = fd;
+		e->g.dev = st.st_dev;
+		e->g.ino = st.st_ino;
+		e->g.done = 0;
+	}
+	if (fstat(e->g.fd, &st) < 0 || (uint64_t)st.st_size < e->g.done) {
+		/* shrank: not an append; the close hashes it whole */
+		grow_drop(e);
+		e->growing = false;
+		return false;
+	}
+	len = (uint64_t)st.st_size - e->g.done;
+	if (len < GROW_MIN)
+		return false;
+	len = len > GROW_STEP ? GROW_STEP : len & ~(uint64_t)4095;
+	n = feed(e->g.fd, e->g.sha, e->g.done, len);
+	if (n <= 0) {
+		grow_drop(e);
+		e->growing = false;
+		return false;
+	}
+	if (h->writeback)
+		(void)sync_file_range(e->g.fd, (off_t)e->g.done, n, SYNC_FILE_RANGE_WRITE);
+	e->g.done += (uint64_t)n;
+	__atomic_add_fetch(&h->bytes, (uint64_t)n, __ATOMIC_RELAXED);
+	return true;
+}
+
+/* One step on every growing file: true when any of them moved on. */
+static bool grow_some(struct cryo_imghash *h, bool *ret_any)
+{
+	bool moved = false;
+	size_t i;
+
+	*ret_any = false;
+	for (i = 0; i < h->n; i++) {
+		struct entry *e = &h->v[i];
+
+		if (!e->growing || e->pending)
+			continue;
+		*ret_any = true;
+		moved |= grow_one(h, e);
+	}
+	return moved;
+}
+
+/* The index of a file closed and not hashed since, or -1. */
+static ssize_t next_pending(struct cryo_imghash *h)
 {
 	size_t i;
 
 	for (i = 0; i < h->n; i++)
 		if (h->v[i].pending)
-			return &h->v[i];
-	return NULL;
+			return (ssize_t)i;
+	return -1;
 }
 
 static void *worker(void *arg)
@@ -171,19 +353,22 @@ static void *worker(void *arg)
 	};
 
 	for (;;) {
-		struct entry *e;
+		bool any_growing;
+		ssize_t i;
 
 		drain_events(h);
 		if (h->overflow)
 			return NULL;
-		e = next_pending(h);
-		if (e) {
-			hash_one(h, e);
+		i = next_pending(h);
+		if (i >= 0) {
+			hash_one(h, (size_t)i);
 			continue;
 		}
 		if (h->stopping)
 			return NULL;
-		if (poll(pfd, 2, -1) < 0 && errno != EINTR)
+		if (grow_some(h, &any_growing))
+			continue;
+		if (poll(pfd, 2, any_growing ? GROW_POLL_MS : -1) < 0 && errno != EINTR)
 			return NULL;
 		if (pfd[1].revents & POLLIN)
 			h->stopping = true; /* drain once more, hash what is left, then go */
@@ -207,6 +392,7 @@ int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn 
 	if (!h)
 		return cryo_error_set(err, ENOMEM, "image hash");
 	h->writeback = flags & CRYO_IMGHASH_WRITEBACK;
+	h->grow = flags & CRYO_IMGHASH_GROWING_PAGES;
 	h->closed = fn;
 	h->closed_data = userdata;
 	h->ifd = h->efd = -1;
@@ -226,7 +412,7 @@ int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn 
 		char p[64];
 
 		snprintf(p, sizeof(p), "/proc/self/fd/%d", h->dirfd);
-		if (inotify_add_watch(h->ifd, p, IN_CLOSE_WRITE | IN_MOVED_TO | IN_ONLYDIR) < 0) {
+		if (inotify_add_watch(h->ifd, p, IN_CLOSE_WRITE | IN_MOVED_TO | IN_CREATE | IN_ONLYDIR) < 0) {
 			r = cryo_error_set(err, errno, "image hash: watch the image dir");
 			goto fail;
 		}
@@ -306,7 +492,7 @@ bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, ui
 
 void cryo_imghash_stats(const struct cryo_imghash *h, uint64_t *ret_bytes, unsigned int *ret_files)
 {
-	*ret_bytes = h ? h->bytes : 0;
+	*ret_bytes = h ? __atomic_load_n(&h->bytes, __ATOMIC_RELAXED) : 0;
 	*ret_files = h ? h->files : 0;
 }
 
@@ -317,8 +503,10 @@ void cryo_imghash_free(struct cryo_imghash *h)
 	if (!h)
 		return;
 	stop(h);
-	for (i = 0; i < h->n; i++)
+	for (i = 0; i < h->n; i++) {
+		grow_drop(&h->v[i]);
 		free(h->v[i].name);
+	}
 	free(h->v);
 	if (h->ifd >= 0)
 		close(h->ifd);

@@ -2,9 +2,10 @@
 /*
  * Hash image files while CRIU writes them. A thread watches the staging
  * dir with inotify and hashes each file when its writer closes it
- * (IN_CLOSE_WRITE), on the core CRIU leaves idle; the manifest then takes
- * those digests instead of reading 1 GB of page images again after the
- * dump.
+ * (IN_CLOSE_WRITE), page images even as they grow
+ * (CRYO_IMGHASH_GROWING_PAGES), on the core CRIU leaves idle; the
+ * manifest then takes those digests instead of reading 1 GB of page
+ * images again after the dump.
  *
  * Why it can't go stale: every close of a written file queues an event.
  * A digest counts only if no event for that file arrived after the hash
@@ -33,6 +34,16 @@ struct cryo_imghash;
  * does (--leave-running: the container is frozen while CRIU writes).
  */
 #define CRYO_IMGHASH_WRITEBACK (1U << 0)
+
+/*
+ * Hash CRIU's page images (pages-*.img created while watched) as they
+ * grow, not only once closed: the dump's largest files are written last
+ * and would otherwise be read whole after it. Safe because CRIU appends
+ * each page image in order through one fd: the hash of a growing file is
+ * kept only for its first close, same inode, no shorter than what was
+ * read; anything else and the close hashes the file whole.
+ */
+#define CRYO_IMGHASH_GROWING_PAGES (1U << 1)
 
 /* Watch dirfd (flat, as CRIU's image dir is) and hash what is there and what comes. */
 int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, struct cryo_error *err);
@@ -65,7 +76,10 @@ int cryo_imghash_finish(struct cryo_imghash *h, struct cryo_error *err);
 bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, uint8_t ret_sha[CRYO_SHA256_LEN],
 			 uint64_t *ret_size);
 
-/* Bytes hashed by the thread, and files (for the manifest's timings). */
+/*
+ * Bytes hashed by the thread (also while it runs: a file's growing part
+ * counts as it is read), and files hashed (after finish).
+ */
 void cryo_imghash_stats(const struct cryo_imghash *h, uint64_t *ret_bytes, unsigned int *ret_files);
 
 /* Stop (if running) and free. Accepts NULL. */

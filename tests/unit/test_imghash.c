@@ -127,11 +127,166 @@ static void test_free_while_running(void **state)
 	close(dfd);
 }
 
+/* Append len bytes of a pattern (seeded by the offset) through fd. */
+static void append(int fd, size_t len)
+{
+	_cleanup_free_ char *buf = malloc(len);
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	size_t i;
+
+	assert_non_null(buf);
+	assert_true(at >= 0);
+	for (i = 0; i < len; i++)
+		buf[i] = (char)((size_t)at + i * 7 + (i >> 12));
+	assert_int_equal(write(fd, buf, len), (ssize_t)len);
+}
+
+/* Wait (5 s at most) until the thread has hashed at least want bytes. */
+static uint64_t wait_hashed(struct cryo_imghash *h, uint64_t want)
+{
+	uint64_t bytes = 0;
+	unsigned int files, i;
+
+	for (i = 0; i < 500; i++) {
+		cryo_imghash_stats(h, &bytes, &files);
+		if (bytes >= want)
+			break;
+		usleep(10000);
+	}
+	return bytes;
+}
+
+#define MIB (1U << 20)
+
+/* A dir of its own under the test's tmpdir, so the counts are this test's. */
+static int fresh_dir(const char *name)
+{
+	_cleanup_close_ int top = open(tl_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int dfd;
+
+	assert_true(top >= 0);
+	assert_int_equal(mkdirat(top, name, 0700), 0);
+	dfd = openat(top, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(dfd >= 0);
+	return dfd;
+}
+
+/*
+ * A page image is hashed while it is appended to, and the close only
+ * adds its tail: the bytes hashed in all are the file's size, not twice
+ * it, and the digest is the file's.
+ */
+static void test_growing_page_image(void **state)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_imghash *h = NULL;
+	uint8_t sha[CRYO_SHA256_LEN];
+	uint64_t size = 0, bytes = 0;
+	unsigned int files = 0;
+	int dfd, fd;
+
+	(void)state;
+	dfd = fresh_dir("grow");
+	assert_int_equal(cryo_imghash_start(dfd, CRYO_IMGHASH_GROWING_PAGES, &h, &err), 0);
+	fd = openat(dfd, "pages-1.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	append(fd, 4 * MIB);
+	/* hashed while still open: nothing was closed yet */
+	assert_true(wait_hashed(h, 4 * MIB) >= 4 * MIB);
+	append(fd, 3 * MIB + 123);
+	assert_true(wait_hashed(h, 6 * MIB) >= 6 * MIB);
+	append(fd, 5);
+	close(fd);
+	assert_int_equal(cryo_imghash_finish(h, &err), 0);
+	assert_true(cryo_imghash_lookup(h, dfd, "pages-1.img", sha, &size));
+	assert_int_equal(size, 7 * MIB + 128);
+	expect_true_digest(h, dfd, "pages-1.img");
+	cryo_imghash_stats(h, &bytes, &files);
+	assert_int_equal(bytes, 7 * MIB + 128);
+	assert_int_equal(files, 1);
+	cryo_imghash_free(h);
+	close(dfd);
+}
+
+/*
+ * What breaks the append-only promise is hashed whole at its close, and
+ * what does not keep it is not hashed early: a page image cut shorter
+ * than what was read, one replaced by another inode under its name, one
+ * closed twice (a second writer), and any other file.
+ */
+static void test_growing_broken_promise(void **state)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_imghash *h = NULL;
+	uint8_t sha[CRYO_SHA256_LEN];
+	uint64_t size = 0, bytes = 0, before;
+	unsigned int files = 0;
+	int dfd, fd, fd2, other;
+
+	(void)state;
+	dfd = fresh_dir("broken");
+	assert_int_equal(cryo_imghash_start(dfd, CRYO_IMGHASH_GROWING_PAGES, &h, &err), 0);
+
+	/* not a page image: nothing is read before its close */
+	other = openat(dfd, "core-9.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(other >= 0);
+	append(other, 2 * MIB);
+
+	/* cut below what was read, then written on */
+	fd = openat(dfd, "pages-2.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	append(fd, 3 * MIB);
+	assert_true(wait_hashed(h, 3 * MIB) >= 3 * MIB);
+	assert_int_equal(ftruncate(fd, MIB), 0);
+	assert_int_equal(lseek(fd, MIB, SEEK_SET), MIB);
+	append(fd, MIB + 17);
+	close(fd);
+
+	/* replaced by a new inode of the same name after part of it was read */
+	fd = openat(dfd, "pages-3.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	append(fd, 2 * MIB);
+	before = wait_hashed(h, 5 * MIB);
+	assert_true(before >= 5 * MIB);
+	put(dfd, "pages-3.img.tmp", 3 * MIB, 5);
+	assert_int_equal(renameat(dfd, "pages-3.img.tmp", dfd, "pages-3.img"), 0);
+	close(fd);
+
+	/* two writers: the first close must not end the hash of what the second still writes */
+	fd = openat(dfd, "pages-4.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	fd2 = openat(dfd, "pages-4.img", O_WRONLY | O_APPEND | O_CLOEXEC);
+	assert_true(fd2 >= 0);
+	append(fd, 2 * MIB);
+	close(fd);
+	append(fd2, MIB + 3);
+	close(fd2);
+
+	cryo_imghash_stats(h, &bytes, &files);
+	/* core-9.img is still open: not a byte of it may have been read */
+	assert_true(bytes < before + 3 * MIB + 2 * MIB + 2 * MIB + MIB + 3 + 1);
+	close(other);
+	assert_int_equal(cryo_imghash_finish(h, &err), 0);
+	expect_true_digest(h, dfd, "pages-2.img");
+	expect_true_digest(h, dfd, "pages-3.img");
+	expect_true_digest(h, dfd, "pages-4.img");
+	expect_true_digest(h, dfd, "core-9.img");
+	assert_true(cryo_imghash_lookup(h, dfd, "pages-2.img", sha, &size));
+	assert_int_equal(size, 2 * MIB + 17);
+	assert_true(cryo_imghash_lookup(h, dfd, "pages-4.img", sha, &size));
+	assert_int_equal(size, 3 * MIB + 3);
+	assert_true(cryo_imghash_lookup(h, dfd, "core-9.img", sha, &size));
+	cryo_imghash_free(h);
+	close(dfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hashes_what_is_written),
 		cmocka_unit_test(test_free_while_running),
+		cmocka_unit_test(test_growing_page_image),
+		cmocka_unit_test(test_growing_broken_promise),
 	};
 
 	return cmocka_run_group_tests(tests, tl_group_setup_tmpdir, tl_group_teardown_tmpdir);
