@@ -47,6 +47,7 @@ struct entry {
 	unsigned int gen;        /* close-write events seen */
 	unsigned int hashed_gen; /* gen the digest belongs to; 0 = none */
 	bool pending;
+	bool busy;               /* a thread reads it (and owns g) */
 	bool growing;            /* created while watched, appended to: hash as it grows */
 	struct growing g;        /* (g.sha != NULL: started) */
 	uint8_t sha[CRYO_SHA256_LEN];
@@ -54,18 +55,33 @@ struct entry {
 	struct timespec mtime;
 };
 
+/*
+ * One thread hashes while CRIU writes (it has the dump's tasks to run on
+ * the other cores); when it is done, finish adds one per other core for
+ * what is left: two page images then hash side by side.
+ */
+#define IMGHASH_MAX_THREADS 4
+
+/*
+ * Locking: lock guards everything below but dirfd/ifd/efd and the
+ * counters (atomic), and is held except around the reading of a file, which is
+ * done by the one thread that marked the entry busy. Entries never move
+ * (v holds pointers), so a busy entry stays where its thread left it.
+ */
 struct cryo_imghash {
 	int dirfd;
 	int ifd;
 	int efd;
-	pthread_t tid;
-	bool running;
+	pthread_mutex_t lock;
+	pthread_t tid[IMGHASH_MAX_THREADS];
+	unsigned int nthreads;
 	bool stopping;
 	bool overflow;
 	bool writeback;
 	bool grow;
-	struct entry *v;
+	struct entry **v;
 	size_t n, cap;
+	size_t grow_next;        /* where the search for a growing file starts: each gets a turn */
 	uint64_t bytes;
 	unsigned int files;
 	cryo_imghash_closed_fn closed;
@@ -78,26 +94,29 @@ static struct entry *find_or_add(struct cryo_imghash *h, const char *name)
 	size_t i;
 
 	for (i = 0; i < h->n; i++)
-		if (strcmp(h->v[i].name, name) == 0)
-			return &h->v[i];
+		if (strcmp(h->v[i]->name, name) == 0)
+			return h->v[i];
 	if (h->n >= IMGHASH_MAX_FILES)
 		return NULL;
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 64;
-		struct entry *v = realloc(h->v, cap * sizeof(*v));
+		struct entry **v = realloc(h->v, cap * sizeof(*v));
 
 		if (!v)
 			return NULL;
 		h->v = v;
 		h->cap = cap;
 	}
-	e = &h->v[h->n];
-	memset(e, 0, sizeof(*e));
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return NULL;
 	e->g.fd = -1;
 	e->name = strdup(name);
-	if (!e->name)
+	if (!e->name) {
+		free(e);
 		return NULL;
-	h->n++;
+	}
+	h->v[h->n++] = e;
 	return e;
 }
 
@@ -213,65 +232,74 @@ static int64_t feed(int fd, struct cryo_sha256 *sha, uint64_t from, uint64_t len
  * if this close is the first since the hash began, of the same inode, no
  * shorter than what was read.
  */
-static bool grow_usable(struct entry *e, const struct stat *st)
+static bool grow_usable(const struct entry *e, unsigned int gen, const struct stat *st)
 {
-	return e->g.sha && e->gen == e->g.gen + 1 && st->st_dev == e->g.dev && st->st_ino == e->g.ino &&
+	return e->g.sha && gen == e->g.gen + 1 && st->st_dev == e->g.dev && st->st_ino == e->g.ino &&
 	       (uint64_t)st->st_size >= e->g.done;
 }
 
-static void hash_one(struct cryo_imghash *h, size_t i)
+/* Called locked, with e pending and not busy; returns locked. */
+static void hash_one(struct cryo_imghash *h, struct entry *e)
 {
-	struct entry *e = &h->v[i];
 	_cleanup_close_ int fd = -1;
 	_cleanup_(cryo_sha256_freep) struct cryo_sha256 *sha = NULL;
 	unsigned int gen = e->gen;
+	bool ok = false;
 	struct stat st;
 	uint8_t md[CRYO_SHA256_LEN];
 	uint64_t from = 0;
-	int64_t n;
+	int64_t n = -1;
 
 	e->pending = false;
+	e->busy = true;
+	pthread_mutex_unlock(&h->lock);
 	fd = openat(h->dirfd, e->name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+		/* go on from where the growing hash is, or start over */
+		if (grow_usable(e, gen, &st)) {
+			sha = e->g.sha;
+			e->g.sha = NULL;
+			from = e->g.done;
+		}
 		grow_drop(e);
-		return;
+		if (sha || cryo_sha256_new(&sha, NULL) == 0)
+			n = feed(fd, sha, from, UINT64_MAX);
+		ok = n >= 0 && cryo_sha256_final(sha, md, NULL) == 0;
+		/* (CRYO_IMGHASH_WRITEBACK) */
+		if (ok && h->writeback)
+			(void)sync_file_range(fd, (off_t)from, 0, SYNC_FILE_RANGE_WRITE);
+		ok = ok && fstat(fd, &st) == 0 && (uint64_t)st.st_size == from + (uint64_t)n;
+	} else {
+		grow_drop(e);
 	}
-	/* go on from where the growing hash is, or start over */
-	if (grow_usable(e, &st)) {
-		sha = e->g.sha;
-		e->g.sha = NULL;
-		from = e->g.done;
-	}
-	grow_drop(e);
+	if (n > 0)
+		__atomic_add_fetch(&h->bytes, (uint64_t)n, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&h->lock);
+	e->busy = false;
 	e->growing = false;
-	if (!sha && cryo_sha256_new(&sha, NULL) < 0)
-		return;
-	n = feed(fd, sha, from, UINT64_MAX);
-	if (n < 0 || cryo_sha256_final(sha, md, NULL) < 0)
-		return;
-	/* (CRYO_IMGHASH_WRITEBACK) */
-	if (h->writeback)
-		(void)sync_file_range(fd, (off_t)from, 0, SYNC_FILE_RANGE_WRITE);
-	if (fstat(fd, &st) < 0 || (uint64_t)st.st_size != from + (uint64_t)n)
-		return;
-	/* a close-write that came while we read makes this digest stale (and may move h->v) */
+	/* a close-write that came while we read makes this digest stale */
 	drain_events(h);
-	e = &h->v[i];
-	if (e->gen != gen)
+	if (!ok || e->gen != gen)
 		return;
 	memcpy(e->sha, md, sizeof(md));
 	e->size = (uint64_t)st.st_size;
 	e->mtime = st.st_mtim;
 	e->hashed_gen = gen;
-	__atomic_add_fetch(&h->bytes, (uint64_t)n, __ATOMIC_RELAXED);
-	h->files++;
+	__atomic_add_fetch(&h->files, 1, __ATOMIC_RELAXED);
 }
+
+enum grow_step {
+	GROW_GAVE_UP = -1, /* not (or no more) hashed as it grows: its close hashes it whole */
+	GROW_WAIT = 0,     /* too little new: look again later */
+	GROW_MOVED = 1,
+};
 
 /*
  * Hash what has been appended to one growing page image since the last
- * look, GROW_STEP at most. true: something was hashed (look again soon).
+ * look, GROW_STEP at most. Called unlocked, by the thread that marked e
+ * busy (e->g is its own then).
  */
-static bool grow_one(struct cryo_imghash *h, struct entry *e)
+static enum grow_step grow_one(struct cryo_imghash *h, struct entry *e)
 {
 	struct stat st;
 	uint64_t len;
@@ -281,67 +309,78 @@ static bool grow_one(struct cryo_imghash *h, struct entry *e)
 		int fd = openat(h->dirfd, e->name, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK);
 
 		if (fd < 0)
-			return false;
+			return GROW_GAVE_UP;
 		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || cryo_sha256_new(&e->g.sha, NULL) < 0) {
 			close(fd);
-			e->growing = false;
-			return false;
+			return GROW_GAVE_UP;
 		}
 		e->g.fd = fd;
 		e->g.dev = st.st_dev;
 		e->g.ino = st.st_ino;
 		e->g.done = 0;
 	}
-	if (fstat(e->g.fd, &st) < 0 || (uint64_t)st.st_size < e->g.done) {
-		/* shrank: not an append; the close hashes it whole */
-		grow_drop(e);
-		e->growing = false;
-		return false;
-	}
+	/* shrank: not an append */
+	if (fstat(e->g.fd, &st) < 0 || (uint64_t)st.st_size < e->g.done)
+		return GROW_GAVE_UP;
 	len = (uint64_t)st.st_size - e->g.done;
 	if (len < GROW_MIN)
-		return false;
+		return GROW_WAIT;
 	len = len > GROW_STEP ? GROW_STEP : len & ~(uint64_t)4095;
 	n = feed(e->g.fd, e->g.sha, e->g.done, len);
-	if (n <= 0) {
-		grow_drop(e);
-		e->growing = false;
-		return false;
-	}
+	if (n <= 0)
+		return GROW_GAVE_UP;
 	if (h->writeback)
 		(void)sync_file_range(e->g.fd, (off_t)e->g.done, n, SYNC_FILE_RANGE_WRITE);
 	e->g.done += (uint64_t)n;
 	__atomic_add_fetch(&h->bytes, (uint64_t)n, __ATOMIC_RELAXED);
-	return true;
+	return GROW_MOVED;
 }
 
-/* One step on every growing file: true when any of them moved on. */
+/*
+ * Called locked: one step on the growing files, each in turn, until one
+ * moves on (true). ret_any: there are growing files to look at again.
+ */
 static bool grow_some(struct cryo_imghash *h, bool *ret_any)
 {
-	bool moved = false;
-	size_t i;
+	size_t k;
 
 	*ret_any = false;
-	for (i = 0; i < h->n; i++) {
-		struct entry *e = &h->v[i];
+	for (k = 0; k < h->n; k++) {
+		size_t i = (h->grow_next + k) % h->n;
+		struct entry *e = h->v[i];
+		enum grow_step step;
 
-		if (!e->growing || e->pending)
+		if (!e->growing || e->pending || e->busy)
 			continue;
+		e->busy = true;
+		pthread_mutex_unlock(&h->lock);
+		step = grow_one(h, e);
+		if (step == GROW_GAVE_UP)
+			grow_drop(e);
+		pthread_mutex_lock(&h->lock);
+		e->busy = false;
+		if (step == GROW_GAVE_UP) {
+			e->growing = false;
+			continue;
+		}
 		*ret_any = true;
-		moved |= grow_one(h, e);
+		if (step == GROW_MOVED) {
+			h->grow_next = i + 1;
+			return true;
+		}
 	}
-	return moved;
+	return false;
 }
 
-/* The index of a file closed and not hashed since, or -1. */
-static ssize_t next_pending(struct cryo_imghash *h)
+/* A file closed and not hashed since, that no other thread reads. */
+static struct entry *next_pending(struct cryo_imghash *h)
 {
 	size_t i;
 
 	for (i = 0; i < h->n; i++)
-		if (h->v[i].pending)
-			return (ssize_t)i;
-	return -1;
+		if (h->v[i]->pending && !h->v[i]->busy)
+			return h->v[i];
+	return NULL;
 }
 
 static void *worker(void *arg)
@@ -352,27 +391,36 @@ static void *worker(void *arg)
 		{ .fd = h->efd, .events = POLLIN },
 	};
 
+	pthread_mutex_lock(&h->lock);
 	for (;;) {
+		struct entry *e;
 		bool any_growing;
-		ssize_t i;
+		int r;
 
 		drain_events(h);
 		if (h->overflow)
-			return NULL;
-		i = next_pending(h);
-		if (i >= 0) {
-			hash_one(h, (size_t)i);
+			break;
+		e = next_pending(h);
+		if (e) {
+			hash_one(h, e);
 			continue;
 		}
+		/* the writer is done: every close is queued, and drained above */
 		if (h->stopping)
-			return NULL;
+			break;
 		if (grow_some(h, &any_growing))
 			continue;
-		if (poll(pfd, 2, any_growing ? GROW_POLL_MS : -1) < 0 && errno != EINTR)
-			return NULL;
-		if (pfd[1].revents & POLLIN)
-			h->stopping = true; /* drain once more, hash what is left, then go */
+		pthread_mutex_unlock(&h->lock);
+		r = poll(pfd, 2, any_growing ? GROW_POLL_MS : -1);
+		pthread_mutex_lock(&h->lock);
+		if (r < 0 && errno != EINTR)
+			break;
+		/* (the eventfd is never read: every thread sees it) */
+		if (r > 0 && (pfd[1].revents & POLLIN))
+			h->stopping = true;
 	}
+	pthread_mutex_unlock(&h->lock);
+	return NULL;
 }
 
 int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, struct cryo_error *err)
@@ -391,6 +439,7 @@ int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn 
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return cryo_error_set(err, ENOMEM, "image hash");
+	pthread_mutex_init(&h->lock, NULL);
 	h->writeback = flags & CRYO_IMGHASH_WRITEBACK;
 	h->grow = flags & CRYO_IMGHASH_GROWING_PAGES;
 	h->closed = fn;
@@ -427,12 +476,12 @@ int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn 
 		if (de->d_type == DT_REG)
 			touched(h, de->d_name);
 	closedir(d);
-	r = pthread_create(&h->tid, NULL, worker, h);
+	r = pthread_create(&h->tid[0], NULL, worker, h);
 	if (r != 0) {
 		r = cryo_error_set(err, r, "image hash: start thread");
 		goto fail;
 	}
-	h->running = true;
+	h->nthreads = 1;
 	*ret = h;
 	return 0;
 fail:
@@ -440,18 +489,27 @@ fail:
 	return r;
 }
 
+/* The writer is done: a thread per core hashes what is left, then all end. */
 static void stop(struct cryo_imghash *h)
 {
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t one = 1;
+	unsigned int i;
 
-	if (!h->running)
+	if (h->nthreads == 0)
 		return;
+	while (h->nthreads < IMGHASH_MAX_THREADS && (long)h->nthreads < cpus &&
+	       pthread_create(&h->tid[h->nthreads], NULL, worker, h) == 0)
+		h->nthreads++;
 	if (write(h->efd, &one, sizeof(one)) < 0) {
-		/* can't happen with a fresh eventfd; the join below would hang without it */
+		/* can't happen with a fresh eventfd; the joins below would hang without it */
+		pthread_mutex_lock(&h->lock);
 		h->overflow = true;
+		pthread_mutex_unlock(&h->lock);
 	}
-	pthread_join(h->tid, NULL);
-	h->running = false;
+	for (i = 0; i < h->nthreads; i++)
+		pthread_join(h->tid[i], NULL);
+	h->nthreads = 0;
 }
 
 int cryo_imghash_finish(struct cryo_imghash *h, struct cryo_error *err)
@@ -470,10 +528,10 @@ bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, ui
 	struct stat st;
 	size_t i;
 
-	if (!h || h->running || h->overflow)
+	if (!h || h->nthreads > 0 || h->overflow)
 		return false;
 	for (i = 0; i < h->n; i++) {
-		const struct entry *e = &h->v[i];
+		const struct entry *e = h->v[i];
 
 		if (strcmp(e->name, name) != 0)
 			continue;
@@ -493,7 +551,7 @@ bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, ui
 void cryo_imghash_stats(const struct cryo_imghash *h, uint64_t *ret_bytes, unsigned int *ret_files)
 {
 	*ret_bytes = h ? __atomic_load_n(&h->bytes, __ATOMIC_RELAXED) : 0;
-	*ret_files = h ? h->files : 0;
+	*ret_files = h ? __atomic_load_n(&h->files, __ATOMIC_RELAXED) : 0;
 }
 
 void cryo_imghash_free(struct cryo_imghash *h)
@@ -504,10 +562,12 @@ void cryo_imghash_free(struct cryo_imghash *h)
 		return;
 	stop(h);
 	for (i = 0; i < h->n; i++) {
-		grow_drop(&h->v[i]);
-		free(h->v[i].name);
+		grow_drop(h->v[i]);
+		free(h->v[i]->name);
+		free(h->v[i]);
 	}
 	free(h->v);
+	pthread_mutex_destroy(&h->lock);
 	if (h->ifd >= 0)
 		close(h->ifd);
 	if (h->efd >= 0)
