@@ -198,7 +198,14 @@ static void ssh_close(struct cryo_transport *t)
 	t->rfd = t->wfd = -1;
 	if (t->child <= 0)
 		return;
-	/* our end of stdin is closed: ssh ends once the remote command does */
+	/*
+	 * Our end of stdin is closed: ssh ends once the remote command does.
+	 * Over a broken stream (a link that went dead) it would wait for the
+	 * remote as long as TCP does: ended now, its connection's end tells
+	 * sshd, which ends the remote command.
+	 */
+	if (__atomic_load_n(&t->broken, __ATOMIC_RELAXED))
+		deadline = 0;
 	while (waitpid(t->child, &status, WNOHANG) == 0) {
 		if (cryo_now_ms() > deadline) {
 			kill(t->child, SIGTERM);
@@ -434,6 +441,10 @@ int cryo_transport_send(struct cryo_transport *t, const Cryo__MigrateFrame *f, s
 		return cryo_error_setx(err, EMSGSIZE, "frame of %zu bytes to send (at most %u)", n,
 				       CRYO_MIGRATE_FRAME_MAX);
 	pthread_mutex_lock(&t->io_lock);
+	if (__atomic_load_n(&t->broken, __ATOMIC_RELAXED)) {
+		pthread_mutex_unlock(&t->io_lock);
+		return cryo_error_setx(err, EPIPE, "%s: the connection broke before (a frame could not go whole)", t->peer);
+	}
 	r = frame_buf(&t->out_buf, &t->out_cap, n + 4, err);
 	if (r < 0) {
 		pthread_mutex_unlock(&t->io_lock);
@@ -449,6 +460,9 @@ int cryo_transport_send(struct cryo_transport *t, const Cryo__MigrateFrame *f, s
 	if (r >= 0) {
 		t->bytes_out += n + 4;
 		__atomic_store_n(&t->last_send_ms, cryo_now_ms(), __ATOMIC_RELAXED);
+	} else {
+		/* some of the frame may have gone: what follows would be read as garbage */
+		__atomic_store_n(&t->broken, true, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_unlock(&t->io_lock);
 	return r < 0 ? r : 0;
@@ -567,15 +581,21 @@ static int read_full(struct cryo_transport *t, uint8_t *buf, size_t len, int64_t
 		ssize_t n = t->ops->read(t, buf + got, len - got, deadline_ms, err);
 
 		/* -ETIMEDOUT only when nothing of a frame was read: the stream is still in step */
-		if (n == -ETIMEDOUT && (!at_start || got > 0)) {
+		if (n == -ETIMEDOUT && at_start && got == 0)
+			return (int)n;
+		if (n < 0)
+			__atomic_store_n(&t->broken, true, __ATOMIC_RELAXED);
+		if (n == -ETIMEDOUT) {
 			cryo_error_clear(err);
 			return cryo_error_setx(err, EBADMSG, "%s: timed out in the middle of a frame", t->peer);
 		}
 		if (n < 0)
 			return (int)n;
 		if (n == 0) {
+			/* at a frame's start: the peer closed (and may still read what we say) */
 			if (at_start && got == 0)
 				return cryo_error_setx(err, EPIPE, "%s closed the connection", t->peer);
+			__atomic_store_n(&t->broken, true, __ATOMIC_RELAXED);
 			return cryo_error_setx(err, EBADMSG, "%s: truncated frame (end of stream)", t->peer);
 		}
 		got += (size_t)n;

@@ -73,6 +73,13 @@ struct cryo_transport {
 	 */
 	uint8_t *out_buf, *in_buf;
 	size_t out_cap, in_cap;
+	/*
+	 * A frame went out or came in only in part, or the stream ended or
+	 * failed (atomic): the stream is out of step for good. Nothing more
+	 * is sent (a failure is not told over a dead link, after a write that
+	 * timed out), and ssh is ended at once on close, not waited for.
+	 */
+	bool broken;
 };
 
 /* keep-alive frames: one after this long without another frame sent, ... */

@@ -18,6 +18,10 @@
 #  - the remote cryo failing after the source froze and sent its image
 #    (CRYO_FAULT=receive:restore there), and killed (SIGKILL, no word)
 #    after its transfer: the source resumes, the destination keeps nothing;
+#  - the link cut mid-transfer (traffic slowed with tbf so that the image
+#    is on its way): the veth set down (no FIN, no RST: only the timeouts
+#    of both ends can tell), and the ssh client killed (the channel ends):
+#    the source resumes, the destination keeps nothing;
 #  - a signed migration: the self-checking counter goes on counting
 #    there with its memory and records, the source is stopped.
 #
@@ -112,7 +116,7 @@ DEST=ssh://$MIG_IP_DST
 mig_ssh() {
 	local how=$1
 	shift
-	rt migrate --ssh "$K/ssh.$how" --remote-cryo "${REMOTE_CMD:-$REMOTE}" --remote-opts "$OPTS" \
+	rt migrate --ssh "$K/ssh.$how" --remote-cryo "${REMOTE_CMD:-$REMOTE}" --remote-opts "${REMOTE_OPTS:-$OPTS}" \
 		--sign-key "$K/mig.key" "$@" "$id" "$DEST"
 }
 
@@ -200,6 +204,72 @@ wait "$mpid" && mrc=0 || mrc=$?
 check rt_dst recover
 assert_back "remote killed after its transfer"
 log "remote cryo killed after its transfer: migrate exited $mrc, the source resumed ($(grep -m1 '^cryo:' "$T/m.out"))"
+
+# --- the link cut mid-transfer. Traffic to the destination is slowed to
+# 16 Mbit/s (tbf on the source's veth) so that the image (about 10 MiB) is
+# on its way for seconds; once 1 MiB of it is staged there the link goes.
+SRC_IF=vm$MIG_N
+tc qdisc add dev "$SRC_IF" root tbf rate 16mbit burst 32kbit latency 400ms || fail "tc tbf on $SRC_IF"
+staged_bytes() { du -sb "$MIG_ROOT_DST/.migrate-in" 2>/dev/null | awk '{ print $1 }'; }
+wait_staged() {  # MIN: until the destination staged MIN bytes, while migrate runs
+	local b
+	for _ in $(seq 400); do
+		b=$(staged_bytes)
+		[ "${b:-0}" -ge "$1" ] && return 0
+		kill -0 "$mpid" 2>/dev/null || return 1
+		sleep 0.05
+	done
+	return 1
+}
+wait_migrate() {  # SEC: migrate's exit status in mrc, or fail
+	local i
+	for i in $(seq $(($1 * 10))); do
+		kill -0 "$mpid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$mpid" 2>/dev/null && fail "$2: migrate still runs $1 s after the cut: $(cat "$T/m.out")"
+	wait "$mpid" && mrc=0 || mrc=$?
+}
+remote_gone() {  # the remote receive ended: its own timeout, or its channel closed
+	for _ in $(seq 300); do
+		pgrep -f -- "--root $MIG_ROOT_DST receive --stdio" >/dev/null || return 0
+		sleep 0.1
+	done
+	fail "$1: the remote receive still runs 30 s after the cut"
+}
+
+# the veth goes down: both ends only have their --timeout (3 s here) to tell
+REMOTE_OPTS="$OPTS --timeout 3000" mig_ssh ok --timeout 3000 >"$T/m.out" 2>&1 &
+mpid=$!
+wait_staged 1048576 || fail "link down: nothing staged there before migrate ended: $(cat "$T/m.out")"
+t_cut=$(now_ms)
+ip link set "$SRC_IF" down
+wait_migrate 30 "link down"
+took=$(( $(now_ms) - t_cut ))
+ip link set "$SRC_IF" up
+[ "$mrc" = 1 ] || fail "link down: migrate exited $mrc: $(cat "$T/m.out")"
+# its --timeout, not TCP's or ssh's own: nothing is said over the dead link, ssh is not waited for
+[ "$took" -lt 8000 ] || fail "link down: migrate ended $took ms after the cut, with --timeout 3000: $(cat "$T/m.out")"
+grep -Eq 'failed at (checkpoint|transfer)' "$T/m.out" || fail "link down: no failed phase named: $(cat "$T/m.out")"
+remote_gone "link down"
+assert_back "link down mid-transfer"
+log "link down mid-transfer: migrate gave up $took ms after the cut, the source resumed, the destination kept nothing: $(grep -m1 "^cryo:" "$T/m.out")"
+
+# the ssh client dies: the channel ends at once, no timeout to wait for
+mig_ssh ok >"$T/m.out" 2>&1 &
+mpid=$!
+wait_staged 1048576 || fail "ssh killed: nothing staged there before migrate ended: $(cat "$T/m.out")"
+spid=$(pgrep -f -- "^ssh -F $K/config.ok") || fail "ssh killed: no ssh client running"
+t_cut=$(now_ms)
+kill -9 $spid
+wait_migrate 30 "ssh killed"
+took=$(( $(now_ms) - t_cut ))
+[ "$mrc" = 1 ] || fail "ssh killed: migrate exited $mrc: $(cat "$T/m.out")"
+grep -Eq 'failed at (checkpoint|transfer)' "$T/m.out" || fail "ssh killed: no failed phase named: $(cat "$T/m.out")"
+remote_gone "ssh killed"
+assert_back "ssh client killed mid-transfer"
+log "ssh client killed mid-transfer: migrate failed $took ms after ($(grep -m1 -o 'failed at [^;]*' "$T/m.out")), the source resumed, the destination kept nothing"
+tc qdisc del dev "$SRC_IF" root || fail "tc: remove the tbf"
 
 # --- the migration: the counter goes on counting there
 before=$(wl_count "$S")

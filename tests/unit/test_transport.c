@@ -74,10 +74,46 @@ static void test_roundtrip(void **state)
 	cryo_migrate_frame_free(got);
 	/* nothing more: a clean timeout, then the peer's close is -EPIPE */
 	assert_int_equal(cryo_transport_recv(b, 50, &got, NULL), -ETIMEDOUT);
+	assert_false(b->broken); /* a wait for the next frame leaves the stream in step */
 	cryo_transport_close(a);
 	close(sv[0]);
 	assert_int_equal(cryo_transport_recv(b, 1000, &got, NULL), -EPIPE);
 	cryo_transport_close(b);
+	close(sv[1]);
+}
+
+/*
+ * A frame that could not go whole (the peer stopped reading: a dead link)
+ * leaves the stream out of step: the next send is refused at once, not
+ * after another timeout, and not written as garbage after half a frame.
+ */
+static void test_broken_after_partial_write(void **state)
+{
+	struct cryo_transport *a, *b;
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
+	static uint8_t data[CRYO_MIGRATE_CHUNK_SIZE];
+	int64_t t0;
+	int sv[2], i, r = 0;
+
+	(void)state;
+	pair(&a, &b, sv);
+	a->io_timeout_ms = 100;
+	ch.data.data = data;
+	ch.data.len = sizeof(data);
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
+	fr.chunk = &ch;
+	/* b never reads: a socket pair's buffer fills within a few chunks */
+	for (i = 0; i < 64 && r == 0; i++)
+		r = cryo_transport_send(a, &fr, NULL);
+	assert_int_equal(r, -ETIMEDOUT);
+	assert_true(a->broken);
+	t0 = cryo_now_ms();
+	assert_int_equal(cryo_transport_send(a, &fr, NULL), -EPIPE);
+	assert_true(cryo_now_ms() - t0 < 50);
+	cryo_transport_close(a);
+	cryo_transport_close(b);
+	close(sv[0]);
 	close(sv[1]);
 }
 
@@ -109,6 +145,7 @@ static void test_bounds(void **state)
 	cryo_transport_close(a);
 	close(sv[0]);
 	assert_int_equal(cryo_transport_recv(b, 1000, &got, NULL), -EBADMSG);
+	assert_true(b->broken);
 	cryo_transport_close(b);
 	close(sv[1]);
 }
@@ -161,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_dest_parse),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_bounds),
+		cmocka_unit_test(test_broken_after_partial_write),
 		cmocka_unit_test(test_checked_fields),
 	};
 
