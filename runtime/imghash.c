@@ -100,7 +100,7 @@ static struct entry *find_or_add(struct cryo_imghash *h, const char *name)
 		return NULL;
 	if (h->n == h->cap) {
 		size_t cap = h->cap ? 2 * h->cap : 64;
-		struct entry **v = realloc(h->v, cap * sizeof(*v));
+		struct entry **v = realloc(h->v, cap * sizeof(struct entry *));
 
 		if (!v)
 			return NULL;
