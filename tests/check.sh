@@ -3,8 +3,8 @@
 #
 # The test command (README, .ci/run): install dependencies, build with
 # warnings as errors, run every test (unit, host, vm) with ctest, then the
-# ASan+UBSan build of the unit and host suites, a short fuzzing run, then
-# the static checks.
+# ASan+UBSan build of the unit and host suites, the ThreadSanitizer build
+# of the unit suite, a short fuzzing run, then the static checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
@@ -40,6 +40,15 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCRYO_WERROR=ON -DCRYO_SANITI
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --output-on-failure --no-tests=error -L 'unit|host' -E '^host/package_') || { rc=1; failed+=(build-asan); }
+
+# the threaded parts (image hashing while CRIU writes, the transport's
+# writers, the lazy relay, holds and watchdogs): their unit tests under
+# ThreadSanitizer, which fails a test on any data race it sees
+echo "== ctest under ThreadSanitizer: unit tests"
+cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCRYO_WERROR=ON -DCRYO_SANITIZE_THREAD=ON >/dev/null
+cmake --build build-tsan -j"$jobs"
+(cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure --no-tests=error -L unit) ||
+	{ rc=1; failed+=(build-tsan); }
 
 echo "== fuzzing: each tests/fuzz target for 40 s (libFuzzer, ASan+UBSan), 0 crashes"
 bash tests/fuzz/run.sh 40 || rc=1
