@@ -527,12 +527,18 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
  */
 static int pts_master = -1;
 static bool pts_master_expected;
+static const struct cryo_criu_opts *notify_opts;
 
 static int notify_cb(char *action, criu_notify_arg_t na)
 {
 	int fd;
 
 	(void)na;
+	if (action && strcmp(action, "post-restore") == 0 && notify_opts && notify_opts->post_restore_gate) {
+		if (notify_opts->ret_gate_ran)
+			*notify_opts->ret_gate_ran = true;
+		return notify_opts->post_restore_gate(notify_opts->post_restore_gate_userdata) == 0 ? 0 : -1;
+	}
 	if (!action || strcmp(action, "orphan-pts-master") != 0)
 		return 0;
 	fd = criu_get_orphan_pts_master_fd();
@@ -598,7 +604,9 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 
 	pts_master = -1;
 	pts_master_expected = o->expect_pts_master;
+	notify_opts = o;
 	r = criu_local_restore_child(co);
+	notify_opts = NULL;
 	if (r <= 0) {
 		bool refused = pts_master == -2;
 

@@ -93,6 +93,15 @@ struct cryo_criu_opts {
 	/* with lazy_pages: waits until pidfd (CRIU's restore) is readable, serving its pages meanwhile */
 	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err);
 	void *lazy_wait_userdata;
+	/*
+	 * restore (libcriu): asked at CRIU's post-restore notification, when
+	 * every task is restored (its memory read) and none has run a single
+	 * instruction of its own yet: nonzero makes CRIU kill them all and
+	 * fail. *ret_gate_ran says it was asked.
+	 */
+	int (*post_restore_gate)(void *userdata);
+	void *post_restore_gate_userdata;
+	bool *ret_gate_ran;
 };
 
 struct cryo_criu_version {

@@ -13,7 +13,10 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "digest.h"
@@ -558,9 +561,93 @@ int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_erro
 	return cryo_manifest_verify_known_at(dirfd, m, NULL, 0, err);
 }
 
+struct cryo_manifest_later {
+	int dirfd;                      /* a dup of the image dir's */
+	const Cryo__Manifest *m;
+	struct cryo_digest_job *jobs;
+	size_t *file_of;
+	size_t n;
+	pthread_t tid;
+	bool running;
+	int r;                          /* the verdict, once joined */
+	struct cryo_error err;
+};
+
+static int verify_split(int dirfd, const Cryo__Manifest *m, const struct cryo_known_digest *known, size_t n_known,
+			bool (*later)(const char *name), struct cryo_manifest_later **ret_later, struct cryo_error *err);
+
 int cryo_manifest_verify_known_at(int dirfd, const Cryo__Manifest *m, const struct cryo_known_digest *known,
 				  size_t n_known, struct cryo_error *err)
 {
+	return verify_split(dirfd, m, known, n_known, NULL, NULL, err);
+}
+
+static void *later_worker(void *arg)
+{
+	struct cryo_manifest_later *l = arg;
+	size_t i;
+
+	l->r = cryo_digest_files_at(l->dirfd, l->jobs, l->n, 0, &l->err);
+	if (l->r >= 0)
+		l->r = first_job_error(l->jobs, l->n, &l->err);
+	for (i = 0; l->r >= 0 && i < l->n; i++)
+		l->r = check_hashed(l->m->files[l->file_of[i]], &l->jobs[i], &l->err);
+	return NULL;
+}
+
+void cryo_manifest_later_free(struct cryo_manifest_later *l)
+{
+	if (!l)
+		return;
+	if (l->running)
+		pthread_join(l->tid, NULL);
+	cryo_digest_jobs_clear(l->jobs, l->n);
+	free(l->jobs);
+	free(l->file_of);
+	if (l->dirfd >= 0)
+		close(l->dirfd);
+	cryo_error_clear(&l->err);
+	free(l);
+}
+
+static struct cryo_manifest_later *later_new(const Cryo__Manifest *m)
+{
+	struct cryo_manifest_later *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return NULL;
+	l->dirfd = -1;
+	l->m = m;
+	l->jobs = calloc(m->n_files + 1, sizeof(*l->jobs));
+	l->file_of = calloc(m->n_files + 1, sizeof(*l->file_of));
+	if (!l->jobs || !l->file_of) {
+		cryo_manifest_later_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+int cryo_manifest_later_wait(struct cryo_manifest_later *l, struct cryo_error *err)
+{
+	if (l->running) {
+		pthread_join(l->tid, NULL);
+		l->running = false;
+	}
+	if (l->r < 0)
+		return cryo_error_setx(err, -l->r, "%s", l->err.msg ? l->err.msg : "verify");
+	return 0;
+}
+
+int cryo_manifest_verify_split_at(int dirfd, const Cryo__Manifest *m, bool (*later)(const char *name),
+				  struct cryo_manifest_later **ret, struct cryo_error *err)
+{
+	return verify_split(dirfd, m, NULL, 0, later, ret, err);
+}
+
+static int verify_split(int dirfd, const Cryo__Manifest *m, const struct cryo_known_digest *known, size_t n_known,
+			bool (*later)(const char *name), struct cryo_manifest_later **ret_later, struct cryo_error *err)
+{
+	_cleanup_(cryo_manifest_later_freep) struct cryo_manifest_later *l = NULL;
 	_cleanup_(strv_freep) char **present = NULL;
 	_cleanup_free_ char **listed = NULL;
 	_cleanup_free_ struct cryo_digest_job *jobs = NULL;
@@ -574,6 +661,11 @@ int cryo_manifest_verify_known_at(int dirfd, const Cryo__Manifest *m, const stru
 	r = list_dir(dirfd, &present, &n, err);
 	if (r < 0)
 		return r;
+	if (later) {
+		l = later_new(m);
+		if (!l)
+			return cryo_error_set(err, ENOMEM, "verify image");
+	}
 	listed = calloc(m->n_files + 1, sizeof(*listed));
 	jobs = calloc(m->n_files + 1, sizeof(*jobs));
 	file_of = calloc(m->n_files + 1, sizeof(*file_of));
@@ -609,7 +701,11 @@ int cryo_manifest_verify_known_at(int dirfd, const Cryo__Manifest *m, const stru
 				continue;
 			}
 		}
-		if (hash) {
+		if (hash && l && later(m->files[i]->name)) {
+			l->jobs[l->n].name = m->files[i]->name;
+			l->jobs[l->n].size_hint = m->files[i]->size;
+			l->file_of[l->n++] = i;
+		} else if (hash) {
 			jobs[nj].name = m->files[i]->name;
 			jobs[nj].size_hint = m->files[i]->size;
 			file_of[nj++] = i;
@@ -621,7 +717,17 @@ int cryo_manifest_verify_known_at(int dirfd, const Cryo__Manifest *m, const stru
 	for (i = 0; r >= 0 && i < nj; i++)
 		r = check_hashed(m->files[file_of[i]], &jobs[i], err);
 	cryo_digest_jobs_clear(jobs, nj);
-	return r;
+	if (r < 0 || !l)
+		return r;
+	l->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
+	if (l->dirfd < 0)
+		return cryo_error_set(err, errno, "verify image");
+	r = pthread_create(&l->tid, NULL, later_worker, l);
+	if (r != 0)
+		return cryo_error_set(err, r, "verify image: start a thread");
+	l->running = true;
+	*ret_later = TAKE_PTR(l);
+	return 0;
 }
 
 int cryo_manifest_load_verified(const char *dir, Cryo__Manifest **ret, struct cryo_error *err)

@@ -14,6 +14,7 @@
 #ifndef CRYO_MANIFEST_H
 #define CRYO_MANIFEST_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,6 +95,29 @@ void cryo_known_digests_sort(struct cryo_known_digest *known, size_t n);
  */
 int cryo_manifest_verify_known_at(int dirfd, const Cryo__Manifest *m, const struct cryo_known_digest *known,
 				  size_t n_known, struct cryo_error *err);
+
+/*
+ * cryo_manifest_verify_at() in two parts, for a restore that lets CRIU
+ * read page images while they are hashed: every check is made now but
+ * the hashing of the files for which later(name) is true, which runs on
+ * a thread started here (on every core). Its verdict comes from
+ * cryo_manifest_later_wait(), which the caller must have before anything
+ * runs from those files (restore.c: CRIU's post-restore notification,
+ * when the restored tasks have not run yet). m and dirfd's directory must
+ * outlive *ret.
+ */
+struct cryo_manifest_later;
+int cryo_manifest_verify_split_at(int dirfd, const Cryo__Manifest *m, bool (*later)(const char *name),
+				  struct cryo_manifest_later **ret, struct cryo_error *err);
+/* Wait for the thread: 0 when every file it hashed matches, else why not. Again: the same answer. */
+int cryo_manifest_later_wait(struct cryo_manifest_later *l, struct cryo_error *err);
+/* Wait (if running) and free. Accepts NULL. */
+void cryo_manifest_later_free(struct cryo_manifest_later *l);
+
+static inline void cryo_manifest_later_freep(struct cryo_manifest_later **l)
+{
+	cryo_manifest_later_free(*l);
+}
 
 /* cryo_manifest_read_at() + cryo_manifest_verify_at() on a directory path. */
 int cryo_manifest_load_verified(const char *dir, Cryo__Manifest **ret, struct cryo_error *err);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -102,6 +103,13 @@ struct ctx {
 	const struct cryo_restore_opts *o;
 	const char *image;          /* as given, for messages */
 	Cryo__Manifest *m;
+	/*
+	 * The page images' digests, checked while CRIU reads them; its
+	 * verdict is needed before any restored task runs (verify_pages_gate).
+	 */
+	struct cryo_manifest_later *later;
+	bool gate_ran;
+	struct cryo_error later_err;
 	struct cryo_spec *spec;     /* the bundle's config.json: the one restore uses */
 	char *bundle, *rootfs, *work, *cgrel;
 	const char *freezer_backend;
@@ -167,6 +175,25 @@ static int verify_links(int image_fd, const Cryo__Manifest *m, int depth, bool h
 	return r < 0 ? cryo_error_prefix(err, "parent image") : 0;
 }
 
+/*
+ * CRIU copies a page image's bytes into the restored tasks' memory and
+ * reads nothing else of it; the tasks run only after its post-restore
+ * notification, when cryo has the digests' verdict (and CRIU kills them
+ * all if it is no). So page images are hashed while CRIU restores, not
+ * before: every other file (what CRIU parses) is verified first.
+ */
+static bool is_page_image(const char *name)
+{
+	return fnmatch("pages-*.img", name, 0) == 0;
+}
+
+static int verify_pages_gate(void *userdata)
+{
+	struct ctx *c = userdata;
+
+	return cryo_manifest_later_wait(c->later, &c->later_err);
+}
+
 static int step_verify(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
@@ -183,7 +210,10 @@ static int step_verify(void *ctx, struct cryo_error *err)
 		r = cryo_image_authenticate_at(c->image_fd, c->o->verify_key, c->o->require_signature, err);
 		if (r >= 0)
 			r = cryo_manifest_read_at(c->image_fd, &c->m, err);
-		if (r >= 0)
+		/* lazy pages come from a daemon, through CRIU's command line: no notification to wait in */
+		if (r >= 0 && !c->o->lazy_pages)
+			r = cryo_manifest_verify_split_at(c->image_fd, c->m, is_page_image, &c->later, err);
+		else if (r >= 0)
 			r = cryo_manifest_verify_at(c->image_fd, c->m, err);
 		if (r >= 0)
 			r = verify_links(c->image_fd, c->m, 0, !c->o->verify_key, err);
@@ -466,7 +496,19 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.lazy_pages = o->lazy_pages;
 	co.lazy_wait = o->lazy_wait;
 	co.lazy_wait_userdata = o->lazy_wait_userdata;
+	if (c->later) {
+		co.post_restore_gate = verify_pages_gate;
+		co.post_restore_gate_userdata = c;
+		co.ret_gate_ran = &c->gate_ran;
+	}
 	r = cryo_criu_restore(&co, &c->pid, err);
+	/* a damaged page image: cryo_restore() reports it, whatever CRIU made of it */
+	if (c->later && cryo_manifest_later_wait(c->later, &c->later_err) < 0)
+		return r < 0 ? r : cryo_error_setx(err, EBADMSG, "criu restore: a page image is damaged");
+	/* tasks that ran without the verdict: not a restore to keep (undo kills them) */
+	if (c->later && r >= 0 && !c->gate_ran)
+		return cryo_error_setx(err, EPROTO,
+				       "criu restore: CRIU resumed the tasks without its post-restore notification: the page images were not verified before they ran");
 	if (r < 0)
 		return r;
 	if (!c->spec->terminal)
@@ -697,6 +739,8 @@ static void ctx_done(struct ctx *c)
 		close(c->console);
 	if (c->pts_master >= 0)
 		close(c->pts_master);
+	cryo_manifest_later_free(c->later);
+	cryo_error_clear(&c->later_err);
 	cryo_manifest_free(c->m);
 	cryo_spec_free(c->spec);
 	cryo_state_free(c->st);
@@ -723,6 +767,14 @@ int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_sta
 	c.image = o->image_path ? o->image_path : "checkpoint";
 	r = cryo_step_run(&cryo_restore_step_table, &c, &c.timings, err);
 	if (r < 0) {
+		/*
+		 * A page image found damaged while the steps after verify ran is
+		 * the cause of any of their failures: said as the verify's.
+		 */
+		if (c.later && cryo_manifest_later_wait(c.later, &c.later_err) < 0) {
+			cryo_error_clear(err);
+			(void)cryo_error_setx(err, c.later_err.status, "verify: image `%s`: %s", c.image, c.later_err.msg);
+		}
 		ctx_done(&c);
 		return cryo_error_prefix(err, "restore `%s`", o->id);
 	}

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# Restore hashes the page images while CRIU reads them (every other file
+# is verified first), and no restored task runs before their verdict:
+# CRIU asks at its post-restore notification, when every task is restored
+# and none has run an instruction of its own, and a "no" makes CRIU kill
+# them all. A real checkpoint with one byte changed in a page image:
+#  - the restore fails as a verify failure naming the file;
+#  - CRIU's own log shows it got that far (the pages were read) and then
+#    aborted at the post-restore step: the gate stopped it, not an earlier
+#    error;
+#  - nothing is left: no container, no process in its cgroup, no mount
+#    under the bundle but those it had.
+# The same image undamaged restores and runs on.
+# Needs a CRIU that works here (CRYO_CRIU, see `cryo check`).
+. "$(dirname "$0")/../lib/common.sh"
+. "$CRYO_SRC/tests/lib/bundle.sh"
+if [ -z "${CRYO_CRIU:-}" ] && [ -x /opt/cryo-criu4/sbin/criu ]; then
+	export CRYO_CRIU=/opt/cryo-criu4/sbin/criu
+fi
+"$CRYO_BIN" check >"$T/check.out" 2>&1 || skip "CRIU does not work on this host: $(tail -1 "$T/check.out")"
+
+id=rs-gate-$$
+A=$T/$id
+bundle_new "$A" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
+at_exit _rt_cleanup
+rt run -d --bundle "$A" "$id" </dev/null >/dev/null 2>&1 || fail "run failed"
+count() { cat "$A/rootfs/count" 2>/dev/null || echo 0; }
+for _ in $(seq 100); do [ "$(count)" -gt 5 ] && break; sleep 0.1; done
+[ "$(count)" -gt 5 ] || fail "the counter does not count"
+timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --image-path "$T/img" "$id" </dev/null >"$T/out" 2>&1 ||
+	fail "checkpoint: $(cat "$T/out")"
+cp -a "$T/img" "$T/good"
+
+# one byte of the largest page image changed, in the middle
+pages=$(cd "$T/img" && ls -S pages-*.img | head -1)
+[ -n "$pages" ] || fail "no page image in the checkpoint: $(ls "$T/img")"
+size=$(stat -c %s "$T/img/$pages")
+[ "$size" -gt 4096 ] || fail "$pages is only $size bytes"
+off=$((size / 2))
+old=$(od -An -tx1 -j "$off" -N1 "$T/img/$pages" | tr -d ' ')
+new=$(printf '%02x' $(((16#$old + 1) % 256)))
+printf "\\x$new" | dd of="$T/img/$pages" bs=1 seek="$off" conv=notrunc status=none
+
+mounts() { awk -v a="$A" 'index($2, a) == 1' /proc/self/mounts | sort; }
+mounts >"$T/mounts.before"
+expect_fail 1 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/img" --bundle "$A" --work-path "$T/work" "$id"
+expect_output "restore \`$id\`: verify: image \`$T/img\`: file \`$pages\` is corrupted" "damaged $pages"
+grep -q "Aborting restore due to post-restore script" "$T/work/restore.log" ||
+	fail "CRIU did not stop at its post-restore step: $(grep -i 'error' "$T/work/restore.log" | tail -3)"
+grep -q "Restore finished successfully. Tasks resumed" "$T/work/restore.log" &&
+	fail "CRIU resumed the tasks of a damaged image"
+[ -z "$(rt list -q)" ] || fail "a container is left: $(rt list)"
+for cg in /sys/fs/cgroup/unified /sys/fs/cgroup/pids /sys/fs/cgroup/freezer; do
+	f=$(find "$cg" -path "*$id*" -name cgroup.procs 2>/dev/null | head -1)
+	[ -z "$f" ] || [ -z "$(cat "$f")" ] || fail "tasks left in $f: $(cat "$f")"
+done
+mounts | diff "$T/mounts.before" - >"$T/mounts.diff" || fail "the damaged restore left mounts: $(cat "$T/mounts.diff")"
+log "damaged $pages (byte $off: $old -> $new): $(echo "$LAST_OUTPUT" | grep -m1 '^cryo:'); CRIU aborted at post-restore"
+
+# the undamaged image: restored, and the counter goes on
+c=$(count)
+timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/good" --bundle "$A" "$id" </dev/null >"$T/out" 2>&1 ||
+	fail "restore of the undamaged image: $(cat "$T/out")"
+for _ in $(seq 100); do [ "$(count)" -gt $((c + 5)) ] && break; sleep 0.1; done
+[ "$(count)" -gt $((c + 5)) ] || fail "the restored counter does not count (at $(count), was $c)"
+log "undamaged: restored, count $c -> $(count)"
+echo "PASS restore_pages_gate"
