@@ -4,6 +4,7 @@
  * every way an image can be damaged is refused with the file named.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdint.h>
@@ -236,6 +237,67 @@ static void test_flipped_byte(void **state)
 	expect_refused(f, -EBADMSG, "file `pages-1.img` is corrupted");
 }
 
+static bool is_pages(const char *name)
+{
+	return strncmp(name, "pages-", 6) == 0;
+}
+
+static void flip(struct fixture *f, const char *name, off_t at)
+{
+	int fd = openat(f->dfd, name, O_RDWR | O_CLOEXEC);
+	char c;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, at), 1);
+	c ^= 0x01;
+	assert_int_equal(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+}
+
+/*
+ * The split verify (restore: page images hashed while CRIU reads them):
+ * what it defers is judged by the wait, everything else at once, and a
+ * deferred file that does not match is named there.
+ */
+static void test_split_verify(void **state)
+{
+	struct fixture *f = *state;
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_manifest_later *l = NULL;
+	Cryo__Manifest *m = NULL;
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(cryo_manifest_read_at(f->dfd, &m, &err), 0);
+	/* intact: both parts agree, and the wait answers the same twice */
+	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), 0);
+	assert_int_equal(cryo_manifest_later_wait(l, &err), 0);
+	assert_int_equal(cryo_manifest_later_wait(l, &err), 0);
+	cryo_manifest_later_free(l);
+	l = NULL;
+	/* a damaged page image: deferred, so the first part passes and the wait says no */
+	flip(f, "pages-1.img", 3);
+	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), 0);
+	assert_int_equal(cryo_manifest_later_wait(l, &err), -EBADMSG);
+	assert_non_null(strstr(err.msg, "file `pages-1.img` is corrupted"));
+	cryo_error_clear(&err);
+	assert_int_equal(cryo_manifest_later_wait(l, &err), -EBADMSG);
+	cryo_error_clear(&err);
+	cryo_manifest_later_free(l);
+	l = NULL;
+	/* a damaged file that is not deferred: refused at once, no thread left behind */
+	flip(f, "pages-1.img", 3);
+	flip(f, "core-1.img", 2);
+	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), -EBADMSG);
+	assert_null(l);
+	assert_non_null(strstr(err.msg, "file `core-1.img` is corrupted"));
+	cryo_error_clear(&err);
+	/* freed unwaited: the thread is joined, not leaked */
+	flip(f, "core-1.img", 2);
+	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), 0);
+	cryo_manifest_later_free(l);
+	cryo_manifest_free(m);
+}
+
 static void test_truncated(void **state)
 {
 	struct fixture *f = *state;
@@ -442,6 +504,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_round_trip, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_known_digests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flipped_byte, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_split_verify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_truncated, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extra, setup, teardown),
