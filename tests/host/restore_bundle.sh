@@ -11,10 +11,7 @@
 # cgroup. Needs a CRIU that works here (CRYO_CRIU, see `cryo check`).
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
-if [ -z "${CRYO_CRIU:-}" ] && [ -x /opt/cryo-criu4/sbin/criu ]; then
-	export CRYO_CRIU=/opt/cryo-criu4/sbin/criu
-fi
-"$CRYO_BIN" check >"$T/check.out" 2>&1 || skip "CRIU does not work on this host: $(tail -1 "$T/check.out")"
+need_host_criu
 
 id=rs-bdl-$$
 A=$T/$id

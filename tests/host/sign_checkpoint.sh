@@ -11,10 +11,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 need_cmd openssl
-if [ -z "${CRYO_CRIU:-}" ] && [ -x /opt/cryo-criu4/sbin/criu ]; then
-	export CRYO_CRIU=/opt/cryo-criu4/sbin/criu
-fi
-"$CRYO_BIN" check >/dev/null 2>&1 || skip "CRIU can't checkpoint on this host (\`cryo check\` fails; run tests/setup-criu4.sh)"
+need_host_criu
 SEAL=$CRYO_BUILD/tests/tools/cryo-test-criu
 [ -x "$SEAL" ] || fail "build $SEAL first"
 

@@ -18,6 +18,16 @@ CGPARENT="cryo-test-runtime-$$"
 RTROOT="$T/root"
 
 rt() { "$CRYO_BIN" --root "$RTROOT" "$@"; }
+
+# need_host_criu: a CRIU that works on this host (CRYO_CRIU, else the one
+# tests/setup-criu4.sh installs), as `cryo check` says; or skip
+need_host_criu() {
+	if [ -z "${CRYO_CRIU:-}" ] && [ -x /opt/cryo-criu4/sbin/criu ]; then
+		export CRYO_CRIU=/opt/cryo-criu4/sbin/criu
+	fi
+	"$CRYO_BIN" check >"$T/check.out" 2>&1 ||
+		skip "CRIU does not work on this host (run tests/setup-criu4.sh): $(tail -1 "$T/check.out")"
+}
 rt_timed() { timeout 60 "$CRYO_BIN" --root "$RTROOT" "$@"; }
 
 # A stand-in for ssh(1): the destination's `receive --stdio`, on this

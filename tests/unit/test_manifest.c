@@ -242,18 +242,6 @@ static bool is_pages(const char *name)
 	return strncmp(name, "pages-", 6) == 0;
 }
 
-static void flip(struct fixture *f, const char *name, off_t at)
-{
-	int fd = openat(f->dfd, name, O_RDWR | O_CLOEXEC);
-	char c;
-
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, &c, 1, at), 1);
-	c ^= 0x01;
-	assert_int_equal(pwrite(fd, &c, 1, at), 1);
-	close(fd);
-}
-
 /*
  * The split verify (restore: page images hashed while CRIU reads them):
  * what it defers is judged by the wait, everything else at once, and a
@@ -275,7 +263,7 @@ static void test_split_verify(void **state)
 	cryo_manifest_later_free(l);
 	l = NULL;
 	/* a damaged page image: deferred, so the first part passes and the wait says no */
-	flip(f, "pages-1.img", 3);
+	tl_flip_byte(f->dfd, "pages-1.img", 3);
 	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), 0);
 	assert_int_equal(cryo_manifest_later_wait(l, &err), -EBADMSG);
 	assert_non_null(strstr(err.msg, "file `pages-1.img` is corrupted"));
@@ -285,14 +273,14 @@ static void test_split_verify(void **state)
 	cryo_manifest_later_free(l);
 	l = NULL;
 	/* a damaged file that is not deferred: refused at once, no thread left behind */
-	flip(f, "pages-1.img", 3);
-	flip(f, "core-1.img", 2);
+	tl_flip_byte(f->dfd, "pages-1.img", 3);
+	tl_flip_byte(f->dfd, "core-1.img", 2);
 	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), -EBADMSG);
 	assert_null(l);
 	assert_non_null(strstr(err.msg, "file `core-1.img` is corrupted"));
 	cryo_error_clear(&err);
 	/* freed unwaited: the thread is joined, not leaked */
-	flip(f, "core-1.img", 2);
+	tl_flip_byte(f->dfd, "core-1.img", 2);
 	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), 0);
 	cryo_manifest_later_free(l);
 	cryo_manifest_free(m);

@@ -187,18 +187,6 @@ static void verify_refused(struct fixture *f, const char *key, int want, const c
 	expect(cryo_image_verify(f->img, kpath(f, key), &err), want, &err, needle);
 }
 
-static void flip(int dfd, const char *name, off_t off)
-{
-	int fd = openat(dfd, name, O_RDWR | O_CLOEXEC);
-	char c;
-
-	assert_true(fd >= 0);
-	assert_int_equal(pread(fd, &c, 1, off), 1);
-	c ^= 0x01;
-	assert_int_equal(pwrite(fd, &c, 1, off), 1);
-	close(fd);
-}
-
 static off_t file_size(int dfd, const char *name)
 {
 	struct stat st;
@@ -269,7 +257,7 @@ static void test_altered_manifest(void **state)
 	for (i = 0; i < ARRAY_SIZE(keys); i++) {
 		seal(f);
 		sign_ok(f, keys[i]);
-		flip(f->dfd, CRYO_MANIFEST_NAME, file_size(f->dfd, CRYO_MANIFEST_NAME) - 3);
+		tl_flip_byte(f->dfd, CRYO_MANIFEST_NAME, file_size(f->dfd, CRYO_MANIFEST_NAME) - 3);
 		verify_refused(f, vkeys[i], -EBADMSG, "does not match `manifest.pb`: the image was altered");
 
 		seal(f);
@@ -297,16 +285,16 @@ static void test_altered_signature(void **state)
 		for (off = 0; off < len; off++) {
 			int r;
 
-			flip(f->dfd, CRYO_SIGNATURE_NAME, off);
+			tl_flip_byte(f->dfd, CRYO_SIGNATURE_NAME, off);
 			r = cryo_image_verify(f->img, kpath(f, vkeys[i]), &err);
 			if (r >= 0)
 				fail_msg("%s: flipped byte %lld of the signature was accepted", keys[i], (long long)off);
 			assert_true(r == -EBADMSG || r == -EKEYREJECTED);
 			cryo_error_clear(&err);
-			flip(f->dfd, CRYO_SIGNATURE_NAME, off);
+			tl_flip_byte(f->dfd, CRYO_SIGNATURE_NAME, off);
 		}
 		verify_ok(f, vkeys[i]);
-		flip(f->dfd, CRYO_SIGNATURE_NAME, len - 1);
+		tl_flip_byte(f->dfd, CRYO_SIGNATURE_NAME, len - 1);
 		verify_refused(f, vkeys[i], -EBADMSG, "signature does not match");
 	}
 }

@@ -75,3 +75,15 @@ int tl_group_teardown_tmpdir(void **state)
 {
 	return tl_rm_rf(tl_dir);
 }
+
+void tl_flip_byte(int dirfd, const char *name, off_t off)
+{
+	int fd = openat(dirfd, name, O_RDWR | O_CLOEXEC);
+	char c;
+
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, &c, 1, off), 1);
+	c ^= 0x01;
+	assert_int_equal(pwrite(fd, &c, 1, off), 1);
+	close(fd);
+}

@@ -50,6 +50,9 @@ int tl_tmpdir(char *tmpl);
 /* Remove a temporary directory tree; 0 or -errno. */
 int tl_rm_rf(const char *dir);
 
+/* Flip the low bit of the byte at off in dirfd/name (asserts it could). */
+void tl_flip_byte(int dirfd, const char *name, off_t off);
+
 /*
  * A temporary directory tl_dir around a whole group, so a failed assert
  * leaves nothing: cmocka_run_group_tests(tests, tl_group_setup_tmpdir,
