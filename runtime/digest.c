@@ -13,44 +13,26 @@
 #include "digest.h"
 #include "util.h"
 
-static void md_ctx_freep(EVP_MD_CTX **ctx)
-{
-	EVP_MD_CTX_free(*ctx);
-}
-
 int cryo_digest_fd(int fd, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size, struct cryo_error *err)
 {
-	_cleanup_(md_ctx_freep) EVP_MD_CTX *ctx = NULL;
-	uint8_t buf[1U << 16];
-	uint8_t md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	uint64_t total = 0;
-	const size_t bufsz = sizeof(buf);
+	_cleanup_(cryo_sha256_freep) struct cryo_sha256 *h = NULL;
+	off_t at = lseek(fd, 0, SEEK_CUR);
+	int64_t n;
+	int r;
 
-	ctx = EVP_MD_CTX_new();
-	if (!ctx)
-		return cryo_error_set(err, ENOMEM, "sha256");
-	if (EVP_DigestInit_ex(ctx, EVP_sha256(), NULL) != 1)
-		return cryo_error_setx(err, EIO, "sha256: EVP_DigestInit_ex failed");
-	for (;;) {
-		ssize_t n = read(fd, buf, bufsz);
-
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return cryo_error_set(err, errno, "read");
-		}
-		if (n == 0)
-			break;
-		if (EVP_DigestUpdate(ctx, buf, (size_t)n) != 1)
-			return cryo_error_setx(err, EIO, "sha256: EVP_DigestUpdate failed");
-		total += (uint64_t)n;
-	}
-	if (EVP_DigestFinal_ex(ctx, md, &mdlen) != 1 || mdlen != CRYO_SHA256_LEN)
-		return cryo_error_setx(err, EIO, "sha256: EVP_DigestFinal_ex failed");
-	memcpy(ret_sha, md, CRYO_SHA256_LEN);
+	if (at < 0)
+		return cryo_error_set(err, errno, "seek");
+	r = cryo_sha256_new(&h, err);
+	if (r < 0)
+		return r;
+	n = cryo_sha256_update_fd(h, fd, (uint64_t)at, UINT64_MAX, err);
+	if (n < 0)
+		return (int)n;
+	r = cryo_sha256_final(h, ret_sha, err);
+	if (r < 0)
+		return r;
 	if (ret_size)
-		*ret_size = total;
+		*ret_size = (uint64_t)n;
 	return 0;
 }
 
@@ -186,6 +168,30 @@ int cryo_sha256_update(struct cryo_sha256 *h, const void *buf, size_t len, struc
 	if (EVP_DigestUpdate(h->ctx, buf, len) != 1)
 		return cryo_error_setx(err, EIO, "sha256: EVP_DigestUpdate failed");
 	return 0;
+}
+
+int64_t cryo_sha256_update_fd(struct cryo_sha256 *h, int fd, uint64_t from, uint64_t len, struct cryo_error *err)
+{
+	uint8_t buf[1U << 16];
+	uint64_t n = 0;
+	int r;
+
+	while (n < len) {
+		size_t want = len - n < sizeof(buf) ? (size_t)(len - n) : sizeof(buf);
+		ssize_t got = pread(fd, buf, want, (off_t)(from + n));
+
+		if (got < 0 && errno == EINTR)
+			continue;
+		if (got < 0)
+			return cryo_error_set(err, errno, "read");
+		if (got == 0)
+			break;
+		r = cryo_sha256_update(h, buf, (size_t)got, err);
+		if (r < 0)
+			return r;
+		n += (uint64_t)got;
+	}
+	return (int64_t)n;
 }
 
 int cryo_sha256_final(struct cryo_sha256 *h, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err)

@@ -22,7 +22,7 @@
 int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size,
 			struct cryo_error *err);
 
-/* Hash an open fd from its current offset to EOF. */
+/* Hash an open regular file from its current offset to EOF (the offset is left as it was). */
 int cryo_digest_fd(int fd, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size, struct cryo_error *err);
 
 /*
@@ -58,6 +58,11 @@ void cryo_digest_jobs_clear(struct cryo_digest_job *jobs, size_t n);
 struct cryo_sha256;
 int cryo_sha256_new(struct cryo_sha256 **ret, struct cryo_error *err);
 int cryo_sha256_update(struct cryo_sha256 *h, const void *buf, size_t len, struct cryo_error *err);
+/*
+ * Feed the bytes [from, from + len) of fd (to its end: len UINT64_MAX),
+ * read with pread: the bytes fed, or -errno.
+ */
+int64_t cryo_sha256_update_fd(struct cryo_sha256 *h, int fd, uint64_t from, uint64_t len, struct cryo_error *err);
 int cryo_sha256_final(struct cryo_sha256 *h, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err);
 void cryo_sha256_free(struct cryo_sha256 *h);
 

@@ -204,29 +204,6 @@ static void drain_events(struct cryo_imghash *h)
 	}
 }
 
-/* Feed fd's bytes [from, from + len) (or to EOF: len UINT64_MAX) to sha; the bytes read. */
-static int64_t feed(int fd, struct cryo_sha256 *sha, uint64_t from, uint64_t len)
-{
-	uint8_t buf[1U << 16];
-	uint64_t n = 0;
-
-	while (n < len) {
-		size_t want = len - n < sizeof(buf) ? (size_t)(len - n) : sizeof(buf);
-		ssize_t got = pread(fd, buf, want, (off_t)(from + n));
-
-		if (got < 0 && errno == EINTR)
-			continue;
-		if (got < 0)
-			return -1;
-		if (got == 0)
-			break;
-		if (cryo_sha256_update(sha, buf, (size_t)got, NULL) < 0)
-			return -1;
-		n += (uint64_t)got;
-	}
-	return (int64_t)n;
-}
-
 /*
  * The part of a growing file hashed so far still stands for this close
  * if this close is the first since the hash began, of the same inode, no
@@ -263,7 +240,7 @@ static void hash_one(struct cryo_imghash *h, struct entry *e)
 		}
 		grow_drop(e);
 		if (sha || cryo_sha256_new(&sha, NULL) == 0)
-			n = feed(fd, sha, from, UINT64_MAX);
+			n = cryo_sha256_update_fd(sha, fd, from, UINT64_MAX, NULL);
 		ok = n >= 0 && cryo_sha256_final(sha, md, NULL) == 0;
 		/* (CRYO_IMGHASH_WRITEBACK) */
 		if (ok && h->writeback)
@@ -326,7 +303,7 @@ static enum grow_step grow_one(struct cryo_imghash *h, struct entry *e)
 	if (len < GROW_MIN)
 		return GROW_WAIT;
 	len = len > GROW_STEP ? GROW_STEP : len & ~(uint64_t)4095;
-	n = feed(e->g.fd, e->g.sha, e->g.done, len);
+	n = cryo_sha256_update_fd(e->g.sha, e->g.fd, e->g.done, len, NULL);
 	if (n <= 0)
 		return GROW_GAVE_UP;
 	if (h->writeback)
