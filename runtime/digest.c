@@ -148,16 +148,21 @@ int cryo_sha256_new(struct cryo_sha256 **ret, struct cryo_error *err)
 {
 	struct cryo_sha256 *h = calloc(1, sizeof(*h));
 
-	if (!h)
-		return cryo_error_set(err, ENOMEM, "sha256");
+	/* (-ENOMEM, -EIO spelled out: callers in this file then know h is set on 0) */
+	if (!h) {
+		cryo_error_set(err, ENOMEM, "sha256");
+		return -ENOMEM;
+	}
 	h->ctx = EVP_MD_CTX_new();
 	if (!h->ctx) {
 		free(h);
-		return cryo_error_set(err, ENOMEM, "sha256");
+		cryo_error_set(err, ENOMEM, "sha256");
+		return -ENOMEM;
 	}
 	if (EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
 		cryo_sha256_free(h);
-		return cryo_error_setx(err, EIO, "sha256: EVP_DigestInit_ex failed");
+		cryo_error_setx(err, EIO, "sha256: EVP_DigestInit_ex failed");
+		return -EIO;
 	}
 	*ret = h;
 	return 0;
