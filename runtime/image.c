@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <fnmatch.h>
 #include <libgen.h>
 #include <limits.h>
 #include <signal.h>
@@ -416,4 +417,9 @@ int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, si
 	if (ret_st)
 		*ret_st = st;
 	return 0;
+}
+
+bool cryo_image_is_pages(const char *name)
+{
+	return fnmatch("pages-*.img", name, 0) == 0;
 }

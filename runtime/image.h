@@ -86,4 +86,11 @@ int cryo_image_read_file(int dirfd, const char *name, size_t max, char **ret, si
 			 struct cryo_error *err);
 
 
+/*
+ * A CRIU page image (pages-N.img): the tasks' raw memory. CRIU writes it
+ * once, in order, through one fd, and on restore copies its bytes into the
+ * tasks without parsing any of them (imghash.h, restore.c).
+ */
+bool cryo_image_is_pages(const char *name);
+
 #endif

@@ -2,7 +2,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <poll.h>
 #include <pthread.h>
@@ -13,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "image.h"
 #include "imghash.h"
 #include "util.h"
 
@@ -163,7 +163,7 @@ static void created(struct cryo_imghash *h, const char *name)
 {
 	struct entry *e;
 
-	if (!h->grow || fnmatch("pages-*.img", name, 0) != 0)
+	if (!h->grow || !cryo_image_is_pages(name))
 		return;
 	e = find_or_add(h, name);
 	if (!e) {

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
-#include <fnmatch.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -109,7 +108,6 @@ struct ctx {
 	 */
 	struct cryo_manifest_later *later;
 	bool gate_ran;
-	struct cryo_error later_err;
 	struct cryo_spec *spec;     /* the bundle's config.json: the one restore uses */
 	char *bundle, *rootfs, *work, *cgrel;
 	const char *freezer_backend;
@@ -182,16 +180,11 @@ static int verify_links(int image_fd, const Cryo__Manifest *m, int depth, bool h
  * all if it is no). So page images are hashed while CRIU restores, not
  * before: every other file (what CRIU parses) is verified first.
  */
-static bool is_page_image(const char *name)
-{
-	return fnmatch("pages-*.img", name, 0) == 0;
-}
-
 static int verify_pages_gate(void *userdata)
 {
 	struct ctx *c = userdata;
 
-	return cryo_manifest_later_wait(c->later, &c->later_err);
+	return cryo_manifest_later_wait(c->later, NULL);
 }
 
 static int step_verify(void *ctx, struct cryo_error *err)
@@ -212,7 +205,7 @@ static int step_verify(void *ctx, struct cryo_error *err)
 			r = cryo_manifest_read_at(c->image_fd, &c->m, err);
 		/* lazy pages come from a daemon, through CRIU's command line: no notification to wait in */
 		if (r >= 0 && !c->o->lazy_pages)
-			r = cryo_manifest_verify_split_at(c->image_fd, c->m, is_page_image, &c->later, err);
+			r = cryo_manifest_verify_split_at(c->image_fd, c->m, cryo_image_is_pages, &c->later, err);
 		else if (r >= 0)
 			r = cryo_manifest_verify_at(c->image_fd, c->m, err);
 		if (r >= 0)
@@ -503,7 +496,7 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	}
 	r = cryo_criu_restore(&co, &c->pid, err);
 	/* a damaged page image: cryo_restore() reports it, whatever CRIU made of it */
-	if (c->later && cryo_manifest_later_wait(c->later, &c->later_err) < 0)
+	if (c->later && cryo_manifest_later_wait(c->later, NULL) < 0)
 		return r < 0 ? r : cryo_error_setx(err, EBADMSG, "criu restore: a page image is damaged");
 	/* tasks that ran without the verdict: not a restore to keep (undo kills them) */
 	if (c->later && r >= 0 && !c->gate_ran)
@@ -740,7 +733,6 @@ static void ctx_done(struct ctx *c)
 	if (c->pts_master >= 0)
 		close(c->pts_master);
 	cryo_manifest_later_free(c->later);
-	cryo_error_clear(&c->later_err);
 	cryo_manifest_free(c->m);
 	cryo_spec_free(c->spec);
 	cryo_state_free(c->st);
@@ -771,10 +763,13 @@ int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_sta
 		 * A page image found damaged while the steps after verify ran is
 		 * the cause of any of their failures: said as the verify's.
 		 */
-		if (c.later && cryo_manifest_later_wait(c.later, &c.later_err) < 0) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (c.later && cryo_manifest_later_wait(c.later, &e) < 0) {
 			cryo_error_clear(err);
-			(void)cryo_error_setx(err, c.later_err.status, "verify: image `%s`: %s", c.image, c.later_err.msg);
+			(void)cryo_error_setx(err, e.status, "verify: image `%s`: %s", c.image, e.msg);
 		}
+		cryo_error_clear(&e);
 		ctx_done(&c);
 		return cryo_error_prefix(err, "restore `%s`", o->id);
 	}
