@@ -363,10 +363,14 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 		.track_mem = o->parent_path != NULL,
 	};
 	unsigned int hash_flags;
+	bool post_dump_ran = false;
 	int r;
 
 	co.freeze_cgroup = cryo_freezer_path(c->fz);
 	co.ret_network_lock_skipped = &c->net_lock_skipped;
+	co.post_dump = pre_dump ? NULL : o->post_dump;
+	co.post_dump_userdata = o->post_dump_data;
+	co.ret_post_dump_ran = &post_dump_ran;
 	r = cryo_extmounts_dump(c->spec, c->st->pid, &c->ext_mounts, err);
 	if (r < 0)
 		return r;
@@ -390,6 +394,8 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->criu_stopped = !co.leave_running;
+	if (co.post_dump && !post_dump_ran)
+		return cryo_error_setx(err, EPROTO, "criu dump: CRIU let go of the tasks without its post-dump notification");
 	/*
 	 * --leave-running: the dump is complete and consistent, so the
 	 * container goes on now rather than through hashing and commit;

@@ -80,6 +80,13 @@ struct cryo_checkpoint_opts {
 	 */
 	unsigned lazy_port;
 	struct cryo_criu_proc *ret_lazy_dump;
+	/*
+	 * Called at CRIU's post-dump notification (criu.h), before CRIU lets
+	 * go of the tasks and their connections; nonzero fails the
+	 * checkpoint. A dump that never asked fails too. NULL = nothing.
+	 */
+	int (*post_dump)(void *userdata);
+	void *post_dump_data;
 };
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err);

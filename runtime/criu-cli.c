@@ -111,6 +111,8 @@ static void add_common(struct args *a, const struct cryo_criu_opts *o, const cha
 		add(a, "--timeout=%u", o->timeout_s);
 	for (m = o->ext_mounts; m && m[0] && m[1]; m += 2)
 		add(a, "--ext-mount-map=%s:%s", m[0], m[1]);
+	if (o->veth_inside && o->veth_outside)
+		add(a, "--veth-pair=%s=%s", o->veth_inside, o->veth_outside);
 }
 
 static char *log_of(const struct cryo_criu_opts *o, const char *name)

@@ -433,6 +433,11 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, bool skip_l
 		if (r < 0)
 			return cryo_error_set(err, -r, "external mount `%s`", m[0]);
 	}
+	if (o->veth_inside && o->veth_outside) {
+		r = criu_local_add_veth_pair(co, o->veth_inside, o->veth_outside);
+		if (r < 0)
+			return cryo_error_set(err, -r, "veth pair `%s`", o->veth_inside);
+	}
 	*ret_img_fd = TAKE_FD(img);
 	*ret_work_fd = TAKE_FD(work);
 	return 0;
@@ -462,6 +467,49 @@ static int open_session(const struct cryo_criu_opts *o, const char *what, const 
 	if (r < 0)
 		return cryo_error_prefix(err, "criu %s", what);
 	*ret_co = TAKE_PTR(co);
+	return 0;
+}
+
+/*
+ * CRIU's notifications come through libcriu's callback, which has no
+ * argument of ours: one dump or restore at a time per process (cryo runs
+ * one).
+ * -1 = none received, -2 = one was refused (not expected, or a second).
+ */
+static int pts_master = -1;
+static bool pts_master_expected;
+static const struct cryo_criu_opts *notify_opts;
+
+static int notify_cb(char *action, criu_notify_arg_t na)
+{
+	int fd;
+
+	(void)na;
+	if (action && strcmp(action, "post-dump") == 0 && notify_opts && notify_opts->post_dump) {
+		if (notify_opts->ret_post_dump_ran)
+			*notify_opts->ret_post_dump_ran = true;
+		return notify_opts->post_dump(notify_opts->post_dump_userdata) == 0 ? 0 : -1;
+	}
+	if (action && strcmp(action, "post-restore") == 0 && notify_opts && notify_opts->post_restore_gate) {
+		if (notify_opts->ret_gate_ran)
+			*notify_opts->ret_gate_ran = true;
+		return notify_opts->post_restore_gate(notify_opts->post_restore_gate_userdata) == 0 ? 0 : -1;
+	}
+	if (!action || strcmp(action, "orphan-pts-master") != 0)
+		return 0;
+	fd = criu_get_orphan_pts_master_fd();
+	if (fd < 0)
+		return -1;
+	if (!pts_master_expected || pts_master != -1) {
+		/* not ours to take: the restore fails rather than run on a terminal nobody holds */
+		close(fd);
+		if (pts_master >= 0)
+			close(pts_master);
+		pts_master = -2;
+		return -1;
+	}
+	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	pts_master = fd;
 	return 0;
 }
 
@@ -512,7 +560,11 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 	if (cryo_fault("criu-dump"))
 		return cryo_error_setx(err, EIO, "criu %s: injected fault (CRYO_FAULT=criu-dump)", what);
 
+	if (o->post_dump)
+		criu_local_set_notify_cb(co, notify_cb);
+	notify_opts = o;
 	r = o->pre_dump ? criu_local_pre_dump(co) : criu_local_dump(co);
+	notify_opts = NULL;
 	if (r < 0)
 		return criu_failed(o, what, name, r, err);
 	if (o->ret_network_lock_skipped)
@@ -520,42 +572,7 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 	return 0;
 }
 
-/*
- * CRIU's notifications come through libcriu's callback, which has no
- * argument of ours: one restore at a time per process (cryo runs one).
- * -1 = none received, -2 = one was refused (not expected, or a second).
- */
-static int pts_master = -1;
-static bool pts_master_expected;
-static const struct cryo_criu_opts *notify_opts;
 
-static int notify_cb(char *action, criu_notify_arg_t na)
-{
-	int fd;
-
-	(void)na;
-	if (action && strcmp(action, "post-restore") == 0 && notify_opts && notify_opts->post_restore_gate) {
-		if (notify_opts->ret_gate_ran)
-			*notify_opts->ret_gate_ran = true;
-		return notify_opts->post_restore_gate(notify_opts->post_restore_gate_userdata) == 0 ? 0 : -1;
-	}
-	if (!action || strcmp(action, "orphan-pts-master") != 0)
-		return 0;
-	fd = criu_get_orphan_pts_master_fd();
-	if (fd < 0)
-		return -1;
-	if (!pts_master_expected || pts_master != -1) {
-		/* not ours to take: the restore fails rather than run on a terminal nobody holds */
-		close(fd);
-		if (pts_master >= 0)
-			close(pts_master);
-		pts_master = -2;
-		return -1;
-	}
-	(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
-	pts_master = fd;
-	return 0;
-}
 
 int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cryo_error *err)
 {

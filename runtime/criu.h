@@ -67,6 +67,12 @@ struct cryo_criu_opts {
 	 */
 	const char *const *ext_mounts;
 	/*
+	 * restore: the image's network namespace has a veth whose end there is
+	 * veth_inside; CRIU makes its other end here, named veth_outside
+	 * (--veth-pair). NULL: CRIU names it.
+	 */
+	const char *veth_inside, *veth_outside;
+	/*
 	 * A terminal whose master is outside the tree (process.terminal: the
 	 * console socket's receiver or `run` holds it), runc's way: the dump
 	 * takes the container's pty slave without its master (CRIU's
@@ -102,6 +108,15 @@ struct cryo_criu_opts {
 	int (*post_restore_gate)(void *userdata);
 	void *post_restore_gate_userdata;
 	bool *ret_gate_ran;
+	/*
+	 * dump: called at CRIU's post-dump notification, when the image is
+	 * written and the tasks and their connections are still locked
+	 * (before CRIU ends or resumes them); nonzero fails the dump.
+	 * *ret_post_dump_ran says it was asked.
+	 */
+	int (*post_dump)(void *userdata);
+	void *post_dump_userdata;
+	bool *ret_post_dump_ran;
 };
 
 struct cryo_criu_version {

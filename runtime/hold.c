@@ -36,6 +36,7 @@ const char *const cryo_hold_kind_names[_CRYO_HOLD_KIND_MAX] = {
 	[CRYO_HOLD_FS_THAW] = "fs-thaw",
 	[CRYO_HOLD_STAGING] = "staging-dir",
 	[CRYO_HOLD_CGROUP_KILL] = "cgroup-kill",
+	[CRYO_HOLD_LINK_UP] = "link-up",
 };
 
 int cryo_hold_validate_name(const char *name, struct cryo_error *err)

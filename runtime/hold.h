@@ -46,6 +46,13 @@ enum cryo_hold_kind {
 	 * before the source commits. The undo kills every task in it.
 	 */
 	CRYO_HOLD_CGROUP_KILL,
+	/*
+	 * target: a host interface name; backend: its ifindex. The host end
+	 * of a container's veth, taken down while `cryo migrate
+	 * --tcp-established` moves the connections; the undo brings it up
+	 * (if that index still has that name).
+	 */
+	CRYO_HOLD_LINK_UP,
 	_CRYO_HOLD_KIND_MAX,
 };
 

@@ -24,6 +24,7 @@
 #include "migrate.h"
 #include "migrate-lazy.h"
 #include "mountinfo.h"
+#include "network.h"
 #include "restore.h"
 #include "snapshot.h"
 #include "sign.h"
@@ -332,6 +333,11 @@ struct mctx {
 	struct cryo_error fail;  /* the error that failed the run, for the abort frame */
 	struct early *early;     /* sends the final dump's files while CRIU writes it */
 	struct cryo_lazy_source lazy; /* --lazy: the dump serving the pages */
+	/* --tcp-established: the container's veth, its host end held down (step_net_lock) */
+	struct cryo_network_spec net;
+	struct cryo_hold *link_hold;
+	int link_index;
+	char link_name[16];
 };
 
 static int64_t mtimeout(const struct mctx *c)
@@ -507,6 +513,16 @@ static int refuse_unmovable(struct mctx *c, struct cryo_error *err)
 	if (spec->terminal)
 		return cryo_error_setx(err, EOPNOTSUPP,
 				       "the container has a terminal (process.terminal): its console can't follow it to another host");
+	/* a connection's local address must go where the container goes: cryo's veth does, the host's address does not */
+	if (c->o->criu.tcp_established) {
+		if (!spec->network.present || spec->namespaces[CRYO_NS_NET].path)
+			return cryo_error_setx(err, EOPNOTSUPP,
+					       "--tcp-established: the connections' address must move with the container, which needs a network namespace of its own with cryo's veth (annotation " CRYO_NETWORK_ANNOTATION ")");
+		/* the lazy dump is CRIU's command line: no post-dump notification to lock the link at (step_net_lock) */
+		if (c->o->lazy)
+			return cryo_error_setx(err, EOPNOTSUPP, "--tcp-established and --lazy: not supported together");
+		c->net = spec->network;
+	}
 	return cryo_checkpoint_refuse_spec(spec, err);
 }
 
@@ -652,6 +668,78 @@ static void undo_freeze(void *ctx)
 	cryo_error_clear(&e);
 	c->hold = NULL;
 	c->frozen = false;
+}
+
+/*
+ * --tcp-established: the host end of the container's veth goes down once
+ * CRIU has dumped the connections, and comes up again only if the source
+ * resumes. CRIU, leaving the tasks alive, then takes their sockets out of
+ * repair mode and its own lock off: from then on nothing of them may
+ * reach the peer, neither an ACK of data the image lacks nor the FIN or
+ * RST of their close when the tasks here are killed after the commit.
+ * The copy there owns the connections. Not before the dump: CRIU would
+ * save the container's routes with the "linkdown" flag of a peer that is
+ * down, and the kernel refuses them so at the restore.
+ *
+ * This step finds the host end and takes a link-up hold, like the
+ * freeze's: if we die or its deadline passes first, its watchdog brings
+ * the link up. checkpoint takes the link down at CRIU's post-dump
+ * notification (net_down).
+ */
+static int net_down(void *userdata)
+{
+	struct mctx *c = userdata;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (cryo_fault("migrate:net-down") || cryo_network_set_up(c->link_index, c->link_name, false, &e) < 0) {
+		cryo_warn("migrate `%s`: network lock: %s", c->o->id, e.msg ? e.msg : "injected fault (CRYO_FAULT=migrate:net-down)");
+		cryo_error_clear(&e);
+		return -1;
+	}
+	return 0;
+}
+
+static int step_net_lock(void *ctx, struct cryo_error *err)
+{
+	struct mctx *c = ctx;
+	int64_t deadline = c->o->freeze_deadline_ms > 0 ? c->o->freeze_deadline_ms : DEFAULT_FREEZE_DEADLINE_MS;
+	_cleanup_close_ int netns = -1;
+	_cleanup_free_ char *name = NULL, *path = NULL;
+	char index[16];
+	int r;
+
+	if (!c->o->criu.tcp_established)
+		return 0;
+	if (asprintf(&path, "/proc/%d/ns/net", (int)c->st->pid) < 0 || asprintf(&name, "%s@net", c->o->id) < 0)
+		return cryo_error_set(err, ENOMEM, "network lock");
+	netns = open(path, O_RDONLY | O_CLOEXEC);
+	if (netns < 0)
+		return cryo_error_set(err, errno, "network lock: open %s", path);
+	r = cryo_network_host_end(&c->net, netns, &c->link_index, c->link_name, err);
+	if (r < 0)
+		return r;
+	snprintf(index, sizeof(index), "%d", c->link_index);
+	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_LINK_UP, c->link_name, index, (uint64_t)deadline,
+				 CRYO_HOLD_UNDO_ON_EXIT, cryo_network_hold_undo, &c->link_hold, err);
+}
+
+static void undo_net_lock(void *ctx)
+{
+	struct mctx *c = ctx;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	/* in doubt or done: the connections are the copy's, the link stays down */
+	if (c->res->in_doubt || c->confirmed || !c->link_hold)
+		return;
+	if (cryo_network_set_up(c->link_index, c->link_name, true, &e) < 0) {
+		cryo_warn("migrate `%s`: undo: %s", c->o->id, e.msg);
+		c->res->resume_failed = true;
+		cryo_error_clear(&e);
+	}
+	if (cryo_hold_release(c->link_hold, &e) < 0 && e.status != ETIME)
+		cryo_warn("migrate `%s`: undo: release the link hold: %s", c->o->id, e.msg);
+	cryo_error_clear(&e);
+	c->link_hold = NULL;
 }
 
 static int rm_under_root(const char *root, const char *rel)
@@ -821,6 +909,10 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 		return cryo_error_set(err, ENOMEM, "parent image");
 	co.image_path = c->out_dir;
 	co.parent_path = parent;
+	if (c->link_hold) {
+		co.post_dump = net_down;
+		co.post_dump_data = c;
+	}
 	if (c->o->lazy) {
 		r = cryo_lazy_source_port(&c->lazy, err);
 		if (r < 0)
@@ -1426,6 +1518,15 @@ static int step_commit(void *ctx, struct cryo_error *err)
 		if (r < 0)
 			return r;
 	}
+	/* the link stays down from here: the connections go to the copy there */
+	if (c->link_hold) {
+		r = cryo_hold_release(c->link_hold, err);
+		c->link_hold = NULL;
+		if (r == -ETIME)
+			return cryo_error_setx(err, ETIME, "the link's deadline passed and its host end came up here: not committing");
+		if (r < 0)
+			return r;
+	}
 	cm.go = true;
 	cm.has_frozen_usec = 1;
 	cm.frozen_usec = c->o->lazy ? c->res->downtime_us : (uint64_t)(cryo_now_us() - c->frozen_at);
@@ -1480,6 +1581,19 @@ static int step_stop(void *ctx, struct cryo_error *err)
 	r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, err);
 	if (r < 0)
 		return r;
+	/*
+	 * --tcp-established: the killed tasks' sockets live on, orphaned, and
+	 * keep the netns (and the pair) for minutes while they retry their
+	 * FIN into the link that is down. The pair goes now: the host name is
+	 * free and nothing of them ever leaves.
+	 */
+	if (c->link_index > 0) {
+		struct cryo_network_link link = { .host_ifindex = c->link_index };
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (cryo_network_undo(&link, &e) < 0)
+			cryo_error_warn_clear(&e, "migrate `%s`: delete the veth `%s`", c->o->id, c->link_name);
+	}
 	c->st->status = CRYO_STATUS_STOPPED;
 	r = cryo_state_save(c->o->root, c->st, err);
 	if (r < 0)
@@ -1493,6 +1607,7 @@ static const struct cryo_step migrate_steps[] = {
 	{ "preflight", step_preflight, undo_images },
 	{ "precopy", step_precopy, NULL },
 	{ "freeze", step_freeze, undo_freeze },
+	{ "net-lock", step_net_lock, undo_net_lock },
 	{ "checkpoint", step_checkpoint, undo_checkpoint },
 	{ "transfer", step_transfer, NULL },
 	{ "restore", step_remote_restore, NULL },

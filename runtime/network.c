@@ -15,6 +15,7 @@
 #include <netlink/route/link/veth.h>
 #include <netlink/route/route.h>
 
+#include "hold.h"
 #include "network.h"
 #include "util.h"
 
@@ -195,7 +196,8 @@ static int open_sock(struct nl_sock **ret, struct cryo_error *err)
 	return 0;
 }
 
-static int link_up(struct nl_sock *sk, const char *ifname, int *ret_index, struct cryo_error *err)
+static int link_up(struct nl_sock *sk, const char *ifname, unsigned int mtu, int *ret_index,
+		   struct cryo_error *err)
 {
 	struct rtnl_link *l = NULL, *change;
 	int r;
@@ -209,6 +211,8 @@ static int link_up(struct nl_sock *sk, const char *ifname, int *ret_index, struc
 		return cryo_error_set(err, ENOMEM, "bring up `%s`", ifname);
 	}
 	rtnl_link_set_flags(change, IFF_UP);
+	if (mtu)
+		rtnl_link_set_mtu(change, mtu);
 	r = rtnl_link_change(sk, l, change, 0);
 	if (ret_index)
 		*ret_index = rtnl_link_get_ifindex(l);
@@ -330,9 +334,9 @@ static int configure_inside(struct nl_sock *sk, void *arg, struct cryo_error *er
 	const struct cryo_network_spec *spec = arg;
 	int ifindex = 0, r;
 
-	r = link_up(sk, "lo", NULL, err);
+	r = link_up(sk, "lo", 0, NULL, err);
 	if (r >= 0)
-		r = link_up(sk, spec->ifname, &ifindex, err);
+		r = link_up(sk, spec->ifname, 0, &ifindex, err);
 	if (r >= 0)
 		r = add_addr(sk, ifindex, spec->ifname, spec->addr, spec->prefix, err);
 	if (r >= 0 && cryo_fault("network-inside"))
@@ -436,7 +440,7 @@ int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct c
 		goto prefix;
 	}
 
-	r = link_up(sk, spec->host_ifname, &host_index, err);
+	r = link_up(sk, spec->host_ifname, 0, &host_index, err);
 	if (r < 0)
 		goto undo;
 	if (spec->has_host_addr) {
@@ -532,4 +536,144 @@ int cryo_network_teardown(const struct cryo_network_spec *spec, int netns_fd, st
 	if (r < 0)
 		return cryo_error_prefix(err, "network teardown `%s`", spec->host_ifname);
 	return 0;
+}
+
+int cryo_network_wait_name_free(const struct cryo_network_spec *spec, int timeout_ms, struct cryo_error *err)
+{
+	int64_t until = cryo_now_ms() + timeout_ms;
+
+	if (!spec->present)
+		return 0;
+	for (;;) {
+		if (if_nametoindex(spec->host_ifname) == 0) {
+			if (errno == ENODEV || errno == ENXIO)
+				return 0;
+			return cryo_error_set(err, errno, "network: look up `%s`", spec->host_ifname);
+		}
+		if (cryo_now_ms() >= until)
+			return cryo_error_setx(err, EEXIST,
+					       "network: host interface `%s` exists: another container (or the host) holds the name the restored container's veth needs",
+					       spec->host_ifname);
+		cryo_sleep_ms(20);
+	}
+}
+
+int cryo_network_restore_host(const struct cryo_network_spec *spec, struct cryo_network_link *ret,
+			      struct cryo_error *err)
+{
+	struct rtnl_link *l = NULL;
+	struct nl_sock *sk = NULL;
+	const char *type;
+	int32_t nsid;
+	int index = 0, r;
+
+	ret->host_ifindex = 0;
+	if (!spec->present)
+		return 0;
+	r = open_sock(&sk, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "network");
+	r = rtnl_link_get_kernel(sk, 0, spec->host_ifname, &l);
+	if (r < 0) {
+		r = nl_fail(err, r, "find the restored host end", spec->host_ifname);
+		goto out;
+	}
+	type = rtnl_link_get_type(l);
+	/* what CRIU made: a veth whose peer is in another netns; anything else of that name is not ours */
+	if (!type || strcmp(type, "veth") != 0 || rtnl_link_get_link_netnsid(l, &nsid) < 0) {
+		r = cryo_error_setx(err, EEXIST, "host interface `%s` is not the host end of the restored veth pair",
+				    spec->host_ifname);
+		goto out;
+	}
+	index = rtnl_link_get_ifindex(l);
+	r = link_up(sk, spec->host_ifname, spec->mtu, NULL, err);
+	if (r >= 0 && spec->has_host_addr)
+		r = add_addr(sk, index, spec->host_ifname, spec->host_addr, spec->host_prefix, err);
+	if (r >= 0)
+		ret->host_ifindex = index;
+out:
+	if (l)
+		rtnl_link_put(l);
+	nl_socket_free(sk);
+	return r < 0 ? cryo_error_prefix(err, "network") : 0;
+}
+
+int cryo_network_host_end(const struct cryo_network_spec *spec, int netns_fd, int *ret_ifindex,
+			  char ret_name[16], struct cryo_error *err)
+{
+	struct peer_query q = { .spec = spec };
+	struct rtnl_link *l = NULL;
+	struct nl_sock *sk = NULL;
+	int r;
+
+	if (!spec->present || netns_fd < 0)
+		return cryo_error_setx(err, ENOENT, "network: the container has no veth of cryo's");
+	r = run_in_netns(netns_fd, find_peer_inside, &q, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "network");
+	if (q.peer_ifindex <= 0)
+		return cryo_error_setx(err, ENOENT, "network: no veth `%s` in the container", spec->ifname);
+	r = open_sock(&sk, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "network");
+	r = rtnl_link_get_kernel(sk, q.peer_ifindex, NULL, &l);
+	if (r < 0) {
+		r = cryo_error_setx(err, nl_errno(r), "network: the host end of `%s` (index %d): %s", spec->ifname,
+				    q.peer_ifindex, nl_geterror(r));
+	} else {
+		snprintf(ret_name, 16, "%s", rtnl_link_get_name(l) ? rtnl_link_get_name(l) : "");
+		*ret_ifindex = q.peer_ifindex;
+		rtnl_link_put(l);
+	}
+	nl_socket_free(sk);
+	return r;
+}
+
+int cryo_network_set_up(int ifindex, const char *name, bool up, struct cryo_error *err)
+{
+	struct rtnl_link *l = NULL, *change = NULL;
+	struct nl_sock *sk = NULL;
+	int r;
+
+	r = open_sock(&sk, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "network");
+	r = rtnl_link_get_kernel(sk, ifindex, NULL, &l);
+	if (r < 0) {
+		r = nl_fail(err, r, "find link", name);
+		goto out;
+	}
+	if (!rtnl_link_get_name(l) || strcmp(rtnl_link_get_name(l), name) != 0) {
+		r = cryo_error_setx(err, ENODEV, "network: index %d is `%s` now, not `%s`", ifindex,
+				    rtnl_link_get_name(l) ? rtnl_link_get_name(l) : "?", name);
+		goto out;
+	}
+	change = rtnl_link_alloc();
+	if (!change) {
+		r = cryo_error_set(err, ENOMEM, "network: %s", name);
+		goto out;
+	}
+	if (up)
+		rtnl_link_set_flags(change, IFF_UP);
+	else
+		rtnl_link_unset_flags(change, IFF_UP);
+	r = rtnl_link_change(sk, l, change, 0);
+	if (r < 0)
+		r = nl_fail(err, r, up ? "bring up" : "take down", name);
+out:
+	if (change)
+		rtnl_link_put(change);
+	if (l)
+		rtnl_link_put(l);
+	nl_socket_free(sk);
+	return r < 0 ? cryo_error_prefix(err, "network") : 0;
+}
+
+int cryo_network_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	uint64_t index;
+
+	if (cryo_parse_u64(rec->backend, INT32_MAX, &index) < 0 || index == 0)
+		return cryo_error_setx(err, EINVAL, "link-up hold: `%s` is not an interface index", rec->backend);
+	return cryo_network_set_up((int)index, rec->target, true, err);
 }

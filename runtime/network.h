@@ -91,6 +91,44 @@ int cryo_network_undo(const struct cryo_network_link *link, struct cryo_error *e
  */
 int cryo_network_teardown(const struct cryo_network_spec *spec, int netns_fd, struct cryo_error *err);
 
+/*
+ * Before a restore has CRIU make the pair again (its --veth-pair): wait
+ * up to timeout_ms for the host end's name to be free. The pair of a
+ * container killed a moment ago (a checkpoint that stopped it) goes when
+ * the kernel destroys its netns, which it does asynchronously. EEXIST
+ * if the name is still taken.
+ */
+int cryo_network_wait_name_free(const struct cryo_network_spec *spec, int timeout_ms, struct cryo_error *err);
+
+/*
+ * After CRIU restored the container's netns with its end of the pair
+ * (addresses and routes inside come from the image): bring up the host
+ * end CRIU made, named spec->host_ifname, and give it the host address,
+ * as cryo_network_apply() does; *ret says what undo deletes. A host
+ * interface of that name that is not a veth with its peer in another
+ * netns is left alone (EEXIST).
+ */
+int cryo_network_restore_host(const struct cryo_network_spec *spec, struct cryo_network_link *ret,
+			      struct cryo_error *err);
+
+/*
+ * The host end of the pair of a container whose netns is netns_fd (the
+ * peer of spec->ifname inside): its ifindex and name. ENOENT if there is
+ * no such pair.
+ */
+int cryo_network_host_end(const struct cryo_network_spec *spec, int netns_fd, int *ret_ifindex,
+			  char ret_name[16], struct cryo_error *err);
+
+/*
+ * Bring the host interface ifindex up or down, if it is still called
+ * name (an index of a pair that went may be another's now: ENODEV).
+ */
+int cryo_network_set_up(int ifindex, const char *name, bool up, struct cryo_error *err);
+
+/* The undo of a CRYO_HOLD_LINK_UP hold (for the watchdog and `cryo recover`). */
+struct cryo_hold_rec;
+int cryo_network_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);
+
 void cryo_network_spec_free(struct cryo_network_spec *spec);
 
 #endif

@@ -22,6 +22,7 @@
 #include "image.h"
 #include "log.h"
 #include "manifest.h"
+#include "network.h"
 #include "restore.h"
 #include "sign.h"
 #include "snapshot.h"
@@ -108,6 +109,13 @@ struct ctx {
 	 */
 	struct cryo_manifest_later *later;
 	bool gate_ran;
+	/*
+	 * The host end of the container's veth (org.cryo.network), made by
+	 * CRIU and set up here before the tasks run; net_err: why not.
+	 */
+	struct cryo_network_link net;
+	struct cryo_error net_err;
+	bool net_done;
 	struct cryo_spec *spec;     /* the bundle's config.json: the one restore uses */
 	char *bundle, *rootfs, *work, *cgrel;
 	const char *freezer_backend;
@@ -130,6 +138,8 @@ struct ctx {
 };
 
 #define PARENT_LINK "parent"
+/* how long the host end's name of a container just killed may take to go with its netns */
+#define NETWORK_NAME_WAIT_MS 5000
 #define MAX_PARENTS 16
 
 /*
@@ -180,11 +190,26 @@ static int verify_links(int image_fd, const Cryo__Manifest *m, int depth, bool h
  * all if it is no). So page images are hashed while CRIU restores, not
  * before: every other file (what CRIU parses) is verified first.
  */
-static int verify_pages_gate(void *userdata)
+static int verify_pages(struct ctx *c)
+{
+	return cryo_manifest_later_wait(c->later, NULL);
+}
+
+/* The host end of the veth CRIU made again: up, with its address, before a task sends a packet. */
+static int network_host_end(struct ctx *c)
+{
+	c->net_done = true;
+	return cryo_network_restore_host(&c->spec->network, &c->net, &c->net_err);
+}
+
+/* CRIU's post-restore notification: every task restored, none has run yet; nonzero = CRIU kills them all. */
+static int post_restore_gate(void *userdata)
 {
 	struct ctx *c = userdata;
 
-	return cryo_manifest_later_wait(c->later, NULL);
+	if (c->spec->network.present && network_host_end(c) < 0)
+		return -1;
+	return c->later ? verify_pages(c) : 0;
 }
 
 static int step_verify(void *ctx, struct cryo_error *err)
@@ -489,21 +514,39 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.lazy_pages = o->lazy_pages;
 	co.lazy_wait = o->lazy_wait;
 	co.lazy_wait_userdata = o->lazy_wait_userdata;
-	if (c->later) {
-		co.post_restore_gate = verify_pages_gate;
+	if (c->spec->network.present) {
+		/* CRIU makes the pair again, its host end named as the config names it */
+		r = cryo_network_wait_name_free(&c->spec->network, NETWORK_NAME_WAIT_MS, err);
+		if (r < 0)
+			return r;
+		co.veth_inside = c->spec->network.ifname;
+		co.veth_outside = c->spec->network.host_ifname;
+	}
+	if (c->later || c->spec->network.present) {
+		co.post_restore_gate = post_restore_gate;
 		co.post_restore_gate_userdata = c;
 		co.ret_gate_ran = &c->gate_ran;
 	}
 	r = cryo_criu_restore(&co, &c->pid, err);
 	/* a damaged page image: cryo_restore() reports it, whatever CRIU made of it */
-	if (c->later && cryo_manifest_later_wait(c->later, NULL) < 0)
+	if (c->later && verify_pages(c) < 0)
 		return r < 0 ? r : cryo_error_setx(err, EBADMSG, "criu restore: a page image is damaged");
+	/* the host end refused at the gate: that is why CRIU failed */
+	if (c->net_done && c->net_err.msg) {
+		cryo_error_move(err, &c->net_err);
+		return cryo_error_prefix(err, "criu restore");
+	}
 	/* tasks that ran without the verdict: not a restore to keep (undo kills them) */
 	if (c->later && r >= 0 && !c->gate_ran)
 		return cryo_error_setx(err, EPROTO,
 				       "criu restore: CRIU resumed the tasks without its post-restore notification: the page images were not verified before they ran");
 	if (r < 0)
 		return r;
+	/* a lazy restore (CRIU's command line) sends no notification: its tasks run already */
+	if (c->spec->network.present && !c->net_done && network_host_end(c) < 0) {
+		cryo_error_move(err, &c->net_err);
+		return cryo_error_prefix(err, "criu restore");
+	}
 	if (!c->spec->terminal)
 		return 0;
 	if (c->pts_master < 0) {
@@ -522,10 +565,15 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 static void undo_criu_restore(void *ctx)
 {
 	struct ctx *c = ctx;
+	struct cryo_error e = CRYO_ERROR_INIT;
 
 	_cleanup_free_ pid_t *pids = NULL;
 	size_t n = 0, i;
 
+	/* the pair goes with the netns, but the kernel takes its time: the name is free at once */
+	if (c->net.host_ifindex > 0 && cryo_network_undo(&c->net, &e) < 0)
+		cryo_error_warn_clear(&e, "restore `%s`: undo", c->o->id);
+	c->net.host_ifindex = 0;
 	if (c->pid <= 0)
 		return;
 	/* init (of its pid namespace, when it has one: the rest goes with it), then any other task CRIU put in the cgroup */
@@ -733,6 +781,7 @@ static void ctx_done(struct ctx *c)
 	if (c->pts_master >= 0)
 		close(c->pts_master);
 	cryo_manifest_later_free(c->later);
+	cryo_error_clear(&c->net_err);
 	cryo_manifest_free(c->m);
 	cryo_spec_free(c->spec);
 	cryo_state_free(c->st);

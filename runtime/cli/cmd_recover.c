@@ -12,6 +12,7 @@
 #include "freezer.h"
 #include "fsfreeze.h"
 #include "hold.h"
+#include "network.h"
 
 static void report(const struct cryo_hold_rec *rec, const char *what, int r, void *userdata)
 {
@@ -58,6 +59,7 @@ int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 		[CRYO_HOLD_FS_THAW] = cryo_fsfreeze_hold_undo,
 		[CRYO_HOLD_STAGING] = cryo_hold_staging_undo,
 		[CRYO_HOLD_CGROUP_KILL] = cryo_freezer_kill_undo,
+		[CRYO_HOLD_LINK_UP] = cryo_network_hold_undo,
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	unsigned n = 0;

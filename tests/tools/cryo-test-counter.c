@@ -2,7 +2,7 @@
 /*
  * A self-checking workload for checkpoint/restore (CRIU's zdtm idea).
  *
- *   cryo-test-counter STATUS [MEM_MIB] [RECORDS|-] [TCP_PORT]
+ *   cryo-test-counter STATUS [MEM_MIB] [RECORDS|-] [[ADDR:]TCP_PORT]
  *
  * It becomes a session leader with a tree: a child that sends an
  * increasing counter over a pipe and over a unix socket pair, and a
@@ -12,9 +12,9 @@
  * STATUS (kept open, written at offset 0) is still the file it opened.
  * With RECORDS (a path), it also appends numbered fixed-size records and
  * keeps the count in memory, so a restore can compare disk and memory.
- * With TCP_PORT, it keeps a TCP connection to an echo peer on 127.0.0.1
- * (outside the container: --tcp-established) and checks a round trip of
- * the counter every 20 ms.
+ * With TCP_PORT, it keeps a TCP connection to an echo peer on ADDR
+ * (an IPv4 address, 127.0.0.1 if not given; outside the container:
+ * --tcp-established) and checks a round trip of the counter every 20 ms.
  * Every 20 ms it rewrites STATUS as "<count> ok <records> <tcp round
  * trips>"; on the first broken check it writes "FAIL <why>" and exits 1.
  */
@@ -98,7 +98,9 @@ int main(int argc, char **argv)
 {
 	uint64_t expect = 1, mem_mib = argc > 2 ? strtoull(argv[2], NULL, 10) : 4, records = 0, i;
 	const char *records_path = argc > 3 && strcmp(argv[3], "-") != 0 ? argv[3] : NULL;
-	unsigned long tcp_port = argc > 4 ? strtoul(argv[4], NULL, 10) : 0;
+	const char *tcp_arg = argc > 4 ? argv[4] : NULL, *colon;
+	unsigned long tcp_port = 0;
+	struct in_addr tcp_addr = { .s_addr = htonl(INADDR_LOOPBACK) };
 	uint64_t round_trips = 0;
 	int pipefd[2], sp[2], rec_fd = -1, tcp = -1, devnull;
 	size_t mem_len;
@@ -109,8 +111,23 @@ int main(int argc, char **argv)
 	int64_t last = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s STATUS [MEM_MIB] [RECORDS|-] [TCP_PORT]\n", argv[0]);
+		fprintf(stderr, "usage: %s STATUS [MEM_MIB] [RECORDS|-] [[ADDR:]TCP_PORT]\n", argv[0]);
 		return 2;
+	}
+	if (tcp_arg) {
+		char host[INET_ADDRSTRLEN];
+
+		colon = strrchr(tcp_arg, ':');
+		if (colon) {
+			if ((size_t)(colon - tcp_arg) >= sizeof(host))
+				return 2;
+			memcpy(host, tcp_arg, (size_t)(colon - tcp_arg));
+			host[colon - tcp_arg] = '\0';
+			if (inet_pton(AF_INET, host, &tcp_addr) != 1)
+				return 2;
+			tcp_arg = colon + 1;
+		}
+		tcp_port = strtoul(tcp_arg, NULL, 10);
 	}
 	status_path = argv[1];
 	status_fd = open(argv[1], O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -124,10 +141,19 @@ int main(int argc, char **argv)
 	if (tcp_port > 0) {
 		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)tcp_port) };
 
-		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (tcp < 0 || connect(tcp, (struct sockaddr *)&a, sizeof(a)) < 0)
-			return 2;
+		a.sin_addr = tcp_addr;
+		/* the peer may come up with the container's network: retry for 5 s */
+		for (i = 0;; i++) {
+			tcp = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+			if (tcp < 0)
+				return 2;
+			if (connect(tcp, (struct sockaddr *)&a, sizeof(a)) == 0)
+				break;
+			close(tcp);
+			if (i == 100)
+				return 2;
+			usleep(50000);
+		}
 	}
 	/* no terminal, own session: CRIU needs no --shell-job */
 	devnull = open("/dev/null", O_RDWR);
