@@ -1503,6 +1503,20 @@ static int step_pages(void *ctx, struct cryo_error *err)
  * If it already did (the deadline passed), the source runs again and
  * the migration is called off.
  */
+/* Give up a hold while keeping its state change; ETIME if its watchdog undid it first. */
+static int release_for_commit(struct cryo_hold **h, const char *lost, struct cryo_error *err)
+{
+	int r;
+
+	if (!*h)
+		return 0;
+	r = cryo_hold_release(*h, err);
+	*h = NULL;
+	if (r == -ETIME)
+		return cryo_error_setx(err, ETIME, "%s: not committing", lost);
+	return r;
+}
+
 static int step_commit(void *ctx, struct cryo_error *err)
 {
 	struct mctx *c = ctx;
@@ -1510,23 +1524,12 @@ static int step_commit(void *ctx, struct cryo_error *err)
 	Cryo__MigrateCommit cm = CRYO__MIGRATE_COMMIT__INIT;
 	int r;
 
-	if (c->hold) {
-		r = cryo_hold_release(c->hold, err);
-		c->hold = NULL;
-		if (r == -ETIME)
-			return cryo_error_setx(err, ETIME, "the freeze deadline passed and the container was thawed here: not committing");
-		if (r < 0)
-			return r;
-	}
+	r = release_for_commit(&c->hold, "the freeze deadline passed and the container was thawed here", err);
 	/* the link stays down from here: the connections go to the copy there */
-	if (c->link_hold) {
-		r = cryo_hold_release(c->link_hold, err);
-		c->link_hold = NULL;
-		if (r == -ETIME)
-			return cryo_error_setx(err, ETIME, "the link's deadline passed and its host end came up here: not committing");
-		if (r < 0)
-			return r;
-	}
+	if (r >= 0)
+		r = release_for_commit(&c->link_hold, "the link's deadline passed and its host end came up here", err);
+	if (r < 0)
+		return r;
 	cm.go = true;
 	cm.has_frozen_usec = 1;
 	cm.frozen_usec = c->o->lazy ? c->res->downtime_us : (uint64_t)(cryo_now_us() - c->frozen_at);

@@ -2,14 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The destination guest of tests/vm/migrate_2vm.vmpair: SHARE is the
 # scratch dir both guests see (pki/, sign.key; dst.boot written here).
-source "$(dirname "$0")/../lib.sh"
-source "$(dirname "$0")/../../lib/common.sh"
-vm_containers_setup
-. "$CRYO_SRC/tests/lib/bundle.sh"
-. "$CRYO_SRC/tests/lib/workload.sh"
-S=${1:?SHARE}
-need_cmd criu
-"$CRYO_BIN" check >"$T/check.out" 2>&1 || fail "cryo check: $(cat "$T/check.out")"
+source "$(dirname "$0")/lib.sh"
 cat /proc/sys/kernel/random/boot_id >"$S/dst.boot"
 
 mkdir -p "$T/bundles" "$RTROOT"

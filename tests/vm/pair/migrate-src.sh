@@ -2,15 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # The source guest of tests/vm/migrate_2vm.vmpair: SHARE is the scratch
 # dir both guests see (pki/, sign.key; src.boot written here).
-source "$(dirname "$0")/../lib.sh"
-source "$(dirname "$0")/../../lib/common.sh"
-vm_containers_setup
-. "$CRYO_SRC/tests/lib/bundle.sh"
-. "$CRYO_SRC/tests/lib/workload.sh"
+source "$(dirname "$0")/lib.sh"
 . "$CRYO_SRC/tests/lib/migrate.sh"
-S=${1:?SHARE}
-need_cmd criu
-"$CRYO_BIN" check >"$T/check.out" 2>&1 || fail "cryo check: $(cat "$T/check.out")"
 cat /proc/sys/kernel/random/boot_id >"$S/src.boot"
 
 id=m2vm
