@@ -340,6 +340,12 @@ struct mctx {
 	char link_name[16];
 };
 
+/* How long the container may stay frozen here (and its link down) before the watchdogs undo it. */
+static int64_t freeze_deadline(const struct mctx *c)
+{
+	return c->o->freeze_deadline_ms > 0 ? c->o->freeze_deadline_ms : DEFAULT_FREEZE_DEADLINE_MS;
+}
+
 static int64_t mtimeout(const struct mctx *c)
 {
 	return c->o->timeout_ms > 0 ? c->o->timeout_ms : DEFAULT_TIMEOUT_MS;
@@ -626,7 +632,7 @@ static int step_preflight(void *ctx, struct cryo_error *err)
 static int step_freeze(void *ctx, struct cryo_error *err)
 {
 	struct mctx *c = ctx;
-	int64_t deadline = c->o->freeze_deadline_ms > 0 ? c->o->freeze_deadline_ms : DEFAULT_FREEZE_DEADLINE_MS;
+	int64_t deadline = freeze_deadline(c);
 	unsigned flags = cryo_freezer_backend_of(c->fz) == CRYO_FREEZER_V1 ? CRYO_FREEZER_THAW_RETRY : 0;
 	int r;
 
@@ -691,18 +697,20 @@ static int net_down(void *userdata)
 	struct mctx *c = userdata;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (cryo_fault("migrate:net-down") || cryo_network_set_up(c->link_index, c->link_name, false, &e) < 0) {
-		cryo_warn("migrate `%s`: network lock: %s", c->o->id, e.msg ? e.msg : "injected fault (CRYO_FAULT=migrate:net-down)");
-		cryo_error_clear(&e);
-		return -1;
-	}
-	return 0;
+	if (cryo_fault("migrate:net-down"))
+		(void)cryo_error_setx(&e, EIO, "injected fault (CRYO_FAULT=migrate:net-down)");
+	else
+		(void)cryo_network_set_up(c->link_index, c->link_name, false, &e);
+	if (!e.msg)
+		return 0;
+	cryo_warn("migrate `%s`: network lock: %s", c->o->id, e.msg);
+	cryo_error_clear(&e);
+	return -1;
 }
 
 static int step_net_lock(void *ctx, struct cryo_error *err)
 {
 	struct mctx *c = ctx;
-	int64_t deadline = c->o->freeze_deadline_ms > 0 ? c->o->freeze_deadline_ms : DEFAULT_FREEZE_DEADLINE_MS;
 	_cleanup_close_ int netns = -1;
 	_cleanup_free_ char *name = NULL, *path = NULL;
 	char index[16];
@@ -719,7 +727,7 @@ static int step_net_lock(void *ctx, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	snprintf(index, sizeof(index), "%d", c->link_index);
-	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_LINK_UP, c->link_name, index, (uint64_t)deadline,
+	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_LINK_UP, c->link_name, index, (uint64_t)freeze_deadline(c),
 				 CRYO_HOLD_UNDO_ON_EXIT, cryo_network_hold_undo, &c->link_hold, err);
 }
 
@@ -1497,12 +1505,6 @@ static int step_pages(void *ctx, struct cryo_error *err)
 				      &c->res->lazy_bytes, err);
 }
 
-/*
- * The point of no return. The hold goes first: its watchdog must not
- * be able to thaw the container here once the destination may run it.
- * If it already did (the deadline passed), the source runs again and
- * the migration is called off.
- */
 /* Give up a hold while keeping its state change; ETIME if its watchdog undid it first. */
 static int release_for_commit(struct cryo_hold **h, const char *lost, struct cryo_error *err)
 {
@@ -1517,6 +1519,12 @@ static int release_for_commit(struct cryo_hold **h, const char *lost, struct cry
 	return r;
 }
 
+/*
+ * The point of no return. The hold goes first: its watchdog must not
+ * be able to thaw the container here once the destination may run it.
+ * If it already did (the deadline passed), the source runs again and
+ * the migration is called off.
+ */
 static int step_commit(void *ctx, struct cryo_error *err)
 {
 	struct mctx *c = ctx;

@@ -196,31 +196,41 @@ static int open_sock(struct nl_sock **ret, struct cryo_error *err)
 	return 0;
 }
 
-static int link_up(struct nl_sock *sk, const char *ifname, unsigned int mtu, int *ret_index,
-		   struct cryo_error *err)
+/* Bring the link l (as the kernel gave it) up or down, with mtu if nonzero. */
+static int change_link(struct nl_sock *sk, struct rtnl_link *l, bool up, unsigned int mtu, const char *ifname,
+		       struct cryo_error *err)
 {
-	struct rtnl_link *l = NULL, *change;
+	struct rtnl_link *change = rtnl_link_alloc();
+	int r;
+
+	if (!change)
+		return cryo_error_set(err, ENOMEM, "%s `%s`", up ? "bring up" : "take down", ifname);
+	if (up)
+		rtnl_link_set_flags(change, IFF_UP);
+	else
+		rtnl_link_unset_flags(change, IFF_UP);
+	if (mtu)
+		rtnl_link_set_mtu(change, mtu);
+	r = rtnl_link_change(sk, l, change, 0);
+	rtnl_link_put(change);
+	if (r < 0)
+		return nl_fail(err, r, up ? "bring up" : "take down", ifname);
+	return 0;
+}
+
+static int link_up(struct nl_sock *sk, const char *ifname, int *ret_index, struct cryo_error *err)
+{
+	struct rtnl_link *l = NULL;
 	int r;
 
 	r = rtnl_link_get_kernel(sk, 0, ifname, &l);
 	if (r < 0)
 		return nl_fail(err, r, "find link", ifname);
-	change = rtnl_link_alloc();
-	if (!change) {
-		rtnl_link_put(l);
-		return cryo_error_set(err, ENOMEM, "bring up `%s`", ifname);
-	}
-	rtnl_link_set_flags(change, IFF_UP);
-	if (mtu)
-		rtnl_link_set_mtu(change, mtu);
-	r = rtnl_link_change(sk, l, change, 0);
+	r = change_link(sk, l, true, 0, ifname, err);
 	if (ret_index)
 		*ret_index = rtnl_link_get_ifindex(l);
-	rtnl_link_put(change);
 	rtnl_link_put(l);
-	if (r < 0)
-		return nl_fail(err, r, "bring up", ifname);
-	return 0;
+	return r;
 }
 
 static int add_addr(struct nl_sock *sk, int ifindex, const char *ifname, struct in_addr a, unsigned int prefix,
@@ -334,9 +344,9 @@ static int configure_inside(struct nl_sock *sk, void *arg, struct cryo_error *er
 	const struct cryo_network_spec *spec = arg;
 	int ifindex = 0, r;
 
-	r = link_up(sk, "lo", 0, NULL, err);
+	r = link_up(sk, "lo", NULL, err);
 	if (r >= 0)
-		r = link_up(sk, spec->ifname, 0, &ifindex, err);
+		r = link_up(sk, spec->ifname, &ifindex, err);
 	if (r >= 0)
 		r = add_addr(sk, ifindex, spec->ifname, spec->addr, spec->prefix, err);
 	if (r >= 0 && cryo_fault("network-inside"))
@@ -440,7 +450,7 @@ int cryo_network_apply(const struct cryo_network_spec *spec, pid_t pid, struct c
 		goto prefix;
 	}
 
-	r = link_up(sk, spec->host_ifname, 0, &host_index, err);
+	r = link_up(sk, spec->host_ifname, &host_index, err);
 	if (r < 0)
 		goto undo;
 	if (spec->has_host_addr) {
@@ -586,7 +596,7 @@ int cryo_network_restore_host(const struct cryo_network_spec *spec, struct cryo_
 		goto out;
 	}
 	index = rtnl_link_get_ifindex(l);
-	r = link_up(sk, spec->host_ifname, spec->mtu, NULL, err);
+	r = change_link(sk, l, true, spec->mtu, spec->host_ifname, err);
 	if (r >= 0 && spec->has_host_addr)
 		r = add_addr(sk, index, spec->host_ifname, spec->host_addr, spec->host_prefix, err);
 	if (r >= 0)
@@ -631,7 +641,7 @@ int cryo_network_host_end(const struct cryo_network_spec *spec, int netns_fd, in
 
 int cryo_network_set_up(int ifindex, const char *name, bool up, struct cryo_error *err)
 {
-	struct rtnl_link *l = NULL, *change = NULL;
+	struct rtnl_link *l = NULL;
 	struct nl_sock *sk = NULL;
 	int r;
 
@@ -648,21 +658,8 @@ int cryo_network_set_up(int ifindex, const char *name, bool up, struct cryo_erro
 				    rtnl_link_get_name(l) ? rtnl_link_get_name(l) : "?", name);
 		goto out;
 	}
-	change = rtnl_link_alloc();
-	if (!change) {
-		r = cryo_error_set(err, ENOMEM, "network: %s", name);
-		goto out;
-	}
-	if (up)
-		rtnl_link_set_flags(change, IFF_UP);
-	else
-		rtnl_link_unset_flags(change, IFF_UP);
-	r = rtnl_link_change(sk, l, change, 0);
-	if (r < 0)
-		r = nl_fail(err, r, up ? "bring up" : "take down", name);
+	r = change_link(sk, l, up, 0, name, err);
 out:
-	if (change)
-		rtnl_link_put(change);
 	if (l)
 		rtnl_link_put(l);
 	nl_socket_free(sk);

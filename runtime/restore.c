@@ -531,22 +531,20 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	/* a damaged page image: cryo_restore() reports it, whatever CRIU made of it */
 	if (c->later && verify_pages(c) < 0)
 		return r < 0 ? r : cryo_error_setx(err, EBADMSG, "criu restore: a page image is damaged");
-	/* the host end refused at the gate: that is why CRIU failed */
-	if (c->net_done && c->net_err.msg) {
-		cryo_error_move(err, &c->net_err);
-		return cryo_error_prefix(err, "criu restore");
-	}
 	/* tasks that ran without the verdict: not a restore to keep (undo kills them) */
 	if (c->later && r >= 0 && !c->gate_ran)
 		return cryo_error_setx(err, EPROTO,
 				       "criu restore: CRIU resumed the tasks without its post-restore notification: the page images were not verified before they ran");
-	if (r < 0)
-		return r;
 	/* a lazy restore (CRIU's command line) sends no notification: its tasks run already */
-	if (c->spec->network.present && !c->net_done && network_host_end(c) < 0) {
+	if (r >= 0 && c->spec->network.present && !c->net_done)
+		(void)network_host_end(c);
+	/* the host end refused (at the gate: that is why CRIU failed) */
+	if (c->net_err.msg) {
 		cryo_error_move(err, &c->net_err);
 		return cryo_error_prefix(err, "criu restore");
 	}
+	if (r < 0)
+		return r;
 	if (!c->spec->terminal)
 		return 0;
 	if (c->pts_master < 0) {
