@@ -128,7 +128,17 @@ static int step_lock(void *ctx, struct cryo_error *err)
 	r = cryo_checkpoint_refuse_spec(c->spec, err);
 	if (r < 0)
 		return r;
-	return cryo_manifest_new(o->id, c->config_json, &c->m, err);
+	r = cryo_manifest_new(o->id, c->config_json, &c->m, err);
+	if (r < 0)
+		return r;
+	if (o->digest) {
+		enum cryo_digest_alg alg;
+
+		if (cryo_digest_alg_from_name(o->digest, &alg) < 0)
+			return cryo_error_setx(err, EINVAL, "unknown digest `%s` (blake3, sha256)", o->digest);
+		cryo_manifest_set_digest(c->m, alg);
+	}
+	return 0;
 }
 
 static void undo_lock(void *ctx)
@@ -386,7 +396,7 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	hash_flags = 0;
 	if (!((o->leave_running || pre_dump) && !c->was_frozen))
 		hash_flags = CRYO_IMGHASH_GROWING_PAGES | (o->transient ? 0 : CRYO_IMGHASH_WRITEBACK);
-	if (cryo_imghash_start_notify(c->img->dirfd, hash_flags, o->on_file_closed, o->on_file_closed_data, &c->hash,
+	if (cryo_imghash_start_notify(c->img->dirfd, cryo_manifest_digest(c->m), hash_flags, o->on_file_closed, o->on_file_closed_data, &c->hash,
 				      NULL) < 0)
 		c->hash = NULL;
 	/* --lazy (migrate): the dump runs on, serving the pages, once the rest is written */

@@ -59,6 +59,7 @@ struct cryo_checkpoint_opts {
 	int64_t freeze_deadline_ms;
 	enum cryo_fs_freeze_mode fs_freeze;
 	const char *sign_key;      /* sign the manifest with this key file (sign.h); NULL = unsigned */
+	const char *digest;        /* the files' digest, "blake3" or "sha256"; NULL = CRYO_DIGEST_DEFAULT */
 	/*
 	 * The image is read once right away and then removed (migrate): no
 	 * early writeback, no syncfs (cryo_image.transient).

@@ -8,27 +8,53 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <blake3.h>
 #include <openssl/evp.h>
 
 #include "digest.h"
 #include "util.h"
 
-int cryo_digest_fd(int fd, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size, struct cryo_error *err)
+static const char *const alg_names[] = {
+	[CRYO_DIGEST_SHA256] = "sha256",
+	[CRYO_DIGEST_BLAKE3] = "blake3",
+};
+
+const char *cryo_digest_alg_name(int alg)
 {
-	_cleanup_(cryo_sha256_freep) struct cryo_sha256 *h = NULL;
+	if (alg < 0 || (size_t)alg >= ARRAY_SIZE(alg_names))
+		return NULL;
+	return alg_names[alg];
+}
+
+int cryo_digest_alg_from_name(const char *name, enum cryo_digest_alg *ret)
+{
+	size_t i;
+
+	for (i = 0; name && i < ARRAY_SIZE(alg_names); i++)
+		if (strcmp(name, alg_names[i]) == 0) {
+			*ret = (enum cryo_digest_alg)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int cryo_digest_fd(int fd, enum cryo_digest_alg alg, uint8_t ret_sha[CRYO_DIGEST_LEN], uint64_t *ret_size,
+		   struct cryo_error *err)
+{
+	_cleanup_(cryo_hash_freep) struct cryo_hash *h = NULL;
 	off_t at = lseek(fd, 0, SEEK_CUR);
 	int64_t n;
 	int r;
 
 	if (at < 0)
 		return cryo_error_set(err, errno, "seek");
-	r = cryo_sha256_new(&h, err);
+	r = cryo_hash_new(&h, alg, err);
 	if (r < 0)
 		return r;
-	n = cryo_sha256_update_fd(h, fd, (uint64_t)at, UINT64_MAX, err);
+	n = cryo_hash_update_fd(h, fd, (uint64_t)at, UINT64_MAX, err);
 	if (n < 0)
 		return (int)n;
-	r = cryo_sha256_final(h, ret_sha, err);
+	r = cryo_hash_final(h, ret_sha, err);
 	if (r < 0)
 		return r;
 	if (ret_size)
@@ -36,8 +62,8 @@ int cryo_digest_fd(int fd, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size,
 	return 0;
 }
 
-int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256_LEN], uint64_t *ret_size,
-			struct cryo_error *err)
+int cryo_digest_file_at(int dirfd, const char *path, enum cryo_digest_alg alg, uint8_t ret_sha[CRYO_DIGEST_LEN],
+			uint64_t *ret_size, struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
 	struct stat st;
@@ -52,7 +78,7 @@ int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256
 	if (!S_ISREG(st.st_mode))
 		return cryo_error_setx(err, EINVAL, "`%s` is not a regular file", path);
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	r = cryo_digest_fd(fd, ret_sha, ret_size, err);
+	r = cryo_digest_fd(fd, alg, ret_sha, ret_size, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "hash `%s`", path);
 	return 0;
@@ -62,6 +88,7 @@ int cryo_digest_file_at(int dirfd, const char *path, uint8_t ret_sha[CRYO_SHA256
 
 struct digest_pool {
 	int dirfd;
+	enum cryo_digest_alg alg;
 	struct cryo_digest_job **order;  /* largest first */
 	size_t n;
 	atomic_size_t next;
@@ -75,7 +102,7 @@ static void *digest_worker(void *arg)
 	while ((i = atomic_fetch_add(&p->next, 1)) < p->n) {
 		struct cryo_digest_job *j = p->order[i];
 
-		j->r = cryo_digest_file_at(p->dirfd, j->name, j->sha, &j->size, &j->err);
+		j->r = cryo_digest_file_at(p->dirfd, j->name, p->alg, j->sha, &j->size, &j->err);
 	}
 	return NULL;
 }
@@ -88,12 +115,12 @@ static int cmp_job_size_desc(const void *a, const void *b)
 	return (x->size_hint < y->size_hint) - (x->size_hint > y->size_hint);
 }
 
-int cryo_digest_files_at(int dirfd, struct cryo_digest_job *jobs, size_t n, unsigned int threads,
-			 struct cryo_error *err)
+int cryo_digest_files_at(int dirfd, enum cryo_digest_alg alg, struct cryo_digest_job *jobs, size_t n,
+			 unsigned int threads, struct cryo_error *err)
 {
 	_cleanup_free_ struct cryo_digest_job **order = NULL;
 	pthread_t tids[DIGEST_MAX_THREADS];
-	struct digest_pool pool = { .dirfd = dirfd, .n = n };
+	struct digest_pool pool = { .dirfd = dirfd, .alg = alg, .n = n };
 	unsigned int started = 0, t;
 	size_t i;
 
@@ -140,27 +167,41 @@ void cryo_digest_jobs_clear(struct cryo_digest_job *jobs, size_t n)
 		cryo_error_clear(&jobs[i].err);
 }
 
-struct cryo_sha256 {
-	EVP_MD_CTX *ctx;
+struct cryo_hash {
+	enum cryo_digest_alg alg;
+	EVP_MD_CTX *ctx;                /* sha256 */
+	blake3_hasher b3;               /* blake3 */
 };
 
-int cryo_sha256_new(struct cryo_sha256 **ret, struct cryo_error *err)
+int cryo_hash_new(struct cryo_hash **ret, enum cryo_digest_alg alg, struct cryo_error *err)
 {
-	struct cryo_sha256 *h = calloc(1, sizeof(*h));
+	struct cryo_hash *h;
+	const char *name = cryo_digest_alg_name(alg);
 
 	/* (-ENOMEM, -EIO spelled out: callers in this file then know h is set on 0) */
+	if (!name) {
+		cryo_error_setx(err, EINVAL, "unknown digest algorithm %d", (int)alg);
+		return -EINVAL;
+	}
+	h = calloc(1, sizeof(*h));
 	if (!h) {
-		cryo_error_set(err, ENOMEM, "sha256");
+		cryo_error_set(err, ENOMEM, "%s", name);
 		return -ENOMEM;
+	}
+	h->alg = alg;
+	if (alg == CRYO_DIGEST_BLAKE3) {
+		blake3_hasher_init(&h->b3);
+		*ret = h;
+		return 0;
 	}
 	h->ctx = EVP_MD_CTX_new();
 	if (!h->ctx) {
 		free(h);
-		cryo_error_set(err, ENOMEM, "sha256");
+		cryo_error_set(err, ENOMEM, "%s", name);
 		return -ENOMEM;
 	}
 	if (EVP_DigestInit_ex(h->ctx, EVP_sha256(), NULL) != 1) {
-		cryo_sha256_free(h);
+		cryo_hash_free(h);
 		cryo_error_setx(err, EIO, "sha256: EVP_DigestInit_ex failed");
 		return -EIO;
 	}
@@ -168,14 +209,18 @@ int cryo_sha256_new(struct cryo_sha256 **ret, struct cryo_error *err)
 	return 0;
 }
 
-int cryo_sha256_update(struct cryo_sha256 *h, const void *buf, size_t len, struct cryo_error *err)
+int cryo_hash_update(struct cryo_hash *h, const void *buf, size_t len, struct cryo_error *err)
 {
+	if (h->alg == CRYO_DIGEST_BLAKE3) {
+		blake3_hasher_update(&h->b3, buf, len);
+		return 0;
+	}
 	if (EVP_DigestUpdate(h->ctx, buf, len) != 1)
 		return cryo_error_setx(err, EIO, "sha256: EVP_DigestUpdate failed");
 	return 0;
 }
 
-int64_t cryo_sha256_update_fd(struct cryo_sha256 *h, int fd, uint64_t from, uint64_t len, struct cryo_error *err)
+int64_t cryo_hash_update_fd(struct cryo_hash *h, int fd, uint64_t from, uint64_t len, struct cryo_error *err)
 {
 	uint8_t buf[1U << 16];
 	uint64_t n = 0;
@@ -191,7 +236,7 @@ int64_t cryo_sha256_update_fd(struct cryo_sha256 *h, int fd, uint64_t from, uint
 			return cryo_error_set(err, errno, "read");
 		if (got == 0)
 			break;
-		r = cryo_sha256_update(h, buf, (size_t)got, err);
+		r = cryo_hash_update(h, buf, (size_t)got, err);
 		if (r < 0)
 			return r;
 		n += (uint64_t)got;
@@ -199,18 +244,22 @@ int64_t cryo_sha256_update_fd(struct cryo_sha256 *h, int fd, uint64_t from, uint
 	return (int64_t)n;
 }
 
-int cryo_sha256_final(struct cryo_sha256 *h, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err)
+int cryo_hash_final(struct cryo_hash *h, uint8_t ret_sha[CRYO_DIGEST_LEN], struct cryo_error *err)
 {
 	uint8_t md[EVP_MAX_MD_SIZE];
 	unsigned int mdlen = 0;
 
-	if (EVP_DigestFinal_ex(h->ctx, md, &mdlen) != 1 || mdlen != CRYO_SHA256_LEN)
+	if (h->alg == CRYO_DIGEST_BLAKE3) {
+		blake3_hasher_finalize(&h->b3, ret_sha, CRYO_DIGEST_LEN);
+		return 0;
+	}
+	if (EVP_DigestFinal_ex(h->ctx, md, &mdlen) != 1 || mdlen != CRYO_DIGEST_LEN)
 		return cryo_error_setx(err, EIO, "sha256: EVP_DigestFinal_ex failed");
-	memcpy(ret_sha, md, CRYO_SHA256_LEN);
+	memcpy(ret_sha, md, CRYO_DIGEST_LEN);
 	return 0;
 }
 
-void cryo_sha256_free(struct cryo_sha256 *h)
+void cryo_hash_free(struct cryo_hash *h)
 {
 	if (!h)
 		return;
@@ -218,25 +267,42 @@ void cryo_sha256_free(struct cryo_sha256 *h)
 	free(h);
 }
 
-int cryo_digest_buf(const void *buf, size_t len, uint8_t ret_sha[CRYO_SHA256_LEN], struct cryo_error *err)
+int cryo_digest_buf_alg(enum cryo_digest_alg alg, const void *buf, size_t len, uint8_t ret_sha[CRYO_DIGEST_LEN],
+			struct cryo_error *err)
+{
+	_cleanup_(cryo_hash_freep) struct cryo_hash *h = NULL;
+	int r;
+
+	if (alg == CRYO_DIGEST_SHA256)
+		return cryo_digest_buf(buf, len, ret_sha, err);
+	r = cryo_hash_new(&h, alg, err);
+	if (r < 0)
+		return r;
+	r = cryo_hash_update(h, buf, len, err);
+	if (r < 0)
+		return r;
+	return cryo_hash_final(h, ret_sha, err);
+}
+
+int cryo_digest_buf(const void *buf, size_t len, uint8_t ret_sha[CRYO_DIGEST_LEN], struct cryo_error *err)
 {
 	unsigned int mdlen = 0;
 	uint8_t md[EVP_MAX_MD_SIZE];
 
-	if (EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != CRYO_SHA256_LEN)
+	if (EVP_Digest(buf, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != CRYO_DIGEST_LEN)
 		return cryo_error_setx(err, EIO, "sha256: EVP_Digest failed");
-	memcpy(ret_sha, md, CRYO_SHA256_LEN);
+	memcpy(ret_sha, md, CRYO_DIGEST_LEN);
 	return 0;
 }
 
-void cryo_digest_hex(const uint8_t sha[CRYO_SHA256_LEN], char out[CRYO_SHA256_HEX_LEN])
+void cryo_digest_hex(const uint8_t sha[CRYO_DIGEST_LEN], char out[CRYO_DIGEST_HEX_LEN])
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t i;
 
-	for (i = 0; i < CRYO_SHA256_LEN; i++) {
+	for (i = 0; i < CRYO_DIGEST_LEN; i++) {
 		out[2 * i] = hex[sha[i] >> 4];
 		out[2 * i + 1] = hex[sha[i] & 0xf];
 	}
-	out[(size_t)2 * CRYO_SHA256_LEN] = '\0';
+	out[(size_t)2 * CRYO_DIGEST_LEN] = '\0';
 }

@@ -35,7 +35,7 @@
  */
 struct growing {
 	int fd;
-	struct cryo_sha256 *sha;
+	struct cryo_hash *sha;
 	uint64_t done;
 	unsigned int gen;
 	dev_t dev;
@@ -50,7 +50,7 @@ struct entry {
 	bool busy;               /* a thread reads it (and owns g) */
 	bool growing;            /* created while watched, appended to: hash as it grows */
 	struct growing g;        /* (g.sha != NULL: started) */
-	uint8_t sha[CRYO_SHA256_LEN];
+	uint8_t sha[CRYO_DIGEST_LEN];
 	uint64_t size;
 	struct timespec mtime;
 };
@@ -70,6 +70,7 @@ struct entry {
  */
 struct cryo_imghash {
 	int dirfd;
+	enum cryo_digest_alg alg;
 	int ifd;
 	int efd;
 	pthread_mutex_t lock;
@@ -124,7 +125,7 @@ static void grow_drop(struct entry *e)
 {
 	if (e->g.fd >= 0)
 		close(e->g.fd);
-	cryo_sha256_free(e->g.sha);
+	cryo_hash_free(e->g.sha);
 	e->g.fd = -1;
 	e->g.sha = NULL;
 	e->g.done = 0;
@@ -219,11 +220,11 @@ static bool grow_usable(const struct entry *e, unsigned int gen, const struct st
 static void hash_one(struct cryo_imghash *h, struct entry *e)
 {
 	_cleanup_close_ int fd = -1;
-	_cleanup_(cryo_sha256_freep) struct cryo_sha256 *sha = NULL;
+	_cleanup_(cryo_hash_freep) struct cryo_hash *sha = NULL;
 	unsigned int gen = e->gen;
 	bool ok = false;
 	struct stat st;
-	uint8_t md[CRYO_SHA256_LEN];
+	uint8_t md[CRYO_DIGEST_LEN];
 	uint64_t from = 0;
 	int64_t n = -1;
 
@@ -239,9 +240,9 @@ static void hash_one(struct cryo_imghash *h, struct entry *e)
 			from = e->g.done;
 		}
 		grow_drop(e);
-		if (sha || cryo_sha256_new(&sha, NULL) == 0)
-			n = cryo_sha256_update_fd(sha, fd, from, UINT64_MAX, NULL);
-		ok = n >= 0 && cryo_sha256_final(sha, md, NULL) == 0;
+		if (sha || cryo_hash_new(&sha, h->alg, NULL) == 0)
+			n = cryo_hash_update_fd(sha, fd, from, UINT64_MAX, NULL);
+		ok = n >= 0 && cryo_hash_final(sha, md, NULL) == 0;
 		/* (CRYO_IMGHASH_WRITEBACK) */
 		if (ok && h->writeback)
 			(void)sync_file_range(fd, (off_t)from, 0, SYNC_FILE_RANGE_WRITE);
@@ -287,7 +288,7 @@ static enum grow_step grow_one(struct cryo_imghash *h, struct entry *e)
 
 		if (fd < 0)
 			return GROW_GAVE_UP;
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || cryo_sha256_new(&e->g.sha, NULL) < 0) {
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || cryo_hash_new(&e->g.sha, h->alg, NULL) < 0) {
 			close(fd);
 			return GROW_GAVE_UP;
 		}
@@ -303,7 +304,7 @@ static enum grow_step grow_one(struct cryo_imghash *h, struct entry *e)
 	if (len < GROW_MIN)
 		return GROW_WAIT;
 	len = len > GROW_STEP ? GROW_STEP : len & ~(uint64_t)4095;
-	n = cryo_sha256_update_fd(e->g.sha, e->g.fd, e->g.done, len, NULL);
+	n = cryo_hash_update_fd(e->g.sha, e->g.fd, e->g.done, len, NULL);
 	if (n <= 0)
 		return GROW_GAVE_UP;
 	if (h->writeback)
@@ -400,13 +401,14 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, struct cryo_error *err)
+int cryo_imghash_start(int dirfd, enum cryo_digest_alg alg, unsigned flags, struct cryo_imghash **ret,
+		       struct cryo_error *err)
 {
-	return cryo_imghash_start_notify(dirfd, flags, NULL, NULL, ret, err);
+	return cryo_imghash_start_notify(dirfd, alg, flags, NULL, NULL, ret, err);
 }
 
-int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn fn, void *userdata,
-			      struct cryo_imghash **ret, struct cryo_error *err)
+int cryo_imghash_start_notify(int dirfd, enum cryo_digest_alg alg, unsigned flags, cryo_imghash_closed_fn fn,
+			      void *userdata, struct cryo_imghash **ret, struct cryo_error *err)
 {
 	struct cryo_imghash *h;
 	struct dirent *de;
@@ -419,6 +421,7 @@ int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn 
 	pthread_mutex_init(&h->lock, NULL);
 	h->writeback = flags & CRYO_IMGHASH_WRITEBACK;
 	h->grow = flags & CRYO_IMGHASH_GROWING_PAGES;
+	h->alg = alg;
 	h->closed = fn;
 	h->closed_data = userdata;
 	h->ifd = h->efd = -1;
@@ -499,13 +502,13 @@ int cryo_imghash_finish(struct cryo_imghash *h, struct cryo_error *err)
 	return 0;
 }
 
-bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, uint8_t ret_sha[CRYO_SHA256_LEN],
-			 uint64_t *ret_size)
+bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, enum cryo_digest_alg alg,
+			 uint8_t ret_sha[CRYO_DIGEST_LEN], uint64_t *ret_size)
 {
 	struct stat st;
 	size_t i;
 
-	if (!h || h->nthreads > 0 || h->overflow)
+	if (!h || h->nthreads > 0 || h->overflow || h->alg != alg)
 		return false;
 	for (i = 0; i < h->n; i++) {
 		const struct entry *e = h->v[i];
@@ -518,7 +521,7 @@ bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, ui
 		    (uint64_t)st.st_size != e->size || st.st_mtim.tv_sec != e->mtime.tv_sec ||
 		    st.st_mtim.tv_nsec != e->mtime.tv_nsec)
 			return false;
-		memcpy(ret_sha, e->sha, CRYO_SHA256_LEN);
+		memcpy(ret_sha, e->sha, CRYO_DIGEST_LEN);
 		*ret_size = e->size;
 		return true;
 	}

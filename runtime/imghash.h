@@ -45,8 +45,9 @@ struct cryo_imghash;
  */
 #define CRYO_IMGHASH_GROWING_PAGES (1U << 1)
 
-/* Watch dirfd (flat, as CRIU's image dir is) and hash what is there and what comes. */
-int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, struct cryo_error *err);
+/* Watch dirfd (flat, as CRIU's image dir is) and hash what is there and what comes, with alg. */
+int cryo_imghash_start(int dirfd, enum cryo_digest_alg alg, unsigned flags, struct cryo_imghash **ret,
+		       struct cryo_error *err);
 
 /*
  * A file was closed by a writer (or moved in, or was there at the
@@ -63,18 +64,19 @@ int cryo_imghash_start(int dirfd, unsigned flags, struct cryo_imghash **ret, str
 typedef void (*cryo_imghash_closed_fn)(int dirfd, const char *name, void *userdata);
 
 /* cryo_imghash_start(), telling fn of each file hashed. */
-int cryo_imghash_start_notify(int dirfd, unsigned flags, cryo_imghash_closed_fn fn, void *userdata,
-			      struct cryo_imghash **ret, struct cryo_error *err);
+int cryo_imghash_start_notify(int dirfd, enum cryo_digest_alg alg, unsigned flags, cryo_imghash_closed_fn fn,
+			      void *userdata, struct cryo_imghash **ret, struct cryo_error *err);
 
 /* The writer is done: hash what is pending and stop the thread. */
 int cryo_imghash_finish(struct cryo_imghash *h, struct cryo_error *err);
 
 /*
  * After finish: the digest of `name` if it was hashed after its last
- * write and its size still is what was hashed. false = hash it yourself.
+ * write and its size still is what was hashed, taken with alg. false =
+ * hash it yourself.
  */
-bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, uint8_t ret_sha[CRYO_SHA256_LEN],
-			 uint64_t *ret_size);
+bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, enum cryo_digest_alg alg,
+			 uint8_t ret_sha[CRYO_DIGEST_LEN], uint64_t *ret_size);
 
 /*
  * Bytes hashed by the thread (also while it runs: a file's growing part

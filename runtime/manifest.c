@@ -27,7 +27,7 @@
 
 #define MANIFEST_MAGIC "CRYOMAN1"
 #define MANIFEST_MAGIC_LEN 8
-#define MANIFEST_HEADER_LEN (MANIFEST_MAGIC_LEN + CRYO_SHA256_LEN)
+#define MANIFEST_HEADER_LEN (MANIFEST_MAGIC_LEN + CRYO_DIGEST_LEN)
 #define MANIFEST_TMP_NAME ".manifest.pb.tmp"
 #define MANIFEST_SIG_TMP_NAME ".manifest.sig.tmp"
 
@@ -63,6 +63,20 @@ int cryo_manifest_set_string(char **field, const char *s)
 	return 0;
 }
 
+enum cryo_digest_alg cryo_manifest_digest(const Cryo__Manifest *m)
+{
+	/* check_manifest() let only known values through */
+	return m->has_digest ? (enum cryo_digest_alg)m->digest : CRYO_DIGEST_SHA256;
+}
+
+void cryo_manifest_set_digest(Cryo__Manifest *m, enum cryo_digest_alg alg)
+{
+	/* a SHA-256 image stays readable by a cryo that knows only version 1 */
+	m->has_digest = alg != CRYO_DIGEST_SHA256;
+	m->digest = (Cryo__DigestAlg)alg;
+	m->format_version = alg == CRYO_DIGEST_SHA256 ? 1 : 2;
+}
+
 int cryo_manifest_new(const char *id, const char *config_json, Cryo__Manifest **ret, struct cryo_error *err)
 {
 	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
@@ -71,7 +85,7 @@ int cryo_manifest_new(const char *id, const char *config_json, Cryo__Manifest **
 	if (!m)
 		return cryo_error_set(err, ENOMEM, "manifest");
 	cryo__manifest__init(m);
-	m->format_version = CRYO_MANIFEST_VERSION;
+	cryo_manifest_set_digest(m, CRYO_DIGEST_DEFAULT);
 	if (cryo_manifest_set_string(&m->container_id, id) < 0 ||
 	    cryo_manifest_set_string(&m->config_json, config_json ? config_json : "") < 0)
 		return cryo_error_set(err, ENOMEM, "manifest");
@@ -206,8 +220,8 @@ static int read_symlink_at(int dirfd, const char *name, char **ret, struct cryo_
  * (its target string), a regular file is left for the parallel hash
  * (*ret_is_file set, size_hint for scheduling).
  */
-static int start_entry(int dirfd, const char *name, Cryo__FileDigest **ret, bool *ret_is_file, uint64_t *ret_size_hint,
-		       struct cryo_error *err)
+static int start_entry(int dirfd, const char *name, enum cryo_digest_alg alg, Cryo__FileDigest **ret,
+		       bool *ret_is_file, uint64_t *ret_size_hint, struct cryo_error *err)
 {
 	Cryo__FileDigest *f;
 	struct stat st;
@@ -223,12 +237,12 @@ static int start_entry(int dirfd, const char *name, Cryo__FileDigest **ret, bool
 		return cryo_error_set(err, ENOMEM, "hash `%s`", name);
 	cryo__file_digest__init(f);
 	f->name = strdup(name);
-	f->sha256.data = malloc(CRYO_SHA256_LEN);
+	f->sha256.data = malloc(CRYO_DIGEST_LEN);
 	if (!f->name || !f->sha256.data) {
 		cryo__file_digest__free_unpacked(f, NULL);
 		return cryo_error_set(err, ENOMEM, "hash `%s`", name);
 	}
-	f->sha256.len = CRYO_SHA256_LEN;
+	f->sha256.len = CRYO_DIGEST_LEN;
 	f->has_mode = 1;
 	f->mode = st.st_mode & 07777;
 	*ret_is_file = S_ISREG(st.st_mode);
@@ -237,7 +251,7 @@ static int start_entry(int dirfd, const char *name, Cryo__FileDigest **ret, bool
 		r = read_symlink_at(dirfd, name, &f->symlink, err);
 		if (r >= 0) {
 			f->size = strlen(f->symlink);
-			r = cryo_digest_buf(f->symlink, f->size, f->sha256.data, err);
+			r = cryo_digest_buf_alg(alg, f->symlink, f->size, f->sha256.data, err);
 		}
 	}
 	if (r < 0) {
@@ -282,6 +296,7 @@ int cryo_manifest_hash_dir_with(Cryo__Manifest *m, int dirfd, struct cryo_imghas
 	_cleanup_(strv_freep) char **names = NULL;
 	_cleanup_free_ struct cryo_digest_job *jobs = NULL;
 	_cleanup_free_ size_t *job_of = NULL;
+	enum cryo_digest_alg alg = cryo_manifest_digest(m);
 	Cryo__FileDigest **files;
 	size_t n = 0, nj = 0, i;
 	int r;
@@ -300,12 +315,13 @@ int cryo_manifest_hash_dir_with(Cryo__Manifest *m, int dirfd, struct cryo_imghas
 		bool is_file = false;
 		uint64_t hint = 0;
 
-		r = start_entry(dirfd, names[i], &files[i], &is_file, &hint, err);
+		r = start_entry(dirfd, names[i], alg, &files[i], &is_file, &hint, err);
 		if (r < 0) {
 			file_digests_free(files, i);
 			return r;
 		}
-		if (is_file && cryo_imghash_lookup(cache, dirfd, files[i]->name, files[i]->sha256.data, &files[i]->size))
+		if (is_file &&
+		    cryo_imghash_lookup(cache, dirfd, files[i]->name, alg, files[i]->sha256.data, &files[i]->size))
 			continue;
 		if (is_file) {
 			jobs[nj].name = files[i]->name;
@@ -314,7 +330,7 @@ int cryo_manifest_hash_dir_with(Cryo__Manifest *m, int dirfd, struct cryo_imghas
 		}
 	}
 	/* the page images dominate: hash them on every core */
-	r = cryo_digest_files_at(dirfd, jobs, nj, 0, err);
+	r = cryo_digest_files_at(dirfd, alg, jobs, nj, 0, err);
 	if (r >= 0)
 		r = first_job_error(jobs, nj, err);
 	if (r < 0) {
@@ -325,7 +341,7 @@ int cryo_manifest_hash_dir_with(Cryo__Manifest *m, int dirfd, struct cryo_imghas
 	for (i = 0; i < nj; i++) {
 		Cryo__FileDigest *f = files[job_of[i]];
 
-		memcpy(f->sha256.data, jobs[i].sha, CRYO_SHA256_LEN);
+		memcpy(f->sha256.data, jobs[i].sha, CRYO_DIGEST_LEN);
 		f->size = jobs[i].size;
 	}
 	for (i = 0; i < m->n_files; i++)
@@ -420,6 +436,12 @@ static int check_manifest(const Cryo__Manifest *m, struct cryo_error *err)
 		return cryo_error_setx(err, EPROTONOSUPPORT,
 				       "manifest format version %u is newer than this cryo understands (%u): use a newer cryo",
 				       m->format_version, CRYO_MANIFEST_VERSION);
+	/* protobuf-c takes any number for an enum */
+	if (m->has_digest && !cryo_digest_alg_name((int)m->digest))
+		return cryo_error_setx(err, EBADMSG, "manifest names an unknown digest algorithm (%d)", (int)m->digest);
+	if (m->format_version < 2 && cryo_manifest_digest(m) != CRYO_DIGEST_SHA256)
+		return cryo_error_setx(err, EBADMSG, "manifest of format version %u with %s digests (version 1 is sha256)",
+				       m->format_version, cryo_digest_alg_name((int)m->digest));
 	if (cryo_validate_id(m->container_id, NULL) < 0)
 		return cryo_error_setx(err, EBADMSG, "manifest names an invalid container id");
 	if (m->n_files > CRYO_MANIFEST_MAX_FILES)
@@ -433,9 +455,9 @@ static int check_manifest(const Cryo__Manifest *m, struct cryo_error *err)
 
 		if (!valid_name(f->name) || reserved_name(f->name))
 			return cryo_error_setx(err, EBADMSG, "manifest lists an invalid file name `%.64s`", f->name);
-		if (f->sha256.len != CRYO_SHA256_LEN)
+		if (f->sha256.len != CRYO_DIGEST_LEN)
 			return cryo_error_setx(err, EBADMSG, "manifest entry `%s` has a %zu-byte digest, not %d", f->name,
-					       f->sha256.len, CRYO_SHA256_LEN);
+					       f->sha256.len, CRYO_DIGEST_LEN);
 		names[i] = f->name;
 	}
 	qsort(names, m->n_files, sizeof(*names), cmp_strp);
@@ -454,7 +476,7 @@ int cryo_manifest_parse(const void *data, size_t len, Cryo__Manifest **ret, stru
 {
 	_cleanup_(manifest_freep) Cryo__Manifest *m = NULL;
 	const uint8_t *buf = data;
-	uint8_t sha[CRYO_SHA256_LEN];
+	uint8_t sha[CRYO_DIGEST_LEN];
 	int r;
 
 	if (len > CRYO_MANIFEST_MAX_SIZE)
@@ -466,7 +488,7 @@ int cryo_manifest_parse(const void *data, size_t len, Cryo__Manifest **ret, stru
 	r = cryo_digest_buf(buf + MANIFEST_HEADER_LEN, len - MANIFEST_HEADER_LEN, sha, err);
 	if (r < 0)
 		return r;
-	if (memcmp(sha, buf + MANIFEST_MAGIC_LEN, CRYO_SHA256_LEN) != 0)
+	if (memcmp(sha, buf + MANIFEST_MAGIC_LEN, CRYO_DIGEST_LEN) != 0)
 		return cryo_error_setx(err, EBADMSG, "`%s` is corrupted: its content does not match its own sha256",
 				       CRYO_MANIFEST_NAME);
 	m = cryo__manifest__unpack(NULL, len - MANIFEST_HEADER_LEN, buf + MANIFEST_HEADER_LEN);
@@ -530,17 +552,18 @@ static int precheck_entry(int dirfd, const Cryo__FileDigest *f, bool *ret_hash, 
 	return 0;
 }
 
-static int check_hashed(const Cryo__FileDigest *f, const struct cryo_digest_job *j, struct cryo_error *err)
+static int check_hashed(const Cryo__Manifest *m, const Cryo__FileDigest *f, const struct cryo_digest_job *j,
+			struct cryo_error *err)
 {
-	char want[CRYO_SHA256_HEX_LEN], got[CRYO_SHA256_HEX_LEN];
+	char want[CRYO_DIGEST_HEX_LEN], got[CRYO_DIGEST_HEX_LEN];
 
 	if (j->size != f->size)
 		return cryo_error_setx(err, EBADMSG, "file `%s` changed size while being verified", f->name);
-	if (memcmp(j->sha, f->sha256.data, CRYO_SHA256_LEN) != 0) {
+	if (memcmp(j->sha, f->sha256.data, CRYO_DIGEST_LEN) != 0) {
 		cryo_digest_hex(f->sha256.data, want);
 		cryo_digest_hex(j->sha, got);
-		return cryo_error_setx(err, EBADMSG, "file `%s` is corrupted: sha256 %.16s…, the manifest says %.16s…",
-				       f->name, got, want);
+		return cryo_error_setx(err, EBADMSG, "file `%s` is corrupted: %s %.16s…, the manifest says %.16s…",
+				       f->name, cryo_digest_alg_name(cryo_manifest_digest(m)), got, want);
 	}
 	return 0;
 }
@@ -587,11 +610,11 @@ static void *later_worker(void *arg)
 	struct cryo_manifest_later *l = arg;
 	size_t i;
 
-	l->r = cryo_digest_files_at(l->dirfd, l->jobs, l->n, 0, &l->err);
+	l->r = cryo_digest_files_at(l->dirfd, cryo_manifest_digest(l->m), l->jobs, l->n, 0, &l->err);
 	if (l->r >= 0)
 		l->r = first_job_error(l->jobs, l->n, &l->err);
 	for (i = 0; l->r >= 0 && i < l->n; i++)
-		l->r = check_hashed(l->m->files[l->file_of[i]], &l->jobs[i], &l->err);
+		l->r = check_hashed(l->m, l->m->files[l->file_of[i]], &l->jobs[i], &l->err);
 	return NULL;
 }
 
@@ -691,11 +714,11 @@ static int verify_split(int dirfd, const Cryo__Manifest *m, const struct cryo_kn
 			const struct cryo_known_digest *k = bsearch(&key, known, n_known, sizeof(*known), cmp_known);
 
 			/* hashed as it was written here: compare, don't read it again */
-			if (k) {
+			if (k && k->alg == cryo_manifest_digest(m)) {
 				struct cryo_digest_job j = { .size = k->size };
 
-				memcpy(j.sha, k->sha, CRYO_SHA256_LEN);
-				r = check_hashed(m->files[i], &j, err);
+				memcpy(j.sha, k->sha, CRYO_DIGEST_LEN);
+				r = check_hashed(m, m->files[i], &j, err);
 				if (r < 0)
 					return r;
 				continue;
@@ -711,11 +734,11 @@ static int verify_split(int dirfd, const Cryo__Manifest *m, const struct cryo_kn
 			file_of[nj++] = i;
 		}
 	}
-	r = cryo_digest_files_at(dirfd, jobs, nj, 0, err);
+	r = cryo_digest_files_at(dirfd, cryo_manifest_digest(m), jobs, nj, 0, err);
 	if (r >= 0)
 		r = first_job_error(jobs, nj, err);
 	for (i = 0; r >= 0 && i < nj; i++)
-		r = check_hashed(m->files[file_of[i]], &jobs[i], err);
+		r = check_hashed(m, m->files[file_of[i]], &jobs[i], err);
 	cryo_digest_jobs_clear(jobs, nj);
 	if (r < 0 || !l)
 		return r;

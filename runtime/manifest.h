@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The checkpoint manifest (proto/manifest.proto): what a checkpoint image
- * directory holds, down to every file's size and SHA-256. It is written
+ * directory holds, down to every file's size and digest (BLAKE3 for new
+ * images, SHA-256 for those of format version 1). It is written
  * last, just before the image is committed, and verified before a restore
  * touches anything: a manifest from a newer cryo, a missing, extra,
  * truncated or altered file are all refused with the file named.
@@ -25,13 +26,18 @@
 #define CRYO_MANIFEST_NAME "manifest.pb"
 /* The signature over manifest.pb (runtime/sign.h): not listed in it. */
 #define CRYO_MANIFEST_SIG_NAME "manifest.sig"
-#define CRYO_MANIFEST_VERSION 1
+/* 2: file digests may be other than SHA-256 (the `digest` field). */
+#define CRYO_MANIFEST_VERSION 2
 /* config.json plus a few thousand file entries fit easily. */
 #define CRYO_MANIFEST_MAX_SIZE (8U << 20)
 #define CRYO_MANIFEST_MAX_FILES 65536
 
-/* A new manifest for container id, format_version set. */
+/* A new manifest for container id, format_version set, digests CRYO_DIGEST_DEFAULT. */
 int cryo_manifest_new(const char *id, const char *config_json, Cryo__Manifest **ret, struct cryo_error *err);
+
+/* The algorithm of m's file digests; setting it sets the format version it needs. */
+enum cryo_digest_alg cryo_manifest_digest(const Cryo__Manifest *m);
+void cryo_manifest_set_digest(Cryo__Manifest *m, enum cryo_digest_alg alg);
 void cryo_manifest_free(Cryo__Manifest *m);
 
 /* Replace *field (a malloc'd string of m) by a copy of s (NULL clears). */
@@ -69,7 +75,7 @@ int cryo_manifest_parse(const void *buf, size_t len, Cryo__Manifest **ret, struc
 
 /*
  * Verify the directory against m: every listed file present with its
- * size and SHA-256, nothing unlisted. -EBADMSG (or -ENOENT for a missing
+ * size and digest, nothing unlisted. -EBADMSG (or -ENOENT for a missing
  * file) with the file named.
  */
 int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_error *err);
@@ -80,7 +86,8 @@ int cryo_manifest_verify_at(int dirfd, const Cryo__Manifest *m, struct cryo_erro
  */
 struct cryo_known_digest {
 	char *name;
-	uint8_t sha[CRYO_SHA256_LEN];
+	enum cryo_digest_alg alg;       /* a manifest of another one hashes the file */
+	uint8_t sha[CRYO_DIGEST_LEN];
 	uint64_t size;
 };
 

@@ -113,7 +113,7 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 
 void cryo_sign_key_id_hex(const uint8_t id[CRYO_SIGN_KEY_ID_LEN], char out[17])
 {
-	char full[CRYO_SHA256_HEX_LEN];
+	char full[CRYO_DIGEST_HEX_LEN];
 
 	cryo_digest_hex(id, full);
 	memcpy(out, full, 16);

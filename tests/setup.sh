@@ -11,6 +11,8 @@ PKGS=(
 	libcap-dev libseccomp-dev libnl-3-dev libnl-route-3-dev
 	libprotobuf-c-dev protobuf-c-compiler criu libcgroup-dev
 	libjson-c-dev libcmocka-dev libssl-dev
+	# the image digest: BLAKE3's reference C sources (Debian ships them only in the Rust crate)
+	librust-blake3-dev
 	# restore extracts rootfs tar snapshots with libarchive (static: also libacl)
 	libarchive-dev libacl1-dev
 	# quality (clang + its runtime libraries: libFuzzer for tests/fuzz)

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "checkpoint.h"
+#include "digest.h"
 #include "util.h"
 #include "cli.h"
 #include "criu-flags.h"
@@ -26,7 +27,9 @@ static void usage(FILE *out)
 		"  --freeze-deadline MS      longest frozen window: past it the container and its rootfs\n"
 		"                            thaw and the checkpoint fails, also if cryo dies (default %d)\n"
 		"  --fs-freeze MODE          auto (default), required or off\n"
-		"  --sign-key FILE           sign the manifest: Ed25519 private key (PEM) or HMAC key\n",
+		"  --sign-key FILE           sign the manifest: Ed25519 private key (PEM) or HMAC key\n"
+		"  --digest ALG              the image files' digest: blake3 (default) or sha256\n"
+		"                            (sha256: an image a cryo of manifest format 1 can read)\n",
 		CRYO_CHECKPOINT_FREEZE_DEADLINE_MS);
 }
 
@@ -43,6 +46,7 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 		{ "freeze-deadline", required_argument, NULL, 'D' },
 		{ "fs-freeze", required_argument, NULL, 'F' },
 		{ "sign-key", required_argument, NULL, 'K' },
+		{ "digest", required_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -96,6 +100,14 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 		case 'K':
 			o.sign_key = optarg;
 			break;
+		case 'd': {
+			enum cryo_digest_alg alg;
+
+			if (cryo_digest_alg_from_name(optarg, &alg) < 0)
+				return cli_usage_error("checkpoint", "--digest takes blake3 or sha256, not `%s`", optarg);
+			o.digest = optarg;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;

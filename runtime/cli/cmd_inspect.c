@@ -113,7 +113,8 @@ static void print_human(const Cryo__Manifest *m, const char *verified, const cha
 	for (i = 0; i < m->n_files; i++)
 		total += m->files[i]->size;
 	printf("container:      %s\n", m->container_id);
-	printf("format:         %u\n", m->format_version);
+	printf("format:         %u (file digests: %s)\n", m->format_version,
+	       cryo_digest_alg_name(cryo_manifest_digest(m)));
 	printf("created:        %s on %s (kernel %s)\n", when, m->hostname ? m->hostname : "?",
 	       m->kernel_release ? m->kernel_release : "?");
 	printf("verified:       %s\n", verified);
@@ -228,7 +229,11 @@ int cmd_inspect(struct cryo_cli *cli, int argc, char **argv)
 		printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(o);
 	} else {
-		print_human(m, !verr.msg ? "yes (manifest and every file's sha256)" : verr.msg, signed_by,
+		char yes[64];
+
+		snprintf(yes, sizeof(yes), "yes (manifest and every file's %s)",
+			 cryo_digest_alg_name(cryo_manifest_digest(m)));
+		print_human(m, !verr.msg ? yes : verr.msg, signed_by,
 			    verify_key ? (sr >= 0 ? "valid (verified with the given key)" : serr.msg) :
 			    sr < 0 && sr != -ENOENT ? serr.msg : NULL);
 	}

@@ -70,7 +70,7 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 			break;
 		case 'h':
 			printf("Usage: cryo restore [OPTIONS] ID\n\n"
-			       "Verify a checkpoint image (manifest and every file's sha256), put the rootfs\n"
+			       "Verify a checkpoint image (manifest and every file's digest), put the rootfs\n"
 			       "back from its snapshot into the bundle and restore the container with CRIU.\n"
 			       "The bundle and rootfs are --bundle's (the image's config.json is only compared).\n\n"
 			       "  --image-path DIR   the image (default ./checkpoint)\n"

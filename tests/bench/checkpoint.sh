@@ -8,7 +8,7 @@
 #   bare   `criu dump -t PID` / `criu restore -d` of the process tree
 #   cryo   `cryo checkpoint` / `cryo restore -d` of a container running it
 #          (adds: cgroup freeze, FIFREEZE + rootfs snapshot of its 32 MiB
-#          ext4 image, sha256 of every image file, atomic commit; restore
+#          ext4 image, BLAKE3 of every image file, atomic commit; restore
 #          verifies all of that first and recreates rootfs and cgroup)
 #   runc   `runc checkpoint` / `runc restore -d` of the same container
 #

@@ -91,6 +91,16 @@ else
 	rm -rf "${R:?}/.migrate-in"
 fi
 
+# a source whose files are hashed with an algorithm unknown here: refused
+# before a byte of image is taken; a known one gets as far as the image
+out=$("$PEER" digest:7 "$id" "$CRYO_BIN" --root "$R" receive --stdio --bundle-dir "$B" --verify-key "$T/ed.pub" 2>&1) &&
+	rc=0 || rc=$?
+[ "$rc" = 3 ] && echo "$out" | grep -q 'preflight refused: digest algorithm 7 is unknown here' ||
+	fail "digest 7: $rc: $out"
+nothing_left "digest 7"
+log "digest 7: $(echo "$out" | grep -o 'preflight refused.*' | head -c 200)"
+attack digest:1 "pre-copy round 1"
+
 # real images, signed with the key the receiver trusts
 mkimg() {  # dir, container id
 	mkdir -m 0700 "$1"

@@ -21,6 +21,9 @@
  *   quiet          the same 2.5 s without a frame, then the same round
  *   lazy-hello     a hello asking for --lazy (post-copy), then nothing: the
  *                  receiver's verdict is the test
+ *   digest:N       a hello whose files are hashed with digest algorithm N
+ *                  (migrate.proto's hello.digest), then round-bogus's round;
+ *                  the receiver's verdict on an unknown N is the test
  *
  * The final dump's files go out while CRIU writes them, and one that
  * changed after it went is sent again as a `replace` (once):
@@ -48,6 +51,7 @@
 
 static struct cryo_transport *t;
 static bool hello_lazy;
+static int hello_digest = -1;
 
 static int send_frame(Cryo__MigrateFrame *fr)
 {
@@ -160,6 +164,10 @@ static int preflight(const char *id)
 	h.rootfs_kind = (char *)"dir";
 	h.has_lazy = hello_lazy;
 	h.lazy = hello_lazy;
+	if (hello_digest >= 0) {
+		h.has_digest = 1;
+		h.digest = (uint32_t)hello_digest;
+	}
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_HELLO;
 	fr.hello = &h;
 	if (send_frame(&fr) < 0)
@@ -194,6 +202,8 @@ int main(int argc, char **argv)
 	}
 	scen = argv[1];
 	hello_lazy = strcmp(scen, "lazy-hello") == 0;
+	if (strncmp(scen, "digest:", 7) == 0)
+		hello_digest = atoi(scen + 7);
 	signal(SIGPIPE, SIG_IGN);
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp) < 0)
 		return 2;
@@ -289,7 +299,7 @@ int main(int argc, char **argv)
 			usleep(100 * 1000);
 			if (r == 0 && send_file("pages-1.img", 1, "not pages") == 0)
 				(void)send_done(1, false);
-		} else if (strcmp(scen, "round-bogus") == 0) {
+		} else if (strcmp(scen, "round-bogus") == 0 || hello_digest >= 0) {
 			if (send_file("pages-1.img", 1, "not pages") == 0)
 				(void)send_done(1, false);
 		} else {

@@ -50,12 +50,12 @@ static void rewrite(int dfd, const char *name, size_t len, int seed)
 static void expect_true_digest(struct cryo_imghash *h, int dfd, const char *name)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
-	uint8_t want[CRYO_SHA256_LEN], got[CRYO_SHA256_LEN];
+	uint8_t want[CRYO_DIGEST_LEN], got[CRYO_DIGEST_LEN];
 	uint64_t wsize = 0, gsize = 0;
 
-	assert_int_equal(cryo_digest_file_at(dfd, name, want, &wsize, &err), 0);
-	if (cryo_imghash_lookup(h, dfd, name, got, &gsize)) {
-		assert_memory_equal(got, want, CRYO_SHA256_LEN);
+	assert_int_equal(cryo_digest_file_at(dfd, name, CRYO_DIGEST_BLAKE3, want, &wsize, &err), 0);
+	if (cryo_imghash_lookup(h, dfd, name, CRYO_DIGEST_BLAKE3, got, &gsize)) {
+		assert_memory_equal(got, want, CRYO_DIGEST_LEN);
 		assert_int_equal(gsize, wsize);
 	}
 }
@@ -64,7 +64,7 @@ static void test_hashes_what_is_written(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_imghash *h = NULL;
-	uint8_t sha[CRYO_SHA256_LEN];
+	uint8_t sha[CRYO_DIGEST_LEN];
 	uint64_t size = 0, bytes = 0;
 	unsigned int files = 0, round;
 	char name[32];
@@ -74,7 +74,7 @@ static void test_hashes_what_is_written(void **state)
 	dfd = open(tl_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
 	put(dfd, "before.img", 4096, 1);
-	assert_int_equal(cryo_imghash_start(dfd, CRYO_IMGHASH_WRITEBACK, &h, &err), 0);
+	assert_int_equal(cryo_imghash_start(dfd, CRYO_DIGEST_BLAKE3, CRYO_IMGHASH_WRITEBACK, &h, &err), 0);
 	for (round = 0; round < 20; round++) {
 		snprintf(name, sizeof(name), "pages-%u.img", round);
 		put(dfd, name, 65536 + round * 4096, (int)round);
@@ -93,16 +93,18 @@ static void test_hashes_what_is_written(void **state)
 	/* after finish every file was seen and closed: all of them are there */
 	for (round = 0; round < 20; round++) {
 		snprintf(name, sizeof(name), "pages-%u.img", round);
-		assert_true(cryo_imghash_lookup(h, dfd, name, sha, &size));
+		assert_true(cryo_imghash_lookup(h, dfd, name, CRYO_DIGEST_BLAKE3, sha, &size));
+		/* hashed with BLAKE3: no digest for a manifest of SHA-256 */
+		assert_false(cryo_imghash_lookup(h, dfd, name, CRYO_DIGEST_SHA256, sha, &size));
 	}
 	cryo_imghash_stats(h, &bytes, &files);
 	assert_true(files >= 21);
 	/* a file that appears after finish is unknown: the caller hashes it */
 	put(dfd, "late.img", 100, 7);
-	assert_false(cryo_imghash_lookup(h, dfd, "late.img", sha, &size));
+	assert_false(cryo_imghash_lookup(h, dfd, "late.img", CRYO_DIGEST_BLAKE3, sha, &size));
 	/* a file changed behind its back after finish (no event read any more) */
 	put(dfd, "pages-1.img", 10, 9);
-	assert_false(cryo_imghash_lookup(h, dfd, "pages-1.img", sha, &size));
+	assert_false(cryo_imghash_lookup(h, dfd, "pages-1.img", CRYO_DIGEST_BLAKE3, sha, &size));
 	cryo_imghash_free(h);
 	close(dfd);
 }
@@ -111,19 +113,19 @@ static void test_free_while_running(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_imghash *h = NULL;
-	uint8_t sha[CRYO_SHA256_LEN];
+	uint8_t sha[CRYO_DIGEST_LEN];
 	uint64_t size;
 	int dfd;
 
 	(void)state;
 	dfd = open(tl_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(dfd >= 0);
-	assert_int_equal(cryo_imghash_start(dfd, CRYO_IMGHASH_WRITEBACK, &h, &err), 0);
+	assert_int_equal(cryo_imghash_start(dfd, CRYO_DIGEST_BLAKE3, CRYO_IMGHASH_WRITEBACK, &h, &err), 0);
 	put(dfd, "x.img", 1000, 3);
 	/* no finish: nothing may be trusted, and free stops the thread */
-	assert_false(cryo_imghash_lookup(h, dfd, "x.img", sha, &size));
+	assert_false(cryo_imghash_lookup(h, dfd, "x.img", CRYO_DIGEST_BLAKE3, sha, &size));
 	cryo_imghash_free(h);
-	assert_false(cryo_imghash_lookup(NULL, dfd, "x.img", sha, &size));
+	assert_false(cryo_imghash_lookup(NULL, dfd, "x.img", CRYO_DIGEST_BLAKE3, sha, &size));
 	close(dfd);
 }
 
@@ -180,14 +182,14 @@ static void test_growing_page_image(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_imghash *h = NULL;
-	uint8_t sha[CRYO_SHA256_LEN];
+	uint8_t sha[CRYO_DIGEST_LEN];
 	uint64_t size = 0, bytes = 0;
 	unsigned int files = 0;
 	int dfd, fd;
 
 	(void)state;
 	dfd = fresh_dir("grow");
-	assert_int_equal(cryo_imghash_start(dfd, CRYO_IMGHASH_GROWING_PAGES, &h, &err), 0);
+	assert_int_equal(cryo_imghash_start(dfd, CRYO_DIGEST_BLAKE3, CRYO_IMGHASH_GROWING_PAGES, &h, &err), 0);
 	fd = openat(dfd, "pages-1.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	assert_true(fd >= 0);
 	append(fd, 4 * MIB);
@@ -198,7 +200,7 @@ static void test_growing_page_image(void **state)
 	append(fd, 5);
 	close(fd);
 	assert_int_equal(cryo_imghash_finish(h, &err), 0);
-	assert_true(cryo_imghash_lookup(h, dfd, "pages-1.img", sha, &size));
+	assert_true(cryo_imghash_lookup(h, dfd, "pages-1.img", CRYO_DIGEST_BLAKE3, sha, &size));
 	assert_int_equal(size, 7 * MIB + 128);
 	expect_true_digest(h, dfd, "pages-1.img");
 	cryo_imghash_stats(h, &bytes, &files);
@@ -217,13 +219,13 @@ static void test_growing_broken_promise(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_imghash *h = NULL;
-	uint8_t sha[CRYO_SHA256_LEN];
+	uint8_t sha[CRYO_DIGEST_LEN];
 	uint64_t size = 0;
 	int dfd, fd, fd2;
 
 	(void)state;
 	dfd = fresh_dir("broken");
-	assert_int_equal(cryo_imghash_start(dfd, CRYO_IMGHASH_GROWING_PAGES, &h, &err), 0);
+	assert_int_equal(cryo_imghash_start(dfd, CRYO_DIGEST_BLAKE3, CRYO_IMGHASH_GROWING_PAGES, &h, &err), 0);
 
 	/* cut below what was read, then written on */
 	fd = openat(dfd, "pages-2.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -258,9 +260,9 @@ static void test_growing_broken_promise(void **state)
 	expect_true_digest(h, dfd, "pages-2.img");
 	expect_true_digest(h, dfd, "pages-3.img");
 	expect_true_digest(h, dfd, "pages-4.img");
-	assert_true(cryo_imghash_lookup(h, dfd, "pages-2.img", sha, &size));
+	assert_true(cryo_imghash_lookup(h, dfd, "pages-2.img", CRYO_DIGEST_BLAKE3, sha, &size));
 	assert_int_equal(size, 2 * MIB + 17);
-	assert_true(cryo_imghash_lookup(h, dfd, "pages-4.img", sha, &size));
+	assert_true(cryo_imghash_lookup(h, dfd, "pages-4.img", CRYO_DIGEST_BLAKE3, sha, &size));
 	assert_int_equal(size, 3 * MIB + 3);
 	cryo_imghash_free(h);
 	close(dfd);
@@ -271,14 +273,14 @@ static void test_growing_only_page_images(void **state)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_imghash *h = NULL;
-	uint8_t sha[CRYO_SHA256_LEN];
+	uint8_t sha[CRYO_DIGEST_LEN];
 	uint64_t size = 0, bytes = 0;
 	unsigned int files = 0;
 	int dfd, fd, other;
 
 	(void)state;
 	dfd = fresh_dir("other");
-	assert_int_equal(cryo_imghash_start(dfd, CRYO_IMGHASH_GROWING_PAGES, &h, &err), 0);
+	assert_int_equal(cryo_imghash_start(dfd, CRYO_DIGEST_BLAKE3, CRYO_IMGHASH_GROWING_PAGES, &h, &err), 0);
 	other = openat(dfd, "core-9.img", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	assert_true(other >= 0);
 	append(other, 2 * MIB);
@@ -294,8 +296,8 @@ static void test_growing_only_page_images(void **state)
 	close(fd);
 	assert_int_equal(cryo_imghash_finish(h, &err), 0);
 	expect_true_digest(h, dfd, "core-9.img");
-	assert_true(cryo_imghash_lookup(h, dfd, "core-9.img", sha, &size));
-	assert_true(cryo_imghash_lookup(h, dfd, "pages-9.img", sha, &size));
+	assert_true(cryo_imghash_lookup(h, dfd, "core-9.img", CRYO_DIGEST_BLAKE3, sha, &size));
+	assert_true(cryo_imghash_lookup(h, dfd, "pages-9.img", CRYO_DIGEST_BLAKE3, sha, &size));
 	cryo_imghash_stats(h, &bytes, &files);
 	assert_int_equal(bytes, 4 * MIB);
 	assert_int_equal(files, 2);

@@ -54,13 +54,16 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Build, hash and write a manifest for the fixture dir. */
-static void write_manifest(struct fixture *f, uint32_t version)
+/* Build, hash (with alg; -1: the default) and write a manifest for the fixture dir. */
+static void write_manifest_alg(struct fixture *f, uint32_t version, int alg)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	Cryo__Manifest *m = NULL;
 
 	assert_int_equal(cryo_manifest_new("web-1", "{\"ociVersion\":\"1.0.2\"}", &m, &err), 0);
+	assert_int_equal(cryo_manifest_digest(m), CRYO_DIGEST_DEFAULT);
+	if (alg >= 0)
+		cryo_manifest_set_digest(m, (enum cryo_digest_alg)alg);
 	m->rootfs = malloc(sizeof(*m->rootfs));
 	assert_non_null(m->rootfs);
 	cryo__rootfs_snapshot__init(m->rootfs);
@@ -73,6 +76,11 @@ static void write_manifest(struct fixture *f, uint32_t version)
 	m->format_version = version;
 	assert_int_equal(cryo_manifest_write_at(f->dfd, m, &err), 0);
 	cryo_manifest_free(m);
+}
+
+static void write_manifest(struct fixture *f, uint32_t version)
+{
+	write_manifest_alg(f, version, -1);
 }
 
 static int verify(struct fixture *f, struct cryo_error *err)
@@ -100,25 +108,25 @@ static void test_digest_known(void **state)
 {
 	struct fixture *f = *state;
 	struct cryo_error err = CRYO_ERROR_INIT;
-	uint8_t sha[CRYO_SHA256_LEN];
-	char hex[CRYO_SHA256_HEX_LEN];
+	uint8_t sha[CRYO_DIGEST_LEN];
+	char hex[CRYO_DIGEST_HEX_LEN];
 	uint64_t size = 1;
 
 	assert_int_equal(cryo_digest_buf("abc", 3, sha, &err), 0);
 	cryo_digest_hex(sha, hex);
 	assert_string_equal(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 	put(f->dfd, "empty", "");
-	assert_int_equal(cryo_digest_file_at(f->dfd, "empty", sha, &size, &err), 0);
+	assert_int_equal(cryo_digest_file_at(f->dfd, "empty", CRYO_DIGEST_SHA256, sha, &size, &err), 0);
 	assert_int_equal(size, 0);
 	cryo_digest_hex(sha, hex);
 	assert_string_equal(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
 	/* a symlink is not followed, a directory is not hashed */
-	assert_int_equal(cryo_digest_file_at(f->dfd, "parent", sha, &size, &err), -ELOOP);
+	assert_int_equal(cryo_digest_file_at(f->dfd, "parent", CRYO_DIGEST_BLAKE3, sha, &size, &err), -ELOOP);
 	cryo_error_clear(&err);
 	assert_int_equal(mkdirat(f->dfd, "sub", 0700), 0);
-	assert_int_equal(cryo_digest_file_at(f->dfd, "sub", sha, &size, &err), -EINVAL);
+	assert_int_equal(cryo_digest_file_at(f->dfd, "sub", CRYO_DIGEST_BLAKE3, sha, &size, &err), -EINVAL);
 	cryo_error_clear(&err);
-	assert_int_equal(cryo_digest_file_at(f->dfd, "nope", sha, &size, &err), -ENOENT);
+	assert_int_equal(cryo_digest_file_at(f->dfd, "nope", CRYO_DIGEST_BLAKE3, sha, &size, &err), -ENOENT);
 	assert_non_null(strstr(err.msg, "`nope`"));
 	cryo_error_clear(&err);
 }
@@ -168,7 +176,7 @@ static void test_known_digests(void **state)
 {
 	struct fixture *f = *state;
 	struct cryo_error err = CRYO_ERROR_INIT;
-	struct cryo_sha256 *h = NULL;
+	struct cryo_hash *h = NULL;
 	struct cryo_known_digest k[2];
 	Cryo__Manifest *m = NULL;
 	const char *pages = "0123456789abcdef0123456789abcdef";
@@ -179,17 +187,25 @@ static void test_known_digests(void **state)
 	/* fed in pieces: the same digest the manifest has */
 	k[0].name = "pages-1.img";
 	k[0].size = strlen(pages);
-	assert_int_equal(cryo_sha256_new(&h, &err), 0);
-	assert_int_equal(cryo_sha256_update(h, pages, 5, &err), 0);
-	assert_int_equal(cryo_sha256_update(h, pages + 5, strlen(pages) - 5, &err), 0);
-	assert_int_equal(cryo_sha256_final(h, k[0].sha, &err), 0);
-	cryo_sha256_free(h);
+	k[0].alg = k[1].alg = CRYO_DIGEST_BLAKE3;
+	assert_int_equal(cryo_hash_new(&h, CRYO_DIGEST_BLAKE3, &err), 0);
+	assert_int_equal(cryo_hash_update(h, pages, 5, &err), 0);
+	assert_int_equal(cryo_hash_update(h, pages + 5, strlen(pages) - 5, &err), 0);
+	assert_int_equal(cryo_hash_final(h, k[0].sha, &err), 0);
+	cryo_hash_free(h);
 	k[1].name = "core-1.img";
 	k[1].size = 19;
-	assert_int_equal(cryo_digest_buf("core image of pid 1", 19, k[1].sha, &err), 0);
+	assert_int_equal(cryo_digest_buf_alg(CRYO_DIGEST_BLAKE3, "core image of pid 1", 19, k[1].sha, &err), 0);
 	cryo_known_digests_sort(k, 2);
 	assert_string_equal(k[0].name, "core-1.img");
 	assert_int_equal(cryo_manifest_verify_known_at(f->dfd, m, k, 2, &err), 0);
+
+	/* a digest taken with another algorithm is no answer: the file is hashed (and is intact) */
+	k[1].alg = CRYO_DIGEST_SHA256;
+	k[1].sha[3] ^= 1;
+	assert_int_equal(cryo_manifest_verify_known_at(f->dfd, m, k, 2, &err), 0);
+	k[1].sha[3] ^= 1;
+	k[1].alg = CRYO_DIGEST_BLAKE3;
 
 	/* a known digest that differs from the manifest's is refused */
 	k[1].sha[3] ^= 1;
@@ -325,6 +341,55 @@ static void test_symlink_changed(void **state)
 	assert_int_equal(unlinkat(f->dfd, "parent", 0), 0);
 	assert_int_equal(symlinkat("/etc", f->dfd, "parent"), 0);
 	expect_refused(f, -EBADMSG, "symlink `parent` points to `/etc`");
+}
+
+/* An image of manifest format 1 (SHA-256, as every cryo before 2 wrote) verifies, and its damage is found. */
+static void test_sha256_image(void **state)
+{
+	struct fixture *f = *state;
+	struct cryo_error err = CRYO_ERROR_INIT;
+	Cryo__Manifest *m = NULL;
+
+	write_manifest_alg(f, 1, CRYO_DIGEST_SHA256);
+	assert_int_equal(cryo_manifest_load_verified(f->dir, &m, &err), 0);
+	assert_int_equal(m->format_version, 1);
+	assert_false(m->has_digest);
+	assert_int_equal(cryo_manifest_digest(m), CRYO_DIGEST_SHA256);
+	cryo_manifest_free(m);
+	assert_int_equal(unlinkat(f->dfd, "rootfs.img", 0), 0);
+	put(f->dfd, "rootfs.img", "ext4 bytez");
+	expect_refused(f, -EBADMSG, "file `rootfs.img` is corrupted: sha256 ");
+	assert_int_equal(unlinkat(f->dfd, "rootfs.img", 0), 0);
+	put(f->dfd, "rootfs.img", "ext4 bytes");
+	/* and a BLAKE3 one says so in its verdict */
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(unlinkat(f->dfd, "rootfs.img", 0), 0);
+	put(f->dfd, "rootfs.img", "ext4 bytez");
+	expect_refused(f, -EBADMSG, "file `rootfs.img` is corrupted: blake3 ");
+	assert_int_equal(unlinkat(f->dfd, "rootfs.img", 0), 0);
+	put(f->dfd, "rootfs.img", "ext4 bytes");
+}
+
+/*
+ * The digest field is the image's word, so it is checked like the rest:
+ * a number that names no algorithm, or BLAKE3 digests in a format-1
+ * manifest (which a version-1 cryo would take as SHA-256), are refused.
+ */
+static void test_digest_field_checked(void **state)
+{
+	struct fixture *f = *state;
+	struct cryo_error err = CRYO_ERROR_INIT;
+	Cryo__Manifest *m = NULL;
+
+	write_manifest_alg(f, 1, CRYO_DIGEST_BLAKE3);
+	expect_refused(f, -EBADMSG, "format version 1 with blake3 digests");
+
+	write_manifest(f, CRYO_MANIFEST_VERSION);
+	assert_int_equal(cryo_manifest_read_at(f->dfd, &m, &err), 0);
+	m->digest = (Cryo__DigestAlg)9;
+	assert_int_equal(cryo_manifest_write_at(f->dfd, m, &err), 0);
+	cryo_manifest_free(m);
+	expect_refused(f, -EBADMSG, "unknown digest algorithm (9)");
 }
 
 static void test_future_version(void **state)
@@ -497,6 +562,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_extra, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sha256_image, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_digest_field_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_future_version, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_corrupted, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_manifest_too_big, setup, teardown),
