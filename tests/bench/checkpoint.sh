@@ -11,6 +11,9 @@
 #          ext4 image, BLAKE3 of every image file, atomic commit; restore
 #          verifies all of that first and recreates rootfs and cgroup)
 #   runc   `runc checkpoint` / `runc restore -d` of the same container
+#   bare+sync  bare CRIU's dump followed by `sync -f` of its image dir: the
+#          least a crash-safe dump costs (cryo commits an image only once it
+#          is on disk; bare CRIU and runc leave it in the page cache)
 #
 # side by side, interleaved, REPS times per size; prints medians, ratios
 # to bare CRIU, and cryo's frozen windows and its own steps from the
@@ -87,6 +90,8 @@ bench_bare() { # MEM REP
 	t0=$(now_ms)
 	"$CRIU" dump -t "$pid" -D "$d/img" -o dump.log >/dev/null 2>&1 || fail "bare criu dump: $(grep Error "$d/img/dump.log" | head -3)"
 	rec bare dump "$1" $(($(now_ms) - t0))
+	sync -f "$d/img"
+	rec bare+sync dump "$1" $(($(now_ms) - t0))
 	wait "$pid" 2>/dev/null
 	# restore takes the same pids: wait until the dumped tree is reaped
 	for _ in $(seq 100); do
@@ -193,18 +198,22 @@ def med(k):
     return statistics.median(v) if v else None
 mems = sorted({k[2] for k in t})
 print("\n# median ms (%s), ratio to bare criu" % sys.argv[2])
-print("%-6s %-8s %10s %10s %8s %10s %8s" % ("MiB", "op", "bare", "cryo", "cryo/b", "runc", "runc/b"))
+print("# (bare+sync: bare CRIU's dump made durable with syncfs, as cryo's is; cryo/b+s: cryo against it)")
+print("%-6s %-8s %10s %10s %10s %8s %9s %10s %8s" % ("MiB", "op", "bare", "bare+sync", "cryo", "cryo/b", "cryo/b+s",
+                                                     "runc", "runc/b"))
 for mem in mems:
     for op in ("dump", "restore"):
         b, c, r = med(("bare", op, mem)), med(("cryo", op, mem)), med(("runc", op, mem))
+        bs = med(("bare+sync", op, mem))
         fmt = lambda x: "%10.0f" % x if x is not None else "%10s" % "-"
-        rat = lambda x: "%8.2f" % (x / b) if x is not None and b else "%8s" % "-"
-        print("%-6d %-8s %s %s %s %s %s" % (mem, op, fmt(b), fmt(c), rat(c), fmt(r), rat(r)))
+        rat = lambda x, d=b, w=8: ("%" + str(w) + ".2f") % (x / d) if x is not None and d else ("%" + str(w) + "s") % "-"
+        print("%-6d %-8s %s %s %s %s %s %s %s" % (mem, op, fmt(b), fmt(bs), fmt(c), rat(c), rat(c, bs, 9), fmt(r),
+                                                  rat(r)))
 print("\n# spread: min-max ms over the rounds, and the median of the per-round ratio cryo/runc")
 for mem in mems:
     for op in ("dump", "restore"):
         parts = []
-        for sysname in ("bare", "cryo", "runc"):
+        for sysname in ("bare", "bare+sync", "cryo", "runc"):
             v = t.get((sysname, op, mem))
             if v:
                 parts.append("%s %.0f-%.0f" % (sysname, min(v), max(v)))
