@@ -173,6 +173,22 @@ struct cryo_hash {
 	blake3_hasher b3;               /* blake3 */
 };
 
+/*
+ * BLAKE3 picks its SIMD kernels on first use and keeps the answer in a
+ * plain global: two threads hashing at once race on it (ThreadSanitizer
+ * says so). One hash of nothing, once, before any thread may hash, sets it.
+ */
+static pthread_once_t blake3_once = PTHREAD_ONCE_INIT;
+
+static void blake3_warm_up(void)
+{
+	blake3_hasher b;
+	uint8_t out[BLAKE3_OUT_LEN];
+
+	blake3_hasher_init(&b);
+	blake3_hasher_finalize(&b, out, sizeof(out));
+}
+
 int cryo_hash_new(struct cryo_hash **ret, enum cryo_digest_alg alg, struct cryo_error *err)
 {
 	struct cryo_hash *h;
@@ -190,6 +206,7 @@ int cryo_hash_new(struct cryo_hash **ret, enum cryo_digest_alg alg, struct cryo_
 	}
 	h->alg = alg;
 	if (alg == CRYO_DIGEST_BLAKE3) {
+		pthread_once(&blake3_once, blake3_warm_up);
 		blake3_hasher_init(&h->b3);
 		*ret = h;
 		return 0;
