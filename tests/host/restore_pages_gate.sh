@@ -12,7 +12,9 @@
 #    error;
 #  - nothing is left: no container, no process in its cgroup, no mount
 #    under the bundle but those it had.
-# The same image undamaged restores and runs on.
+# The same image undamaged restores and runs on. So does one taken with
+# `--digest sha256` (manifest format 1, what a cryo before BLAKE3 wrote and
+# can verify), whose damage the gate finds the same way.
 # Needs a CRIU that works here (CRYO_CRIU, see `cryo check`).
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
@@ -29,6 +31,10 @@ for _ in $(seq 100); do [ "$(count)" -gt 5 ] && break; sleep 0.1; done
 timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --image-path "$T/img" "$id" </dev/null >"$T/out" 2>&1 ||
 	fail "checkpoint: $(cat "$T/out")"
 cp -a "$T/img" "$T/good"
+"$CRYO_BIN" inspect "$T/img" >"$T/inspect" 2>&1 || fail "inspect: $(cat "$T/inspect")"
+grep -q '^format: *2 (file digests: blake3)' "$T/inspect" &&
+	grep -q "^verified: *yes (manifest and every file's blake3)" "$T/inspect" ||
+	fail "a default checkpoint is not a BLAKE3 image: $(cat "$T/inspect")"
 
 # one byte of the largest page image changed, in the middle
 pages=$(cd "$T/img" && ls -S pages-*.img | head -1)
@@ -43,7 +49,7 @@ printf "\\x$new" | dd of="$T/img/$pages" bs=1 seek="$off" conv=notrunc status=no
 mounts() { awk -v a="$A" 'index($2, a) == 1' /proc/self/mounts | sort; }
 mounts >"$T/mounts.before"
 expect_fail 1 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/img" --bundle "$A" --work-path "$T/work" "$id"
-expect_output "restore \`$id\`: verify: image \`$T/img\`: file \`$pages\` is corrupted" "damaged $pages"
+expect_output "restore \`$id\`: verify: image \`$T/img\`: file \`$pages\` is corrupted: blake3 " "damaged $pages"
 grep -q "Aborting restore due to post-restore script" "$T/work/restore.log" ||
 	fail "CRIU did not stop at its post-restore step: $(grep -i 'error' "$T/work/restore.log" | tail -3)"
 grep -q "Restore finished successfully. Tasks resumed" "$T/work/restore.log" &&
@@ -63,4 +69,24 @@ timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/good" --bun
 for _ in $(seq 100); do [ "$(count)" -gt $((c + 5)) ] && break; sleep 0.1; done
 [ "$(count)" -gt $((c + 5)) ] || fail "the restored counter does not count (at $(count), was $c)"
 log "undamaged: restored, count $c -> $(count)"
+
+# --digest sha256: a format-1 image, gated the same way
+timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --digest sha256 --image-path "$T/img1" "$id" </dev/null >"$T/out" 2>&1 ||
+	fail "checkpoint --digest sha256: $(cat "$T/out")"
+"$CRYO_BIN" inspect "$T/img1" >"$T/inspect" 2>&1 || fail "inspect: $(cat "$T/inspect")"
+grep -q '^format: *1 (file digests: sha256)' "$T/inspect" || fail "--digest sha256: $(cat "$T/inspect")"
+cp -a "$T/img1" "$T/good1"
+pages=$(cd "$T/img1" && ls -S pages-*.img | head -1)
+off=$(($(stat -c %s "$T/img1/$pages") / 2))
+old=$(od -An -tx1 -j "$off" -N1 "$T/img1/$pages" | tr -d ' ')
+printf "\\x$(printf '%02x' $(((16#$old + 1) % 256)))" | dd of="$T/img1/$pages" bs=1 seek="$off" conv=notrunc status=none
+expect_fail 1 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/img1" --bundle "$A" --work-path "$T/work1" "$id"
+expect_output "file \`$pages\` is corrupted: sha256 " "damaged $pages of the sha256 image"
+[ -z "$(rt list -q)" ] || fail "a container is left after the damaged sha256 image: $(rt list)"
+c=$(count)
+timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/good1" --bundle "$A" "$id" </dev/null >"$T/out" 2>&1 ||
+	fail "restore of the undamaged sha256 image: $(cat "$T/out")"
+for _ in $(seq 100); do [ "$(count)" -gt $((c + 5)) ] && break; sleep 0.1; done
+[ "$(count)" -gt $((c + 5)) ] || fail "the counter restored from the sha256 image does not count (at $(count), was $c)"
+log "sha256 image: damage refused, undamaged restored, count $c -> $(count)"
 echo "PASS restore_pages_gate"
