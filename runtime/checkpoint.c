@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/fs.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,15 +78,6 @@ struct ctx {
 	int64_t thawed_at;       /* --leave-running: thawed right after the dump; 0 = still frozen */
 	uint64_t fs_frozen_us;
 	struct cryo_imghash *hash; /* hashes CRIU's files as it closes them */
-	/* the dump's CRIU, on a thread of its own from `criu-start` to `criu-dump` */
-	struct cryo_criu_opts co;
-	bool post_dump_ran;
-	bool writeback;          /* the image's writeback starts while CRIU writes (imghash.h) */
-	pthread_t criu_tid;
-	bool criu_running;       /* started, not joined */
-	int criu_r;
-	struct cryo_error criu_err;
-	int64_t criu_start_us, criu_usec;
 };
 
 /*
@@ -329,17 +319,15 @@ static int step_thaw_fs(void *ctx, struct cryo_error *err)
 	struct cryo_fsfreeze_thawed t = { 0 };
 	int r;
 
-	if (c->fs_frozen) {
-		r = cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, &t, err);
-		if (r == -EINVAL)
-			c->fs_frozen = false; /* the deadline thawed it: the window was lost, nothing is left to thaw */
-		if (r < 0)
-			return r;
-		c->fs_frozen = false;
-		c->fs_frozen_us = (uint64_t)(cryo_now_us() - c->fs_frozen_at);
-	}
-	/* (see cryo_imghash_set_writeback) */
-	cryo_imghash_set_writeback(c->hash, c->writeback);
+	if (!c->fs_frozen)
+		return 0;
+	r = cryo_fsfreeze_thaw(c->st->rootfs, &c->fso, &t, err);
+	if (r == -EINVAL)
+		c->fs_frozen = false; /* the deadline thawed it: the window was lost, nothing is left to thaw */
+	if (r < 0)
+		return r;
+	c->fs_frozen = false;
+	c->fs_frozen_us = (uint64_t)(cryo_now_us() - c->fs_frozen_at);
 	return 0;
 }
 
@@ -360,15 +348,10 @@ static int copy_log_into_image(struct ctx *c, const char *name)
 	return cryo_write_new_file_unsynced_at(c->img->dirfd, name, buf, len, 0600);
 }
 
-/* Everything CRIU's dump needs from the process, set up before it runs (on whichever thread). */
-static int criu_prepare(struct ctx *c, bool pre_dump, struct cryo_error *err)
+static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 {
 	const struct cryo_checkpoint_opts *o = c->o;
-	struct cryo_criu_opts *co = &c->co;
-	unsigned int hash_flags;
-	int r;
-
-	*co = (struct cryo_criu_opts){
+	struct cryo_criu_opts co = {
 		.pid = c->st->pid,
 		.image_dir = c->img->staging_path,
 		.work_dir = c->work_dir,
@@ -389,19 +372,19 @@ static int criu_prepare(struct ctx *c, bool pre_dump, struct cryo_error *err)
 		 */
 		.track_mem = o->parent_path != NULL,
 	};
-	co->freeze_cgroup = cryo_freezer_path(c->fz);
-	co->ret_network_lock_skipped = &c->net_lock_skipped;
-	co->post_dump = pre_dump ? NULL : o->post_dump;
-	co->post_dump_userdata = o->post_dump_data;
-	co->ret_post_dump_ran = &c->post_dump_ran;
-	/* CRIU's environment (CRIU_FAULT) is set here: setenv is not for a second thread */
-	r = cryo_criu_prepare_env(err);
-	if (r < 0)
-		return r;
+	unsigned int hash_flags;
+	bool post_dump_ran = false;
+	int r;
+
+	co.freeze_cgroup = cryo_freezer_path(c->fz);
+	co.ret_network_lock_skipped = &c->net_lock_skipped;
+	co.post_dump = pre_dump ? NULL : o->post_dump;
+	co.post_dump_userdata = o->post_dump_data;
+	co.ret_post_dump_ran = &post_dump_ran;
 	r = cryo_extmounts_dump(c->spec, c->st->pid, &c->ext_mounts, err);
 	if (r < 0)
 		return r;
-	co->ext_mounts = (const char *const *)c->ext_mounts;
+	co.ext_mounts = (const char *const *)c->ext_mounts;
 	/*
 	 * A help, not a need: without it the manifest step hashes everything.
 	 * Hashing page images as they grow, and their writeback, compete with
@@ -412,39 +395,16 @@ static int criu_prepare(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	 */
 	hash_flags = 0;
 	if (!((o->leave_running || pre_dump) && !c->was_frozen))
-		hash_flags = CRYO_IMGHASH_GROWING_PAGES;
-	c->writeback = hash_flags && !o->transient;
-	/* a dump beside the rootfs's freeze: writeback from `thaw-fs` on (cryo_imghash_set_writeback) */
-	if (c->writeback && pre_dump)
-		hash_flags |= CRYO_IMGHASH_WRITEBACK;
-	if (cryo_imghash_start_notify(c->img->dirfd, cryo_manifest_digest(c->m), hash_flags, o->on_file_closed,
-				      o->on_file_closed_data, &c->hash, NULL) < 0)
+		hash_flags = CRYO_IMGHASH_GROWING_PAGES | (o->transient ? 0 : CRYO_IMGHASH_WRITEBACK);
+	if (cryo_imghash_start_notify(c->img->dirfd, cryo_manifest_digest(c->m), hash_flags, o->on_file_closed, o->on_file_closed_data, &c->hash,
+				      NULL) < 0)
 		c->hash = NULL;
-	return 0;
-}
-
-/* CRIU itself: touches only c->co, c->criu_* and what co points to (thread-safe against the fs steps). */
-static int criu_call(struct ctx *c, struct cryo_error *err)
-{
-	const struct cryo_checkpoint_opts *o = c->o;
-	int r;
-
-	c->criu_start_us = cryo_now_us();
 	/* --lazy (migrate): the dump runs on, serving the pages, once the rest is written */
-	r = o->lazy_port ? cryo_criu_cli_lazy_dump(&c->co, o->lazy_port, o->ret_lazy_dump, err) :
-			   cryo_criu_dump(&c->co, err);
-	c->criu_usec = cryo_now_us() - c->criu_start_us;
-	return r;
-}
-
-/* After CRIU returned well, on the main thread. */
-static int criu_after(struct ctx *c, bool pre_dump, struct cryo_error *err)
-{
-	const struct cryo_checkpoint_opts *o = c->o;
-	int r;
-
-	c->criu_stopped = !c->co.leave_running;
-	if (c->co.post_dump && !c->post_dump_ran)
+	r = o->lazy_port ? cryo_criu_cli_lazy_dump(&co, o->lazy_port, o->ret_lazy_dump, err) : cryo_criu_dump(&co, err);
+	if (r < 0)
+		return r;
+	c->criu_stopped = !co.leave_running;
+	if (co.post_dump && !post_dump_ran)
 		return cryo_error_setx(err, EPROTO, "criu dump: CRIU let go of the tasks without its post-dump notification");
 	/*
 	 * --leave-running: the dump is complete and consistent, so the
@@ -468,75 +428,15 @@ static int criu_after(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	return 0;
 }
 
-static void *criu_thread(void *arg)
-{
-	struct ctx *c = arg;
-
-	c->criu_r = criu_call(c, &c->criu_err);
-	return NULL;
-}
-
-/*
- * CRIU dumps the frozen tasks while the rootfs is frozen, snapshotted and
- * thawed (`freeze-fs` to `thaw-fs`), on a thread started here and joined
- * by `criu-dump`: the FIFREEZE alone takes ~45 ms here, as long as all
- * of CRIU's dump of a small container. The two touch different things:
- * CRIU reads the tasks and writes the staging dir, which `freeze-fs`
- * refuses to freeze (keep_writable), and reading a frozen filesystem
- * does not block. Whatever CRIU would write into the rootfs was never
- * in the snapshot, taken before it in the steps' order either way.
- */
-static int step_criu_start(void *ctx, struct cryo_error *err)
-{
-	struct ctx *c = ctx;
-	int r;
-
-	r = criu_prepare(c, false, err);
-	if (r < 0)
-		return r;
-	r = pthread_create(&c->criu_tid, NULL, criu_thread, c);
-	if (r != 0)
-		return cryo_error_set(err, r, "start CRIU's thread");
-	c->criu_running = true;
-	return 0;
-}
-
-static int criu_join(struct ctx *c, struct cryo_error *err)
-{
-	if (c->criu_running) {
-		pthread_join(c->criu_tid, NULL);
-		c->criu_running = false;
-	}
-	if (c->criu_r < 0) {
-		cryo_error_move(err, &c->criu_err);
-		return c->criu_r;
-	}
-	return 0;
-}
-
 static int step_criu_dump(void *ctx, struct cryo_error *err)
 {
-	struct ctx *c = ctx;
-	int r;
-
-	r = criu_join(c, err);
-	if (r < 0)
-		return r;
-	return criu_after(c, false, err);
+	return criu_dump(ctx, false, err);
 }
 
 /* Pre-dump: CRIU copies the memory and keeps tracking it; the tasks go on at once. */
 static int step_criu_pre_dump(void *ctx, struct cryo_error *err)
 {
-	struct ctx *c = ctx;
-	int r;
-
-	r = criu_prepare(c, true, err);
-	if (r >= 0)
-		r = criu_call(c, err);
-	if (r >= 0)
-		r = criu_after(c, true, err);
-	return r;
+	return criu_dump(ctx, true, err);
 }
 
 /*
@@ -585,25 +485,6 @@ static void undo_criu_dump(void *ctx)
 		return;
 	}
 	c->criu_stopped = false;
-}
-
-/*
- * A step between `criu-start` and `criu-dump` failed: CRIU is let finish
- * (it holds the tasks), then, if it ended them, they are brought back as
- * undo_criu_dump does. Once `criu-dump` joined it, its undo does that.
- */
-static void undo_criu_start(void *ctx)
-{
-	struct ctx *c = ctx;
-	struct cryo_error e = CRYO_ERROR_INIT;
-
-	if (!c->criu_running)
-		return;
-	if (criu_join(c, &e) < 0)
-		cryo_debug("checkpoint `%s`: undo: CRIU's dump failed as well: %s", c->o->id, e.msg);
-	cryo_error_clear(&e);
-	c->criu_stopped = c->criu_r >= 0 && !c->co.leave_running;
-	undo_criu_dump(c);
 }
 
 static int fill_manifest(struct ctx *c, struct cryo_error *err)
@@ -684,10 +565,6 @@ static int step_manifest(void *ctx, struct cryo_error *err)
 		if (cryo_manifest_add_timing(c->m, c->timings.t[i].step, (uint64_t)c->timings.t[i].start_usec,
 					     (uint64_t)c->timings.t[i].usec) < 0)
 			return cryo_error_set(err, ENOMEM, "timings");
-	/* CRIU's own run, on its thread from `criu-start` on (`criu-dump` is only the wait for its end) */
-	if (c->criu_start_us &&
-	    cryo_manifest_add_timing(c->m, "criu", (uint64_t)(c->criu_start_us - c->timings.t0), (uint64_t)c->criu_usec) < 0)
-		return cryo_error_set(err, ENOMEM, "timings");
 	/*
 	 * hash: what the imghash thread did not do while CRIU wrote; sync:
 	 * the files are durable before the manifest that names them is.
@@ -764,7 +641,6 @@ static const struct cryo_step checkpoint_steps[] = {
 	{ "lock", step_lock, undo_lock },
 	{ "stage", step_stage, undo_stage },
 	{ "freeze-cgroup", step_freeze_cgroup, undo_freeze_cgroup },
-	{ "criu-start", step_criu_start, undo_criu_start },
 	{ "freeze-fs", step_freeze_fs, undo_freeze_fs },
 	{ "snapshot-rootfs", step_snapshot, NULL },
 	{ "thaw-fs", step_thaw_fs, NULL },
@@ -799,12 +675,6 @@ const struct cryo_step_table cryo_pre_dump_step_table = {
 
 static void ctx_done(struct ctx *c)
 {
-	struct cryo_error e = CRYO_ERROR_INIT;
-
-	/* (undo_criu_start joined it on every failure; never free what CRIU's thread uses) */
-	(void)criu_join(c, &e);
-	cryo_error_clear(&e);
-	cryo_error_clear(&c->criu_err);
 	cryo_image_abort(c->img);
 	/* committed or aborted: nothing is left to recover */
 	if (cryo_hold_release(TAKE_PTR(c->staging_hold), NULL) < 0)

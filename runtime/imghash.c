@@ -244,7 +244,7 @@ static void hash_one(struct cryo_imghash *h, struct entry *e)
 			n = cryo_hash_update_fd(sha, fd, from, UINT64_MAX, NULL);
 		ok = n >= 0 && cryo_hash_final(sha, md, NULL) == 0;
 		/* (CRYO_IMGHASH_WRITEBACK) */
-		if (ok && __atomic_load_n(&h->writeback, __ATOMIC_RELAXED))
+		if (ok && h->writeback)
 			(void)sync_file_range(fd, (off_t)from, 0, SYNC_FILE_RANGE_WRITE);
 		ok = ok && fstat(fd, &st) == 0 && (uint64_t)st.st_size == from + (uint64_t)n;
 	} else {
@@ -307,7 +307,7 @@ static enum grow_step grow_one(struct cryo_imghash *h, struct entry *e)
 	n = cryo_hash_update_fd(e->g.sha, e->g.fd, e->g.done, len, NULL);
 	if (n <= 0)
 		return GROW_GAVE_UP;
-	if (__atomic_load_n(&h->writeback, __ATOMIC_RELAXED))
+	if (h->writeback)
 		(void)sync_file_range(e->g.fd, (off_t)e->g.done, n, SYNC_FILE_RANGE_WRITE);
 	e->g.done += (uint64_t)n;
 	__atomic_add_fetch(&h->bytes, (uint64_t)n, __ATOMIC_RELAXED);
@@ -526,12 +526,6 @@ bool cryo_imghash_lookup(struct cryo_imghash *h, int dirfd, const char *name, en
 		return true;
 	}
 	return false;
-}
-
-void cryo_imghash_set_writeback(struct cryo_imghash *h, bool on)
-{
-	if (h)
-		__atomic_store_n(&h->writeback, on, __ATOMIC_RELAXED);
 }
 
 void cryo_imghash_stats(const struct cryo_imghash *h, uint64_t *ret_bytes, unsigned int *ret_files)

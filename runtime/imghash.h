@@ -45,15 +45,6 @@ struct cryo_imghash;
  */
 #define CRYO_IMGHASH_GROWING_PAGES (1U << 1)
 
-/*
- * CRYO_IMGHASH_WRITEBACK from now on (on) or no more (off): a checkpoint
- * turns it on only once the rootfs is thawed. Writeback makes ext4
- * allocate the image's blocks, and a journal commit on that filesystem
- * (the FIFREEZE of a loop-mounted rootfs whose file lives there ends in
- * one) then waits for their data: 48 -> 100 ms frozen at 64 MiB here.
- */
-void cryo_imghash_set_writeback(struct cryo_imghash *h, bool on);
-
 /* Watch dirfd (flat, as CRIU's image dir is) and hash what is there and what comes, with alg. */
 int cryo_imghash_start(int dirfd, enum cryo_digest_alg alg, unsigned flags, struct cryo_imghash **ret,
 		       struct cryo_error *err);

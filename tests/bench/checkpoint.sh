@@ -132,7 +132,7 @@ m = json.load(sys.stdin)
 steps = {t["step"]: t["usec"] / 1e3 for t in m["timings"]}
 print("cryo frozen %s %.0f" % (sys.argv[1], m["frozen_window_usec"] / 1e3))
 print("cryo fsfrozen %s %.0f" % (sys.argv[1], m["fs_frozen_window_usec"] / 1e3))
-for s in ("criu", "freeze-fs", "criu-dump", "snapshot-rootfs", "manifest", "hash", "sync", "commit"):
+for s in ("criu-dump", "snapshot-rootfs", "manifest", "hash", "sync", "commit"):
     if s in steps:
         print("cryo step:%s %s %.0f" % (s, sys.argv[1], steps[s]))
 ' "$1" >>"$T/times" || fail "inspect --json"
@@ -225,15 +225,13 @@ for mem in mems:
 print("\n# cryo checkpoint, median ms: frozen window, fs frozen, and its steps")
 for mem in mems:
     parts = []
-    # criu: CRIU's own run (on a thread beside freeze-fs .. thaw-fs); criu-dump: the wait for its end after them
-    for k in ("frozen", "fsfrozen", "step:criu", "step:freeze-fs", "step:criu-dump", "step:snapshot-rootfs", "step:hash",
-              "step:sync", "step:commit"):
+    for k in ("frozen", "fsfrozen", "step:criu-dump", "step:snapshot-rootfs", "step:hash", "step:sync", "step:commit"):
         v = med(("cryo", k, mem))
         if v is not None:
             parts.append("%s %.0f" % (k.replace("step:", ""), v))
     b = med(("bare", "dump", mem))
-    cd = med(("cryo", "step:criu", mem)) or med(("cryo", "step:criu-dump", mem))
-    extra = " (cryo's CRIU run / bare dump = %.2f)" % (cd / b) if b and cd else ""
+    cd = med(("cryo", "step:criu-dump", mem))
+    extra = " (criu-dump step / bare dump = %.2f)" % (cd / b) if b and cd else ""
     print("%d MiB: %s%s" % (mem, ", ".join(parts), extra))
 PY
 echo "PASS checkpoint bench (reps=$REPS, sizes: $SIZES)"
