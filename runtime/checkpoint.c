@@ -631,7 +631,12 @@ static int step_finish(void *ctx, struct cryo_error *err)
 }
 
 /*
- * The plan. Steps after `criu-dump` have no undo of their own: what they
+ * The plan. CRIU runs after the rootfs is thawed, not beside its freeze
+ * and snapshot (which would save the ~45 ms of FIFREEZE on every dump):
+ * its mount dump makes a directory in the container's root, which blocks
+ * on the frozen filesystem until its deadline, and a CRIU that ends after
+ * the cgroup hold's watchdog thawed the container freezes it again.
+ * Steps after `criu-dump` have no undo of their own: what they
  * did lives in the staging dir, which `stage`'s undo removes, and the
  * container is still frozen, which `freeze-cgroup`'s undo thaws (when
  * CRIU ended the tasks, `criu-dump`'s undo first restores them, frozen,

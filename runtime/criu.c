@@ -5,7 +5,9 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/ptrace.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/user.h>
 #include <sys/wait.h>
@@ -357,28 +359,25 @@ static bool skip_network_lock(const struct cryo_criu_opts *o, const struct cryo_
 /*
  * The skip goes to CRIU through a config file of ours (CRIU_CONFIG_FILE,
  * which `criu swrk` reads before the RPC options): the libcriu linked here
- * may predate 3.19 and refuse the RPC value. Set for one CRIU run, never
- * over a CRIU_CONFIG_FILE of the user's (then CRIU locks, as before).
- * Returns whether it was set: the caller unsets it after the run.
+ * may predate 3.19 and refuse the RPC value. Only a dump skips, and a
+ * dump's `criu swrk` is started by swrk_start(), which gives it the
+ * variable: never over a CRIU_CONFIG_FILE of the user's (then CRIU locks,
+ * as before). The file's path in *ret (the caller frees it), or NULL.
  */
-static bool skip_lock_env(const struct cryo_criu_opts *o)
+static char *skip_lock_conf(const struct cryo_criu_opts *o)
 {
 	static const char conf[] = "network-lock skip\n";
-	_cleanup_free_ char *path = NULL;
+	char *path = NULL;
 
 	if (getenv("CRIU_CONFIG_FILE"))
-		return false;
+		return NULL;
 	if (asprintf(&path, "%s/" SKIP_LOCK_CONF, o->work_dir ? o->work_dir : o->image_dir) < 0)
-		return false;
-	if (cryo_write_new_file_unsynced_at(AT_FDCWD, path, conf, sizeof(conf) - 1, 0600) < 0)
-		return false;
-	return setenv("CRIU_CONFIG_FILE", path, 1) == 0;
-}
-
-static void skip_lock_env_done(const bool *set)
-{
-	if (*set)
-		(void)unsetenv("CRIU_CONFIG_FILE");
+		return NULL;
+	if (cryo_write_new_file_unsynced_at(AT_FDCWD, path, conf, sizeof(conf) - 1, 0600) < 0) {
+		free(path);
+		return NULL;
+	}
+	return path;
 }
 
 /* Options common to dump and restore. */
@@ -449,7 +448,7 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, bool skip_l
  * The image and work dir fds must stay open until CRIU has run.
  */
 static int open_session(const struct cryo_criu_opts *o, const char *what, const char *log_name, criu_opts **ret_co,
-			int *ret_img_fd, int *ret_work_fd, bool *ret_skip_lock, struct cryo_error *err)
+			int *ret_img_fd, int *ret_work_fd, char **ret_skip_conf, struct cryo_error *err)
 {
 	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
 	struct cryo_criu_version v = { 0 };
@@ -462,8 +461,8 @@ static int open_session(const struct cryo_criu_opts *o, const char *what, const 
 	if (r < 0)
 		return r;
 	prepare_env(&v);
-	*ret_skip_lock = skip_network_lock(o, &v, strcmp(what, "restore") != 0) && skip_lock_env(o);
-	r = set_common(co, o, *ret_skip_lock, log_name, ret_img_fd, ret_work_fd, err);
+	*ret_skip_conf = skip_network_lock(o, &v, strcmp(what, "restore") != 0) ? skip_lock_conf(o) : NULL;
+	r = set_common(co, o, *ret_skip_conf != NULL, log_name, ret_img_fd, ret_work_fd, err);
 	if (r < 0)
 		return cryo_error_prefix(err, "criu %s", what);
 	*ret_co = TAKE_PTR(co);
@@ -513,13 +512,96 @@ static int notify_cb(char *action, criu_notify_arg_t na)
 	return 0;
 }
 
+/*
+ * A dump's `criu swrk`, started here rather than by libcriu, so that it
+ * dies with the thread that started it (PR_SET_PDEATHSIG). CRIU holds
+ * the container's tasks while it dumps and, when it ends, puts the
+ * cgroup's freezer back as it found it: frozen. One that outlived a
+ * killed cryo would freeze the container again after the hold's watchdog
+ * thawed it, and nobody would thaw it then (host/checkpoint_kill_criu:
+ * cryo alone SIGKILLed mid-dump). Killed mid-dump, CRIU lets go of the
+ * tasks as they were. Its environment is ours plus CRIU_CONFIG_FILE when
+ * config_file is set, given to exec: no setenv while other threads
+ * (image hashing, migrate's sender) may read the environment.
+ */
+static int swrk_start(criu_opts *co, const char *config_file, pid_t *ret_pid, struct cryo_error *err)
+{
+	const char *bin = getenv("CRYO_CRIU");
+	_cleanup_free_ char **envp = NULL;
+	_cleanup_free_ char *conf_var = NULL;
+	char fdstr[16];
+	const char *argv[4];
+	pid_t parent = getpid(), pid;
+	size_t n = 0, i;
+	int sk[2];
+
+	if (!bin || !*bin)
+		bin = "criu";
+	while (environ[n])
+		n++;
+	envp = calloc(n + 2, sizeof(*envp));
+	if (!envp || (config_file && asprintf(&conf_var, "CRIU_CONFIG_FILE=%s", config_file) < 0))
+		return cryo_error_set(err, ENOMEM, "criu swrk");
+	for (i = 0, n = 0; environ[i]; i++)
+		if (!conf_var || strncmp(environ[i], "CRIU_CONFIG_FILE=", 17) != 0)
+			envp[n++] = environ[i];
+	if (conf_var)
+		envp[n++] = conf_var;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sk) < 0)
+		return cryo_error_set(err, errno, "criu swrk: socketpair");
+	snprintf(fdstr, sizeof(fdstr), "%d", sk[1]);
+	argv[0] = bin;
+	argv[1] = "swrk";
+	argv[2] = fdstr;
+	argv[3] = NULL;
+	pid = fork();
+	if (pid < 0) {
+		int e = errno;
+
+		close(sk[0]);
+		close(sk[1]);
+		return cryo_error_set(err, e, "criu swrk: fork");
+	}
+	if (pid == 0) {
+		sigset_t mask;
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(127);
+		/* CRIU wants SIGCHLD (libcriu does the same) */
+		sigemptyset(&mask);
+		sigaddset(&mask, SIGCHLD);
+		sigprocmask(SIG_UNBLOCK, &mask, NULL);
+		if (fcntl(sk[1], F_SETFD, 0) < 0)
+			_exit(127);
+		execvpe(bin, (char *const *)argv, envp);
+		_exit(127);
+	}
+	close(sk[1]);
+	/* libcriu sends the request on it and closes it when the answer came */
+	criu_local_set_service_fd(co, sk[0]);
+	*ret_pid = pid;
+	return 0;
+}
+
+static void swrk_reap(pid_t pid)
+{
+	int status;
+
+	if (pid <= 0)
+		return;
+	/* libcriu closed our end: CRIU is done or sees EOF and ends */
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+}
+
 int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 {
 	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
 	_cleanup_close_ int img = -1, work = -1;
 	const char *what = o->pre_dump ? "pre-dump" : "dump";
 	const char *name = o->log_name ? o->log_name : (o->pre_dump ? "pre-dump.log" : "dump.log");
-	_cleanup_(skip_lock_env_done) bool skip_lock = false;
+	_cleanup_free_ char *skip_conf = NULL;
+	pid_t swrk = 0;
 	int r;
 
 	if (o->pid <= 0)
@@ -538,7 +620,7 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 					       "criu %s: --tcp-established needs iptables-restore with CRIU %u.%u (its nftables lock is never released after a restore): install iptables",
 					       what, v.major, v.minor);
 	}
-	r = open_session(o, what, name, &co, &img, &work, &skip_lock, err);
+	r = open_session(o, what, name, &co, &img, &work, &skip_conf, err);
 	if (r < 0)
 		return r;
 	criu_local_set_pid(co, o->pid);
@@ -562,13 +644,17 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 
 	if (o->post_dump)
 		criu_local_set_notify_cb(co, notify_cb);
+	r = swrk_start(co, skip_conf, &swrk, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "criu %s", what);
 	notify_opts = o;
 	r = o->pre_dump ? criu_local_pre_dump(co) : criu_local_dump(co);
 	notify_opts = NULL;
+	swrk_reap(swrk);
 	if (r < 0)
 		return criu_failed(o, what, name, r, err);
 	if (o->ret_network_lock_skipped)
-		*o->ret_network_lock_skipped = skip_lock;
+		*o->ret_network_lock_skipped = skip_conf != NULL;
 	return 0;
 }
 
@@ -579,13 +665,14 @@ int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cry
 	_cleanup_(criu_opts_freep) criu_opts *co = NULL;
 	_cleanup_close_ int img = -1, work = -1;
 	const char *name = o->log_name ? o->log_name : "restore.log";
-	_cleanup_(skip_lock_env_done) bool skip_lock = false;
+	_cleanup_free_ char *skip_conf = NULL;
 	int r;
 
 	/* libcriu has no lazy-pages setter (3.17): CRIU's command line */
 	if (o->lazy_pages)
 		return cryo_criu_cli_lazy_restore(o, ret_pid, err);
-	r = open_session(o, "restore", name, &co, &img, &work, &skip_lock, err);
+	/* (a restore never skips the lock: skip_conf stays NULL) */
+	r = open_session(o, "restore", name, &co, &img, &work, &skip_conf, err);
 	if (r < 0)
 		return r;
 	criu_local_set_tcp_close(co, o->tcp_close);

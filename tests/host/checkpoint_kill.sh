@@ -149,6 +149,8 @@ if [ -z "${CRYO_CKILL_POINTS:-}" ]; then
 		--freeze-deadline $HANG_DEADLINE_MS --image-path "$T/img-hang" --work-path "$T/work" "$id" \
 		>"$T/ck.out" 2>&1 </dev/null &
 	pid=$!
+	# a failed check must not leave it stopped with the container in its hands
+	at_exit "kill -9 $pid 2>/dev/null"
 	for _ in $(seq 400); do
 		[ "$(proc_state $pid)" = T ] && break
 		kill -0 $pid 2>/dev/null || break

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: GPL-2.0-only
+#
+# cryo SIGKILLed alone (not its process group) while CRIU dumps: CRIU
+# holds the container's tasks and, when its dump ends, puts the cgroup's
+# freezer back as it found it, frozen. A CRIU that outlived cryo did that
+# after the hold's watchdog had thawed the container at cryo's death, and
+# the container stayed frozen for good (cryo before `swrk_start`: FROZEN
+# at every delay from 0.14 s on here). The dump's CRIU now dies with cryo.
+#
+# The counter (self-checking, 256 MiB, its tree) is checkpointed with
+# --leave-running and cryo alone is killed at delays across CRIU's dump
+# (the dump takes ~0.2 s here); after each kill:
+#  - the freezer is THAWED within 1.5 s (the watchdog thaws at once),
+#  - no `criu swrk` of that checkpoint is left,
+#  - the counter counts on with its memory check passing,
+#  - `cryo recover` leaves no journal entry.
+# Needs a CRIU that works here (CRYO_CRIU, see `cryo check`).
+. "$(dirname "$0")/../lib/common.sh"
+. "$CRYO_SRC/tests/lib/bundle.sh"
+need_host_criu
+export CRIU_FAULT=${CRIU_FAULT:-130}
+
+CNT=$CRYO_BUILD/tests/tools/cryo-test-counter
+[ -x "$CNT" ] || fail "build the test tools first"
+id=ck-kcriu-$$
+B=$T/$id
+bundle_new "$B" /counter /status 256
+cp "$CNT" "$B/rootfs/counter"
+bundle_set "$B" "c['linux'].pop('resources', None)"
+at_exit _rt_cleanup
+rt run -d --bundle "$B" "$id" </dev/null >"$T/run.out" 2>&1 || fail "run: $(cat "$T/run.out")"
+status() { cat "$B/rootfs/status" 2>/dev/null; }
+count() { status | awk '{ print $1 }'; }
+wait_count_above() {
+	local c
+	for _ in $(seq 60); do
+		status | grep -q FAIL && fail "$2: the counter's check failed: $(status)"
+		c=$(count)
+		[ -n "$c" ] && [ "$c" -gt "$1" ] 2>/dev/null && return 0
+		sleep 0.05
+	done
+	fail "$2: the counter is stuck at $(status) (freezer $(fz_state))"
+}
+CG=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))
+print(s["cgroupV1Freezer"] if s.get("freezerBackend") == "v1" or not s.get("cgroupV2") else s["cgroupV2"])' "$RTROOT/$id/state.json") ||
+	fail "no cgroup in the state of $id"
+fz_state() { "$CRYO_BIN" freezer-state --cgroup "$CG"; }
+wait_count_above 20 "start"
+
+inflight=0 runs=""
+for delay in 0.03 0.06 0.09 0.12 0.15 0.18 0.21; do
+	setsid "$CRYO_BIN" --root "$RTROOT" checkpoint --leave-running --freeze-deadline 8000 \
+		--image-path "$T/img-$delay" --work-path "$T/work" "$id" </dev/null >"$T/ck.out" 2>&1 &
+	pid=$!
+	sleep "$delay"
+	swrk=$(pgrep -P "$pid" -f swrk | tr '\n' ' ')
+	[ -n "$swrk" ] && inflight=$((inflight + 1))
+	kill -9 "$pid"
+	wait "$pid" 2>/dev/null
+	t0=$(now_ms)
+	while [ "$(fz_state)" != RUNNING ] && [ $(($(now_ms) - t0)) -lt 1500 ]; do sleep 0.01; done
+	# a CRIU that outlived cryo freezes it again when its dump ends: look a while longer
+	sleep 0.5
+	[ "$(fz_state)" = RUNNING ] || fail "cryo killed at ${delay}s (CRIU pid ${swrk:-none, done}): the container is $(fz_state)"
+	for p in $swrk; do
+		[ -e "/proc/$p" ] && [ "$(sed 's/.*) //' /proc/$p/stat | cut -d' ' -f1)" != Z ] &&
+			fail "cryo killed at ${delay}s: its CRIU ($p) lives on: $(tr '\0' ' ' </proc/$p/cmdline)"
+	done
+	c=$(count)
+	wait_count_above "$c" "cryo killed at ${delay}s"
+	out=$(rt recover 2>&1) || fail "killed at ${delay}s: recover: $out"
+	left=$(ls "$RTROOT/.holds/" 2>/dev/null)
+	[ -z "$left" ] || fail "killed at ${delay}s: journal entries left after recover: $left"
+	if [ -n "$swrk" ]; then runs="$runs ${delay}s:criu"; else runs="$runs ${delay}s:done"; fi
+done
+# the kills must have hit CRIU at work, or this proved nothing
+[ $inflight -ge 2 ] || fail "CRIU was at work at only $inflight of the kills ($runs): the delays miss the dump here"
+log "cryo killed alone at$runs: running again each time, no CRIU left, $(status)"
+echo "PASS checkpoint_kill_criu"
