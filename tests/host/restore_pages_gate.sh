@@ -36,15 +36,29 @@ grep -q '^format: *2 (file digests: blake3)' "$T/inspect" &&
 	grep -q "^verified: *yes (manifest and every file's blake3)" "$T/inspect" ||
 	fail "a default checkpoint is not a BLAKE3 image: $(cat "$T/inspect")"
 
-# one byte of the largest page image changed, in the middle
-pages=$(cd "$T/img" && ls -S pages-*.img | head -1)
-[ -n "$pages" ] || fail "no page image in the checkpoint: $(ls "$T/img")"
-size=$(stat -c %s "$T/img/$pages")
-[ "$size" -gt 4096 ] || fail "$pages is only $size bytes"
-off=$((size / 2))
-old=$(od -An -tx1 -j "$off" -N1 "$T/img/$pages" | tr -d ' ')
-new=$(printf '%02x' $(((16#$old + 1) % 256)))
-printf "\\x$new" | dd of="$T/img/$pages" bs=1 seek="$off" conv=notrunc status=none
+# one byte of the largest page image of DIR changed, in the middle: sets pages, off, old, new
+damage_pages() {
+	local size
+	pages=$(cd "$1" && ls -S pages-*.img | head -1)
+	[ -n "$pages" ] || fail "no page image in the checkpoint: $(ls "$1")"
+	size=$(stat -c %s "$1/$pages")
+	[ "$size" -gt 4096 ] || fail "$pages is only $size bytes"
+	off=$((size / 2))
+	old=$(od -An -tx1 -j "$off" -N1 "$1/$pages" | tr -d ' ')
+	new=$(printf '%02x' $(((16#$old + 1) % 256)))
+	printf "\\x$new" | dd of="$1/$pages" bs=1 seek="$off" conv=notrunc status=none
+}
+# restore DIR: the counter goes on
+restore_counts() {
+	local c
+	c=$(count)
+	timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$1" --bundle "$A" "$id" </dev/null >"$T/out" 2>&1 ||
+		fail "restore of the undamaged $2: $(cat "$T/out")"
+	for _ in $(seq 100); do [ "$(count)" -gt $((c + 5)) ] && break; sleep 0.1; done
+	[ "$(count)" -gt $((c + 5)) ] || fail "the counter restored from the $2 does not count (at $(count), was $c)"
+	log "undamaged $2: restored, count $c -> $(count)"
+}
+damage_pages "$T/img"
 
 mounts() { awk -v a="$A" 'index($2, a) == 1' /proc/self/mounts | sort; }
 mounts >"$T/mounts.before"
@@ -63,12 +77,7 @@ mounts | diff "$T/mounts.before" - >"$T/mounts.diff" || fail "the damaged restor
 log "damaged $pages (byte $off: $old -> $new): $(echo "$LAST_OUTPUT" | grep -m1 '^cryo:'); CRIU aborted at post-restore"
 
 # the undamaged image: restored, and the counter goes on
-c=$(count)
-timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/good" --bundle "$A" "$id" </dev/null >"$T/out" 2>&1 ||
-	fail "restore of the undamaged image: $(cat "$T/out")"
-for _ in $(seq 100); do [ "$(count)" -gt $((c + 5)) ] && break; sleep 0.1; done
-[ "$(count)" -gt $((c + 5)) ] || fail "the restored counter does not count (at $(count), was $c)"
-log "undamaged: restored, count $c -> $(count)"
+restore_counts "$T/good" image
 
 # --digest sha256: a format-1 image, gated the same way
 timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --digest sha256 --image-path "$T/img1" "$id" </dev/null >"$T/out" 2>&1 ||
@@ -76,17 +85,9 @@ timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --digest sha256 --image-path
 "$CRYO_BIN" inspect "$T/img1" >"$T/inspect" 2>&1 || fail "inspect: $(cat "$T/inspect")"
 grep -q '^format: *1 (file digests: sha256)' "$T/inspect" || fail "--digest sha256: $(cat "$T/inspect")"
 cp -a "$T/img1" "$T/good1"
-pages=$(cd "$T/img1" && ls -S pages-*.img | head -1)
-off=$(($(stat -c %s "$T/img1/$pages") / 2))
-old=$(od -An -tx1 -j "$off" -N1 "$T/img1/$pages" | tr -d ' ')
-printf "\\x$(printf '%02x' $(((16#$old + 1) % 256)))" | dd of="$T/img1/$pages" bs=1 seek="$off" conv=notrunc status=none
+damage_pages "$T/img1"
 expect_fail 1 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/img1" --bundle "$A" --work-path "$T/work1" "$id"
 expect_output "file \`$pages\` is corrupted: sha256 " "damaged $pages of the sha256 image"
 [ -z "$(rt list -q)" ] || fail "a container is left after the damaged sha256 image: $(rt list)"
-c=$(count)
-timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/good1" --bundle "$A" "$id" </dev/null >"$T/out" 2>&1 ||
-	fail "restore of the undamaged sha256 image: $(cat "$T/out")"
-for _ in $(seq 100); do [ "$(count)" -gt $((c + 5)) ] && break; sleep 0.1; done
-[ "$(count)" -gt $((c + 5)) ] || fail "the counter restored from the sha256 image does not count (at $(count), was $c)"
-log "sha256 image: damage refused, undamaged restored, count $c -> $(count)"
+restore_counts "$T/good1" "sha256 image"
 echo "PASS restore_pages_gate"
