@@ -396,8 +396,8 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	hash_flags = 0;
 	if (!((o->leave_running || pre_dump) && !c->was_frozen))
 		hash_flags = CRYO_IMGHASH_GROWING_PAGES | (o->transient ? 0 : CRYO_IMGHASH_WRITEBACK);
-	if (cryo_imghash_start_notify(c->img->dirfd, cryo_manifest_digest(c->m), hash_flags, o->on_file_closed, o->on_file_closed_data, &c->hash,
-				      NULL) < 0)
+	if (cryo_imghash_start_notify(c->img->dirfd, cryo_manifest_digest(c->m), hash_flags, o->on_file_closed,
+				      o->on_file_closed_data, &c->hash, NULL) < 0)
 		c->hash = NULL;
 	/* --lazy (migrate): the dump runs on, serving the pages, once the rest is written */
 	r = o->lazy_port ? cryo_criu_cli_lazy_dump(&co, o->lazy_port, o->ret_lazy_dump, err) : cryo_criu_dump(&co, err);

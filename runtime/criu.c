@@ -362,7 +362,7 @@ static bool skip_network_lock(const struct cryo_criu_opts *o, const struct cryo_
  * may predate 3.19 and refuse the RPC value. Only a dump skips, and a
  * dump's `criu swrk` is started by swrk_start(), which gives it the
  * variable: never over a CRIU_CONFIG_FILE of the user's (then CRIU locks,
- * as before). The file's path in *ret (the caller frees it), or NULL.
+ * as before). Returns the file's path (the caller frees it), or NULL.
  */
 static char *skip_lock_conf(const struct cryo_criu_opts *o)
 {

@@ -591,6 +591,7 @@ struct cryo_manifest_later {
 	size_t *file_of;
 	size_t n;
 	pthread_t tid;
+	bool started;                   /* cryo_manifest_later_start() (or the wait) ran the hashing */
 	bool running;
 	int r;                          /* the verdict, once joined */
 	struct cryo_error err;
@@ -652,6 +653,11 @@ static struct cryo_manifest_later *later_new(const Cryo__Manifest *m)
 
 int cryo_manifest_later_wait(struct cryo_manifest_later *l, struct cryo_error *err)
 {
+	/* never started (the caller failed before): hash here, the verdict is still owed */
+	if (!l->started) {
+		l->started = true;
+		(void)later_worker(l);
+	}
 	if (l->running) {
 		pthread_join(l->tid, NULL);
 		l->running = false;
@@ -745,11 +751,20 @@ static int verify_split(int dirfd, const Cryo__Manifest *m, const struct cryo_kn
 	l->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (l->dirfd < 0)
 		return cryo_error_set(err, errno, "verify image");
+	*ret_later = TAKE_PTR(l);
+	return 0;
+}
+
+int cryo_manifest_later_start(struct cryo_manifest_later *l, struct cryo_error *err)
+{
+	int r;
+
+	if (l->running || l->started)
+		return 0;
 	r = pthread_create(&l->tid, NULL, later_worker, l);
 	if (r != 0)
 		return cryo_error_set(err, r, "verify image: start a thread");
-	l->running = true;
-	*ret_later = TAKE_PTR(l);
+	l->running = l->started = true;
 	return 0;
 }
 

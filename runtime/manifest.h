@@ -104,19 +104,28 @@ int cryo_manifest_verify_known_at(int dirfd, const Cryo__Manifest *m, const stru
 				  size_t n_known, struct cryo_error *err);
 
 /*
- * cryo_manifest_verify_at() in two parts, for a restore that lets CRIU
+ * cryo_manifest_verify_split_at() in two parts, for a restore that lets CRIU
  * read page images while they are hashed: every check is made now but
  * the hashing of the files for which later(name) is true, which runs on
- * a thread started here (on every core). Its verdict comes from
- * cryo_manifest_later_wait(), which the caller must have before anything
- * runs from those files (restore.c: CRIU's post-restore notification,
- * when the restored tasks have not run yet). m and dirfd's directory must
- * outlive *ret.
+ * a thread that cryo_manifest_later_start() starts (on every core). Its
+ * verdict comes from cryo_manifest_later_wait(), which the caller must
+ * have before anything runs from those files (restore.c: CRIU's
+ * post-restore notification, when the restored tasks have not run yet).
+ * m and dirfd's directory must outlive *ret.
+ *
+ * Start the thread only after the last fork that does not exec (restore's
+ * tar child): a child forked beside a thread that holds an allocator lock
+ * deadlocks on it (ASan's, seen in CI).
  */
 struct cryo_manifest_later;
 int cryo_manifest_verify_split_at(int dirfd, const Cryo__Manifest *m, bool (*later)(const char *name),
 				  struct cryo_manifest_later **ret, struct cryo_error *err);
-/* Wait for the thread: 0 when every file it hashed matches, else why not. Again: the same answer. */
+/* Start hashing the later files on a thread (again: nothing). */
+int cryo_manifest_later_start(struct cryo_manifest_later *l, struct cryo_error *err);
+/*
+ * Wait for the thread: 0 when every file it hashed matches, else why not.
+ * Again: the same answer. Never started: hashes them here first.
+ */
 int cryo_manifest_later_wait(struct cryo_manifest_later *l, struct cryo_error *err);
 /* Wait (if running) and free. Accepts NULL. */
 void cryo_manifest_later_free(struct cryo_manifest_later *l);

@@ -527,6 +527,15 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 		co.post_restore_gate_userdata = c;
 		co.ret_gate_ran = &c->gate_ran;
 	}
+	/*
+	 * The page images are hashed while CRIU reads them, from here: not
+	 * before stage-rootfs, whose tar child forks without exec (manifest.h)
+	 */
+	if (c->later) {
+		r = cryo_manifest_later_start(c->later, err);
+		if (r < 0)
+			return r;
+	}
 	r = cryo_criu_restore(&co, &c->pid, err);
 	/* a damaged page image: cryo_restore() reports it, whatever CRIU made of it */
 	if (c->later && verify_pages(c) < 0)

@@ -274,6 +274,8 @@ static void test_split_verify(void **state)
 	assert_int_equal(cryo_manifest_read_at(f->dfd, &m, &err), 0);
 	/* intact: both parts agree, and the wait answers the same twice */
 	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), 0);
+	assert_int_equal(cryo_manifest_later_start(l, &err), 0);
+	assert_int_equal(cryo_manifest_later_start(l, &err), 0);
 	assert_int_equal(cryo_manifest_later_wait(l, &err), 0);
 	assert_int_equal(cryo_manifest_later_wait(l, &err), 0);
 	cryo_manifest_later_free(l);
@@ -281,6 +283,7 @@ static void test_split_verify(void **state)
 	/* a damaged page image: deferred, so the first part passes and the wait says no */
 	tl_flip_byte(f->dfd, "pages-1.img", 3);
 	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), 0);
+	assert_int_equal(cryo_manifest_later_start(l, &err), 0);
 	assert_int_equal(cryo_manifest_later_wait(l, &err), -EBADMSG);
 	assert_non_null(strstr(err.msg, "file `pages-1.img` is corrupted"));
 	cryo_error_clear(&err);
@@ -298,7 +301,16 @@ static void test_split_verify(void **state)
 	/* freed unwaited: the thread is joined, not leaked */
 	tl_flip_byte(f->dfd, "core-1.img", 2);
 	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), 0);
+	assert_int_equal(cryo_manifest_later_start(l, &err), 0);
 	cryo_manifest_later_free(l);
+	l = NULL;
+	/* never started (a restore that failed before CRIU): the wait still hashes, and says no */
+	tl_flip_byte(f->dfd, "pages-1.img", 3);
+	assert_int_equal(cryo_manifest_verify_split_at(f->dfd, m, is_pages, &l, &err), 0);
+	assert_int_equal(cryo_manifest_later_wait(l, &err), -EBADMSG);
+	cryo_error_clear(&err);
+	cryo_manifest_later_free(l);
+	tl_flip_byte(f->dfd, "pages-1.img", 3);
 	cryo_manifest_free(m);
 }
 
