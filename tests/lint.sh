@@ -1,19 +1,27 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: GPL-2.0-only
-# clang-tidy and cppcheck on runtime/ and hooks/; checkpatch.pl on kmod/
-# when the kernel tree's script is available.
+# The layers of runtime/ (tests/lint-layers.py), clang-tidy and cppcheck on
+# runtime/ and hooks/; checkpatch.pl on kmod/ when the kernel tree's script
+# is available.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BUILD=${1:-build}
 rc=0
 
-srcs=$(git ls-files 'runtime/*.c' 'runtime/cli/*.c' 'hooks/*.c' 2>/dev/null)
+srcs=$(git ls-files 'runtime/*.c' 'hooks/*.c' 2>/dev/null)
+incs=()
+for d in runtime/*/; do
+	incs+=("-I${d%/}")
+done
+
+echo "-- layers"
+python3 tests/lint-layers.py . "$BUILD" || rc=1
 
 # unknownMacro: cppcheck is not fed system headers, so it does not know
 # library macros such as json_object_object_foreach.
 echo "-- cppcheck"
 if ! cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performance \
-	--inline-suppr --std=c11 -D_GNU_SOURCE -Iruntime -I"$BUILD/runtime" -Ikmod/uapi \
+	--inline-suppr --std=c11 -D_GNU_SOURCE "${incs[@]}" -I"$BUILD/runtime/base" -Ikmod/uapi \
 	--suppress=missingIncludeSystem --suppress=unknownMacro $srcs; then
 	rc=1
 fi

@@ -7,26 +7,6 @@
 #include "step.h"
 #include "util.h"
 
-const struct cryo_step_table *const cryo_step_tables[] = {
-	&cryo_checkpoint_step_table,
-	&cryo_pre_dump_step_table,
-	&cryo_restore_step_table,
-	&cryo_create_step_table,
-	&cryo_migrate_step_table,
-	&cryo_receive_step_table,
-	NULL,
-};
-
-const struct cryo_step_table *cryo_step_table_find(const char *name)
-{
-	size_t i;
-
-	for (i = 0; name && cryo_step_tables[i]; i++)
-		if (strcmp(cryo_step_tables[i]->name, name) == 0)
-			return cryo_step_tables[i];
-	return NULL;
-}
-
 bool cryo_step_fault(const struct cryo_step_table *t, const char *step)
 {
 	char qualified[128];

@@ -81,18 +81,4 @@ int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_t
 /* true if CRYO_FAULT names table:step or step. */
 bool cryo_step_fault(const struct cryo_step_table *t, const char *step);
 
-/* The tables, each defined by its module. */
-extern const struct cryo_step_table cryo_checkpoint_step_table;  /* checkpoint.c */
-extern const struct cryo_step_table cryo_pre_dump_step_table;    /* checkpoint.c */
-extern const struct cryo_step_table cryo_restore_step_table;     /* restore.c */
-extern const struct cryo_step_table cryo_create_step_table;      /* container.c */
-extern const struct cryo_step_table cryo_migrate_step_table;     /* migrate.c */
-extern const struct cryo_step_table cryo_receive_step_table;     /* migrate.c */
-
-/* Every table, NULL-terminated (for `cryo features` and the tests). */
-extern const struct cryo_step_table *const cryo_step_tables[];
-
-/* The table called name, or NULL. */
-const struct cryo_step_table *cryo_step_table_find(const char *name);
-
 #endif

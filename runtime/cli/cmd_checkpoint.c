@@ -120,5 +120,5 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 	o.id = argv[optind];
 	if (cryo_checkpoint(&o, &err) < 0)
 		return cli_fail(&err);
-	return 0;
+	return cli_criu_flags_finish();
 }

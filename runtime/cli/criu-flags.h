@@ -87,7 +87,7 @@ enum {
 int cli_criu_flag(const char *cmd, int c, const char *arg, struct cryo_criu_flags *f);
 
 /*
- * Called by main once a command succeeded: what the flags promise at the
+ * Called by a command once it succeeded: what the flags promise at the
  * end (--status-fd). 0, or 1 after printing an error.
  */
 int cli_criu_flags_finish(void);

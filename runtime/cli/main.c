@@ -10,7 +10,6 @@
 #include "log.h"
 #include "version.h"
 #include "cli.h"
-#include "criu-flags.h"
 
 /* A row without a name starts a group: its summary is the heading in --help. */
 #define GROUP(heading) { NULL, heading, NULL }
@@ -223,8 +222,6 @@ int main(int argc, char **argv)
 			 */
 			optind = 0;
 			r = commands[i].run(&cli, subc, sub);
-			if (r == 0)
-				r = cli_criu_flags_finish();
 			cryo_log_close();
 			return r;
 		}

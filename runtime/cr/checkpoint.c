@@ -23,7 +23,6 @@
 #include "manifest.h"
 #include "sign.h"
 #include "mountinfo.h"
-#include "restore.h"
 #include "snapshot.h"
 #include "spec.h"
 #include "state.h"

@@ -26,6 +26,7 @@
 #include "criu.h"
 #include "criu-cli.h"
 #include "error.h"
+#include "step.h"
 #include "imghash.h"
 #include "mount.h"
 
@@ -95,5 +96,9 @@ int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err
 struct cryo_spec;
 /* A config that checkpoint refuses (a seccomp notify agent): -EOPNOTSUPP. */
 int cryo_checkpoint_refuse_spec(const struct cryo_spec *spec, struct cryo_error *err);
+
+/* Their steps (step.h): checkpoint, and checkpoint --pre-dump. */
+extern const struct cryo_step_table cryo_checkpoint_step_table;
+extern const struct cryo_step_table cryo_pre_dump_step_table;
 
 #endif

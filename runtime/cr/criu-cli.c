@@ -24,7 +24,6 @@
 #define READY_TIMEOUT_MS 120000
 #define PROBE_TIMEOUT_MS 60000
 #define PROBE_MEM (1U << 20)
-#define LOG_ERRORS_MAX_LINES 4
 
 struct args {
 	char *v[MAX_ARGS + 1];
@@ -172,7 +171,7 @@ static int exited_with(const struct cryo_criu_proc *p, int status, struct cryo_e
 
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
-	errors = p->log ? cryo_criu_log_errors(p->log, LOG_ERRORS_MAX_LINES) : NULL;
+	errors = p->log ? cryo_criu_log_errors(p->log, CRYO_CRIU_LOG_ERRORS_MAX_LINES) : NULL;
 	if (WIFSIGNALED(status))
 		return cryo_error_setx(err, EIO, "criu %s was killed by signal %d%s%s", p->what, WTERMSIG(status),
 				       errors ? ": " : "", errors ? errors : "");

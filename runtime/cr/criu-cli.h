@@ -24,7 +24,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "criu.h"
+#include "criu-env.h"
 #include "error.h"
 
 /* A CRIU process of ours that outlives the call that started it. */

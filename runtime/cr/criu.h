@@ -1,17 +1,14 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * Dump and restore process trees through CRIU's library (libcriu, which
- * runs `criu swrk` and speaks CRIU's RPC to it). The options are the ones
- * runc hands to CRIU, so Podman/CRI-O flags map one to one.
+ * Dump and restore process trees through CRIU. The options are the ones
+ * runc hands to CRIU, so Podman/CRI-O flags map one to one
+ * (criu-env.h). This front end picks the back end: libcriu, which runs
+ * `criu swrk` and speaks CRIU's RPC to it (criu-lib.h), or CRIU's command
+ * line for what libcriu can't ask for (lazy pages, criu-cli.h).
  *
  * CRIU's own log (level 4, like runc) goes to <work dir>/<log name>; when
  * CRIU fails, the error carries the `Error` lines of that log and its
  * path: the user sees why, not "criu failed".
- *
- * CRIU >= 4 sets hardware breakpoints in compel's parasite code; where the
- * CPU (or hypervisor) gives none, CRIU must be told CRIU_FAULT=130. cryo
- * probes for working breakpoints once and sets it for CRIU's process when
- * needed (never overriding a CRIU_FAULT the user set).
  */
 #ifndef CRYO_CRIU_H
 #define CRYO_CRIU_H
@@ -19,110 +16,8 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+#include "criu-env.h"
 #include "error.h"
-
-/* runc's --manage-cgroups-mode values */
-enum cryo_criu_cg_mode {
-	CRYO_CRIU_CG_DEFAULT,  /* not given: CRIU's default (soft) */
-	CRYO_CRIU_CG_SOFT,
-	CRYO_CRIU_CG_FULL,
-	CRYO_CRIU_CG_STRICT,
-	CRYO_CRIU_CG_IGNORE,
-	_CRYO_CRIU_CG_MAX,
-};
-
-extern const char *const cryo_criu_cg_mode_names[_CRYO_CRIU_CG_MAX];
-int cryo_criu_cg_mode_from_string(const char *s, enum cryo_criu_cg_mode *ret, struct cryo_error *err);
-
-/* The CRIU flags a user passes to both checkpoint and restore (runc's names). */
-struct cryo_criu_flags {
-	bool tcp_established;
-	bool ext_unix_sk;
-	bool shell_job;
-	bool file_locks;
-	bool auto_dedup;                 /* CRIU deduplicates pages against the parent (dump) / punches them out of the image (restore) */
-	const char *lsm_profile;         /* restore: "apparmor:NAME" / "selinux:CTX" for the restored tasks */
-	const char *lsm_mount_context;   /* restore: SELinux context= for mounts */
-	enum cryo_criu_cg_mode cg_mode;
-};
-
-struct cryo_criu_opts {
-	pid_t pid;                 /* dump: root of the tree */
-	const char *image_dir;     /* where images go (dump) or come from (restore) */
-	const char *work_dir;      /* CRIU's work dir and log; NULL = image_dir */
-	const char *log_name;      /* NULL = "dump.log" / "restore.log" / "pre-dump.log" */
-	const char *parent_path;   /* previous (pre-)dump, relative to image_dir */
-	const char *root;          /* restore: the rootfs to restore into (containers); NULL = / */
-	const char *freeze_cgroup; /* dump: a cgroup cryo froze already; CRIU seizes its tasks without ptrace-freezing */
-	const char *cgroup_root;   /* restore: the container's cgroup (path in every hierarchy) that takes the place of the dumped one */
-	struct cryo_criu_flags flags;
-	bool leave_running;
-	bool tcp_close;            /* restore: drop established connections */
-	bool pre_dump;             /* dump: a pre-dump (memory only, tree keeps running) */
-	bool track_mem;            /* dump: keep soft-dirty tracking for a later incremental dump */
-	unsigned timeout_s;        /* CRIU's own timeout for seizing tasks; 0 = CRIU's default */
-	/*
-	 * External (bind) mounts, NULL-terminated key, value pairs, may be NULL:
-	 * dump: mountpoint in the container, name; restore: name, host path.
-	 */
-	const char *const *ext_mounts;
-	/*
-	 * restore: the image's network namespace has a veth whose end there is
-	 * veth_inside; CRIU makes its other end here, named veth_outside
-	 * (--veth-pair). NULL: CRIU names it.
-	 */
-	const char *veth_inside, *veth_outside;
-	/*
-	 * A terminal whose master is outside the tree (process.terminal: the
-	 * console socket's receiver or `run` holds it), runc's way: the dump
-	 * takes the container's pty slave without its master (CRIU's
-	 * orphan_pts_master); a restore makes CRIU open a new pty in the
-	 * container's own devpts, at the slave's index, and hand its master
-	 * back. Restore only: with expect_pts_master the master ends up in
-	 * *ret_pts_master (O_CLOEXEC, -1 = the image had none); without it a
-	 * master CRIU offers is refused and the restore fails. CRIU is never
-	 * left to fall back on a terminal of its own (its stdin).
-	 */
-	bool expect_pts_master;
-	int *ret_pts_master;
-	/*
-	 * Dump: set to whether CRIU ran without its network lock, which it
-	 * skips where nothing needs it (no --tcp-established, CRIU >= 3.19;
-	 * see criu.c). The restore follows the dump (CRIU's inventory).
-	 */
-	bool *ret_network_lock_skipped;
-	/*
-	 * restore: CRIU's lazy pages (`migrate --lazy`): the memory comes
-	 * from the lazy-pages daemon running on work_dir (criu-cli.h).
-	 */
-	bool lazy_pages;
-	/* with lazy_pages: waits until pidfd (CRIU's restore) is readable, serving its pages meanwhile */
-	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err);
-	void *lazy_wait_userdata;
-	/*
-	 * restore (libcriu): asked at CRIU's post-restore notification, when
-	 * every task is restored (its memory read) and none has run a single
-	 * instruction of its own yet: nonzero makes CRIU kill them all and
-	 * fail. *ret_gate_ran says it was asked.
-	 */
-	int (*post_restore_gate)(void *userdata);
-	void *post_restore_gate_userdata;
-	bool *ret_gate_ran;
-	/*
-	 * dump: called at CRIU's post-dump notification, when the image is
-	 * written and the tasks and their connections are still locked
-	 * (before CRIU ends or resumes them); nonzero fails the dump.
-	 * *ret_post_dump_ran says it was asked.
-	 */
-	int (*post_dump)(void *userdata);
-	void *post_dump_userdata;
-	bool *ret_post_dump_ran;
-};
-
-struct cryo_criu_version {
-	unsigned major, minor, sublevel;
-	int code;                  /* major * 10000 + minor * 100 + sublevel */
-};
 
 /* Dump (or pre-dump) o->pid's tree into o->image_dir. */
 int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err);
@@ -132,25 +27,6 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err);
  * return the pid of its root.
  */
 int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cryo_error *err);
-
-/* The CRIU that libcriu will run. */
-int cryo_criu_get_version(struct cryo_criu_version *ret, struct cryo_error *err);
-
-/*
- * Whether a hardware execution breakpoint set with ptrace actually traps:
- * 1 yes, 0 no (reason in *ret_why, static), -errno when the probe itself
- * failed.
- */
-int cryo_criu_probe_hw_breakpoints(const char **ret_why);
-
-/*
- * Set the environment the installed CRIU needs (CRIU_FAULT=130 where
- * CRIU >= 4 has no hardware breakpoints) for a criu we run ourselves.
- */
-int cryo_criu_prepare_env(struct cryo_error *err);
-
-/* Whether name is an executable in $PATH. */
-bool cryo_criu_in_path(const char *name);
 
 /* What `cryo check` reports. */
 struct cryo_criu_host {
@@ -166,11 +42,5 @@ struct cryo_criu_host {
 /* Run CRIU's self-check with its log in a temporary dir. */
 int cryo_criu_check_host(struct cryo_criu_host *ret, struct cryo_error *err);
 void cryo_criu_host_done(struct cryo_criu_host *h);
-
-/*
- * The `Error` lines of a CRIU log (at most max_lines, joined with "; "),
- * or NULL when it has none or can't be read.
- */
-char *cryo_criu_log_errors(const char *path, unsigned max_lines);
 
 #endif

@@ -13,7 +13,6 @@
 
 #include "image.h"
 #include "log.h"
-#include "manifest.h"
 #include "util.h"
 
 #define STAGING_TAG ".staging-"

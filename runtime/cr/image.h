@@ -23,6 +23,14 @@
 
 #include "error.h"
 
+/*
+ * Every cryo image holds its manifest (manifest.h) under this name: a
+ * directory with one is a cryo checkpoint (commit may replace it).
+ */
+#define CRYO_MANIFEST_NAME "manifest.pb"
+/* The signature over manifest.pb (sign.h): not listed in it. */
+#define CRYO_MANIFEST_SIG_NAME "manifest.sig"
+
 struct cryo_image {
 	char *final_path;    /* absolute */
 	char *staging_path;  /* absolute */

@@ -20,12 +20,10 @@
 #include <stdint.h>
 
 #include "digest.h"
+#include "image.h"
 #include "manifest.pb-c.h"
 #include "error.h"
 
-#define CRYO_MANIFEST_NAME "manifest.pb"
-/* The signature over manifest.pb (runtime/sign.h): not listed in it. */
-#define CRYO_MANIFEST_SIG_NAME "manifest.sig"
 /* 2: file digests may be other than SHA-256 (the `digest` field). */
 #define CRYO_MANIFEST_VERSION 2
 /* config.json plus a few thousand file entries fit easily. */

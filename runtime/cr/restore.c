@@ -13,7 +13,7 @@
 #include <time.h>
 
 #include "cgroup.h"
-#include "checkpoint.h"
+#include "criu.h"
 #include "console.h"
 #include "container.h"
 #include "extmounts.h"

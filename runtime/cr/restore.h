@@ -39,6 +39,7 @@
 
 #include "criu.h"
 #include "error.h"
+#include "step.h"
 
 struct cryo_restore_opts {
 	const char *root;
@@ -71,5 +72,8 @@ struct cryo_restore_opts {
  * it to exit and set *ret_status (128+n for signal n).
  */
 int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_status, struct cryo_error *err);
+
+/* Its steps (step.h). */
+extern const struct cryo_step_table cryo_restore_step_table;
 
 #endif

@@ -51,6 +51,7 @@
 
 #include "criu.h"
 #include "error.h"
+#include "step.h"
 #include "transport.h"
 
 /* What one end tells the other in preflight (and the dry run reports). */
@@ -152,7 +153,9 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 /* --pre-copy: at most this many rounds (CRIU's parent chain stays short) */
 #define CRYO_MIGRATE_MAX_ROUNDS 8
 
-/* The phases are the steps of cryo_migrate_step_table and cryo_receive_step_table (step.h). */
+/* The phases: the steps (step.h) of each side. */
+extern const struct cryo_step_table cryo_migrate_step_table;
+extern const struct cryo_step_table cryo_receive_step_table;
 
 /* The state annotation where the destination stores the downtime. */
 #define CRYO_MIGRATE_DOWNTIME_ANNOTATION "org.cryo.migrate.downtime_usec"

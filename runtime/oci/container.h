@@ -16,6 +16,7 @@
 #include <json-c/json.h>
 
 #include "error.h"
+#include "step.h"
 #include "freezer.h"
 #include "state.h"
 
@@ -71,5 +72,8 @@ int cryo_container_pids(const char *root, const char *id, pid_t **ret, size_t *r
 
 /* Signal names and numbers: "KILL", "SIGKILL", "9". */
 int cryo_signal_parse(const char *s, int *ret);
+
+/* create's steps (step.h). */
+extern const struct cryo_step_table cryo_create_step_table;
 
 #endif

@@ -217,7 +217,7 @@ static struct json_object *linux_features(void)
 	return l;
 }
 
-int cryo_features_json(struct json_object **ret, struct cryo_error *err)
+int cryo_features_json(const struct cryo_step_table *const *steps, struct json_object **ret, struct cryo_error *err)
 {
 	static const char *const hooks[] = {
 		"prestart", "createRuntime", "createContainer",
@@ -277,17 +277,17 @@ int cryo_features_json(struct json_object **ret, struct cryo_error *err)
 	json_object_object_add(cryo, "freezer", freezer);
 	/* the step tables (step.h): names for CRYO_FAULT=<table>:<step>, in order */
 	{
-		struct json_object *steps = json_object_new_object();
+		struct json_object *names = json_object_new_object();
 		size_t i, j;
 
-		for (i = 0; cryo_step_tables[i]; i++) {
+		for (i = 0; steps[i]; i++) {
 			struct json_object *a = json_object_new_array();
 
-			for (j = 0; j < cryo_step_tables[i]->n_steps; j++)
-				json_object_array_add(a, json_object_new_string(cryo_step_tables[i]->steps[j].name));
-			json_object_object_add(steps, cryo_step_tables[i]->name, a);
+			for (j = 0; j < steps[i]->n_steps; j++)
+				json_object_array_add(a, json_object_new_string(steps[i]->steps[j].name));
+			json_object_object_add(names, steps[i]->name, a);
 		}
-		json_object_object_add(cryo, "steps", steps);
+		json_object_object_add(cryo, "steps", names);
 	}
 	json_object_object_add(o, "org.cryo", cryo);
 

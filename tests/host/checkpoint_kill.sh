@@ -45,7 +45,7 @@ if [ -z "$steps" ]; then
 import re, sys
 src = open(sys.argv[1]).read()
 m = re.search(r"cryo_checkpoint_steps\[\]\s*=\s*\{(.*?)\};", src, re.S)
-print(" ".join(re.findall(r"\"([^\"]+)\"", m.group(1))) if m else "")' "$CRYO_SRC/runtime/checkpoint.c")
+print(" ".join(re.findall(r"\"([^\"]+)\"", m.group(1))) if m else "")' "$CRYO_SRC/runtime/cr/checkpoint.c")
 fi
 [ -n "$steps" ] || fail "could not find the checkpoint step names"
 echo "$steps" | grep -qw criu-dump || fail "no criu-dump step in: $steps"
