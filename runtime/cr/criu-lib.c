@@ -16,7 +16,6 @@
 
 #include "cgroup.h"
 #include "criu-lib.h"
-#include "image.h"
 #include "log.h"
 #include "util.h"
 

@@ -28,7 +28,7 @@
 
 #include "criu-cli.h"
 #include "error.h"
-#include "migrate.h"
+#include "protocol.h"
 #include "transport.h"
 
 struct cryo_lazy_relay {

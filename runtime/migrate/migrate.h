@@ -2,7 +2,7 @@
 /*
  * Migration between hosts: `cryo migrate ID DEST` on the source,
  * `cryo receive` on the destination, talking proto/migrate.proto over a
- * trusted transport (runtime/transport.h). Both sides are step tables
+ * trusted transport (transport.h). Both sides are step tables
  * with undo, like checkpoint:
  *
  *   migrate: connect → preflight → precopy → freeze → checkpoint → transfer
@@ -51,34 +51,11 @@
 
 #include "criu.h"
 #include "error.h"
+#include "protocol.h"
 #include "step.h"
 #include "transport.h"
 
 /* What one end tells the other in preflight (and the dry run reports). */
-struct cryo_migrate_facts {
-	char kernel[65];
-	char criu_version[32];       /* "" = no CRIU */
-	char cryo_version[32];
-	char cgroup_layout[8];       /* v1, v2, hybrid */
-	char freezer_backend[8];     /* source: the container's */
-	char rootfs_kind[8];         /* source: image (own fs, loop) or dir */
-	uint64_t need_bytes;         /* source: estimated image size */
-	uint64_t free_bytes;         /* destination: free space for it */
-	bool soft_dirty, userfaultfd;
-	bool criu_checked, criu_check_ok; /* `criu check` (dry run only) */
-	bool lazy;                   /* source: --lazy asked for; destination: it can (migrate-lazy.h) */
-};
-
-struct cryo_migrate_progress {
-	const char *side;     /* "migrate" or "receive" */
-	const char *phase;    /* the step */
-	bool phase_done;      /* the step ended (ok) */
-	uint64_t bytes, total;/* transfer: so far / all; 0 otherwise */
-	int64_t phase_us;     /* time in the phase so far */
-};
-
-typedef void (*cryo_migrate_progress_fn)(const struct cryo_migrate_progress *p, void *userdata);
-
 struct cryo_migrate_opts {
 	const char *root;
 	const char *id;
@@ -153,7 +130,10 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 /* --pre-copy: at most this many rounds (CRIU's parent chain stays short) */
 #define CRYO_MIGRATE_MAX_ROUNDS 8
 
-/* The phases: the steps (step.h) of each side. */
+/*
+ * The phases: the steps (step.h) of each side, the source's in migrate.c
+ * (its image stream in send.c), the destination's in receive.c.
+ */
 extern const struct cryo_step_table cryo_migrate_step_table;
 extern const struct cryo_step_table cryo_receive_step_table;
 
