@@ -859,7 +859,7 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 	return ret;
 }
 
-/* `<root>/.migrate-in` or `<root>/.migrate-out` (migrate.c) */
+/* `<root>/.migrate-in` or `<root>/.migrate-out` (migrate/) */
 static bool migrate_dir(const char *path)
 {
 	const char *b = strrchr(path, '/');

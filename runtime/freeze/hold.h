@@ -189,7 +189,7 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		      void *userdata, struct cryo_error *err);
 
 /*
- * Migration's image dirs, under the state root (migrate.c; a leading dot
+ * Migration's image dirs, under the state root (migrate/; a leading dot
  * can't be a container id): <root>/<dir>/<id>.
  */
 #define CRYO_MIGRATE_OUT_DIR ".migrate-out"

@@ -65,7 +65,7 @@ int cryo_lazy_listen_local(int *ret_fd, unsigned *ret_port, struct cryo_error *e
 /* Connect to 127.0.0.1:port within timeout_ms (retrying while it refuses: the server may be coming up). */
 int cryo_lazy_connect_local(unsigned port, int64_t timeout_ms, int *ret_fd, struct cryo_error *err);
 
-/* --- the two ends of a lazy migration (migrate.c's hooks) --------------- */
+/* --- the two ends of a lazy migration (source.c's and receive.c's hooks) --------------- */
 
 /* The source: CRIU's lazy dump (started by the checkpoint) and our connection to its page server. */
 struct cryo_lazy_source {

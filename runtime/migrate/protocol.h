@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
- * What both sides of a migration share (migrate.c, send.c and receive.c
+ * What both sides of a migration share (source.c, send.c and receive.c
  * for the source and the destination, migrate-lazy.c for --lazy): the
  * facts each side tells the other in its Hello frame, the Result frame
  * that ends a run or reports a failure, the wait for a frame of one kind,

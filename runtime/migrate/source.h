@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * The source of a migration, inside the migrate layer: its context,
- * shared by its steps (migrate.c) and its image stream (send.c), which
+ * shared by its steps (source.c) and its image stream (send.c), which
  * sends the final dump's files while CRIU writes them (the "early"
  * sender, a thread fed by imghash's close events) and the rest after.
  */
