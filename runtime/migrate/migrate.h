@@ -131,7 +131,7 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 #define CRYO_MIGRATE_MAX_ROUNDS 8
 
 /*
- * The phases: the steps (step.h) of each side, the source's in migrate.c
+ * The phases: the steps (step.h) of each side, the source's in source.c
  * (its image stream in send.c), the destination's in receive.c.
  */
 extern const struct cryo_step_table cryo_migrate_step_table;
