@@ -15,28 +15,11 @@
 
 #include <json-c/json.h>
 
+#include "create.h"
 #include "error.h"
-#include "step.h"
 #include "freezer.h"
 #include "state.h"
 
-struct cryo_create_opts {
-	const char *root;            /* state root */
-	const char *id;
-	const char *bundle;          /* bundle dir (relative is fine) */
-	const char *pid_file;        /* write the init's pid here, or NULL */
-	const char *console_socket;  /* unix socket for the pty master, or NULL */
-	bool keep;                   /* run: leave the stopped container for `delete` (runc's --keep) */
-};
-
-
-int cryo_container_create(const struct cryo_create_opts *o, struct cryo_error *err);
-
-/*
- * The names of create's steps, in order (i from 0; NULL past the last):
- * CRYO_FAULT=create:<name> makes that step fail, for unwind tests.
- */
-const char *cryo_container_create_step(size_t i);
 int cryo_container_start(const char *root, const char *id, struct cryo_error *err);
 
 /*
@@ -73,7 +56,5 @@ int cryo_container_pids(const char *root, const char *id, pid_t **ret, size_t *r
 /* Signal names and numbers: "KILL", "SIGKILL", "9". */
 int cryo_signal_parse(const char *s, int *ret);
 
-/* create's steps (step.h). */
-extern const struct cryo_step_table cryo_create_step_table;
 
 #endif

@@ -34,7 +34,7 @@ static const char *config =
 	" \"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_ALLOW\", \"syscalls\": ["
 	"  {\"names\": [\"mkdir\", \"mkdirat\"], \"action\": \"SCMP_ACT_ERRNO\", \"errnoRet\": 13}]}}}";
 
-/* What runtime/container.c's init does between `start` and execve. */
+/* What runtime/oci/init.c's init does between `start` and execve. */
 static int init_sequence(bool nnp, uid_t uid, const char *want_eff)
 {
 	struct json_object *root = json_tokener_parse(config), *proc, *lnx, *v;
