@@ -177,8 +177,8 @@ void cryo_migrate_hello_to_facts(const Cryo__MigrateHello *h, struct cryo_migrat
 	f->criu_check_ok = h->criu_check;
 }
 
-int cryo_migrate_send_hello(struct cryo_transport *t, const struct cryo_migrate_facts *f, const char *id, bool dry_run,
-		      bool was_paused, struct cryo_error *err)
+int cryo_migrate_send_hello(struct cryo_transport *t, const struct cryo_migrate_facts *f, const char *id,
+			    bool dry_run, bool was_paused, struct cryo_error *err)
 {
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateHello h;
@@ -196,8 +196,8 @@ int cryo_migrate_send_hello(struct cryo_transport *t, const struct cryo_migrate_
 	return r;
 }
 
-int cryo_migrate_send_result(struct cryo_transport *t, int status, const char *phase, const char *msg, uint64_t downtime_us,
-		       struct cryo_error *err)
+int cryo_migrate_send_result(struct cryo_transport *t, int status, const char *phase, const char *msg,
+			     uint64_t downtime_us, struct cryo_error *err)
 {
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateResult res = CRYO__MIGRATE_RESULT__INIT;

@@ -714,7 +714,8 @@ static int freeze_restored(struct rctx *c, bool freeze, struct cryo_error *err)
 		return r;
 	r = cryo_freezer_open_for(st->freezer_backend, st->cgroup_v2, st->cgroup_v1_freezer, &fz, err);
 	if (r >= 0)
-		r = freeze ? cryo_freezer_freeze(fz, CRYO_MIGRATE_FREEZE_TIMEOUT_MS, 0, err) : cryo_freezer_thaw(fz, CRYO_MIGRATE_THAW_TIMEOUT_MS, 0, err);
+		r = freeze ? cryo_freezer_freeze(fz, CRYO_MIGRATE_FREEZE_TIMEOUT_MS, 0, err)
+			   : cryo_freezer_thaw(fz, CRYO_MIGRATE_THAW_TIMEOUT_MS, 0, err);
 	cryo_freezer_close(fz);
 	cryo_state_free(st);
 	return r;

@@ -441,8 +441,8 @@ static bool early_good(const struct early *e, const struct early_file *f, const 
  * the final dump, 1.. the pre-copy rounds. *ret_pages: its page bytes.
  * early: what of it went while it was written (see above), or NULL.
  */
-int cryo_migrate_send_image(struct mctx *c, const char *dir, uint32_t round, const struct early *early, uint64_t *ret_sent,
-		      uint64_t *ret_pages, struct cryo_error *err)
+int cryo_migrate_send_image(struct mctx *c, const char *dir, uint32_t round, const struct early *early,
+			    uint64_t *ret_sent, uint64_t *ret_pages, struct cryo_error *err)
 {
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateDone done = CRYO__MIGRATE_DONE__INIT;

@@ -231,6 +231,22 @@ static void set_sock_opts(int fd)
 	(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/*
+ * The end of a connect or accept: the transport to the caller, or, when
+ * r < 0 (its setup or handshake failed), closed, with the error naming
+ * its peer.
+ */
+static int hand_over(struct cryo_transport *t, int r, struct cryo_transport **ret, struct cryo_error *err)
+{
+	if (r < 0) {
+		cryo_error_prefix(err, "%s", t->peer);
+		cryo_transport_close(t);
+		return r;
+	}
+	*ret = t;
+	return 0;
+}
+
 int cryo_transport_tls_connect(const struct cryo_dest *d, const struct cryo_tls_files *f, int64_t timeout_ms,
 			       struct cryo_transport **ret, struct cryo_error *err)
 {
@@ -292,22 +308,16 @@ int cryo_transport_tls_connect(const struct cryo_dest *d, const struct cryo_tls_
 		if (inet_pton(AF_INET, d->host, &a4) == 1 || inet_pton(AF_INET6, d->host, &a6) == 1) {
 			if (X509_VERIFY_PARAM_set1_ip_asc(vp, d->host) != 1) {
 				r = tls_error(err, EINVAL, "TLS: peer address");
-				goto fail;
+				goto out;
 			}
 		} else if (SSL_set1_host(t->tls, d->host) != 1 || SSL_set_tlsext_host_name(t->tls, d->host) != 1) {
 			r = tls_error(err, EINVAL, "TLS: peer name");
-			goto fail;
+			goto out;
 		}
 	}
 	r = handshake(t, false, deadline, err);
-	if (r < 0)
-		goto fail;
-	*ret = t;
-	return 0;
-fail:
-	cryo_transport_close(t);
-	cryo_error_prefix(err, "%s", peer);
-	return r;
+out:
+	return hand_over(t, r, ret, err);
 }
 
 static int parse_listen_addr(const char *addr, struct sockaddr_storage *ss, socklen_t *len, struct cryo_error *err)
@@ -416,12 +426,5 @@ int cryo_transport_tls_accept(const char *addr, const struct cryo_tls_files *f, 
 		return r;
 	/* the handshake has the io timeout: a silent client can't keep us */
 	r = handshake(t, true, cryo_now_ms() + t->io_timeout_ms, err);
-	if (r < 0)
-		goto fail;
-	*ret = t;
-	return 0;
-fail:
-	cryo_transport_close(t);
-	cryo_error_prefix(err, "%s", peer);
-	return r;
+	return hand_over(t, r, ret, err);
 }
