@@ -16,7 +16,8 @@
 #include "util.h"
 
 /* deeper trees are refused: a loop or a hostile tree, not cryo's own */
-#define RM_RF_MAX_DEPTH 32
+/* deep enough for any rootfs tree; a loop of bind mounts ends in ELOOP */
+#define RM_RF_MAX_DEPTH 256
 
 static int64_t clock_ns(clockid_t clk)
 {
@@ -329,7 +330,7 @@ DIR *cryo_opendir_at(int dirfd, const char *name)
 	return d;
 }
 
-static int rm_rf_depth(int dfd, const char *name, int depth)
+static int rm_rf_depth(int dfd, const char *name, dev_t dev, int depth)
 {
 	struct stat st;
 	struct dirent *de;
@@ -338,6 +339,8 @@ static int rm_rf_depth(int dfd, const char *name, int depth)
 
 	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return errno == ENOENT ? 0 : -errno;
+	if (dev && st.st_dev != dev)
+		return -EXDEV;
 	if (!S_ISDIR(st.st_mode))
 		return unlinkat(dfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
 	if (depth > RM_RF_MAX_DEPTH)
@@ -350,7 +353,7 @@ static int rm_rf_depth(int dfd, const char *name, int depth)
 
 		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
 			continue;
-		q = rm_rf_depth(dirfd(d), de->d_name, depth + 1);
+		q = rm_rf_depth(dirfd(d), de->d_name, dev, depth + 1);
 		if (q < 0 && r == 0)
 			r = q;
 	}
@@ -362,7 +365,12 @@ static int rm_rf_depth(int dfd, const char *name, int depth)
 
 int cryo_rm_rf_at(int dirfd, const char *name)
 {
-	return rm_rf_depth(dirfd, name, 0);
+	return rm_rf_depth(dirfd, name, 0, 0);
+}
+
+int cryo_rm_rf_at_dev(int dirfd, const char *name, dev_t dev)
+{
+	return rm_rf_depth(dirfd, name, dev, 0);
 }
 
 int cryo_send_with_fd(int sock, int fd, const void *buf, size_t len)

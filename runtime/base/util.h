@@ -152,9 +152,11 @@ int cryo_send_with_fd(int sock, int fd, const void *buf, size_t len);
 
 /*
  * Remove dirfd/name and, for a directory, everything below it (never
- * following symlinks; at most 32 levels). A missing name is not an error.
+ * following symlinks; at most 256 levels). A missing name is not an error.
  */
 int cryo_rm_rf_at(int dirfd, const char *name);
+/* The same, staying on the filesystem dev: what is on another one is left, and -EXDEV returned. */
+int cryo_rm_rf_at_dev(int dirfd, const char *name, dev_t dev);
 
 /*
  * opendir() of dirfd/name (never following a symlink at name; "." for

@@ -283,38 +283,6 @@ void cryo_snapshot_undo_free(struct cryo_snapshot_undo *u)
 	free(u);
 }
 
-/* Remove dirfd/name without crossing into another filesystem (a mount left below it). */
-static int rm_tree_same_fs(int dfd, const char *name, dev_t dev, int depth)
-{
-	struct stat st;
-	struct dirent *de;
-	DIR *d;
-	int r = 0;
-
-	if (fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (st.st_dev != dev)
-		return -EXDEV;
-	if (!S_ISDIR(st.st_mode))
-		return unlinkat(dfd, name, 0) < 0 ? -errno : 0;
-	if (depth > 256)
-		return -ELOOP;
-	d = cryo_opendir_at(dfd, name);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0) {
-			int k = rm_tree_same_fs(dirfd(d), de->d_name, dev, depth + 1);
-
-			if (k < 0 && r == 0)
-				r = k;
-		}
-	closedir(d);
-	if (r == 0 && unlinkat(dfd, name, AT_REMOVEDIR) < 0)
-		r = -errno;
-	return r;
-}
-
 /*
  * Image snapshot: the file goes into the bundle (never to a path the
  * image names) and is loop-mounted at the rootfs. Its name in the bundle:
@@ -637,7 +605,7 @@ static int restore_tar(int image_dirfd, const Cryo__RootfsSnapshot *s, const cha
 		return cryo_error_set(err, errno, "open `%s`", copy);
 	if (fstat(u->parent_fd, &st) < 0)
 		return cryo_error_set(err, errno, "stat `%s`", copy);
-	(void)rm_tree_same_fs(u->parent_fd, newname, st.st_dev, 0);
+	(void)cryo_rm_rf_at_dev(u->parent_fd, newname, st.st_dev);
 	if (mkdirat(u->parent_fd, newname, 0700) < 0)
 		return cryo_error_set(err, errno, "create `%s` next to the rootfs", newname);
 	dest = openat(u->parent_fd, newname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -648,7 +616,7 @@ static int restore_tar(int image_dirfd, const Cryo__RootfsSnapshot *s, const cha
 	if (r >= 0 && renameat2(u->parent_fd, newname, u->parent_fd, base, exists ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
 		r = cryo_error_set(err, errno, "put `%s` in place of `%s`", newname, rootfs);
 	if (r < 0) {
-		(void)rm_tree_same_fs(u->parent_fd, newname, st.st_dev, 0);
+		(void)cryo_rm_rf_at_dev(u->parent_fd, newname, st.st_dev);
 		return r;
 	}
 	u->placed = true;
@@ -704,7 +672,7 @@ void cryo_snapshot_undo(struct cryo_snapshot_undo *u)
 		}
 		/* the restored copy: under the temp name now, or the only one */
 		if (fstat(u->parent_fd, &st) == 0)
-			(void)rm_tree_same_fs(u->parent_fd, u->old_name ? u->old_name : u->name, st.st_dev, 0);
+			(void)cryo_rm_rf_at_dev(u->parent_fd, u->old_name ? u->old_name : u->name, st.st_dev);
 		u->placed = false;
 	}
 	if (u->made_rootfs)
@@ -729,7 +697,7 @@ void cryo_snapshot_commit(struct cryo_snapshot_undo *u)
 		return;
 	if (fstat(u->parent_fd, &st) < 0)
 		return;
-	r = rm_tree_same_fs(u->parent_fd, u->old_name, st.st_dev, 0);
+	r = cryo_rm_rf_at_dev(u->parent_fd, u->old_name, st.st_dev);
 	if (r < 0)
 		cryo_warn("could not remove the previous rootfs `%s`: %s", u->old_name, strerror(-r));
 }
