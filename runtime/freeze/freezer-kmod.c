@@ -89,30 +89,19 @@ static int kmod_kill(struct cryo_freezer *f, struct cryo_error *err)
 }
 
 /* The task files and parking are those of the files' backend (freezer-v1.c, freezer-v2.c). */
+#define KMOD_OPS                                                                                   \
+	.backend = CRYO_FREEZER_KMOD, .open = kmod_open, .close = kmod_close, .get_state = kmod_get_state, \
+	.freeze = kmod_freeze, .thaw = kmod_thaw, .wait = kmod_wait, .kill = kmod_kill,            \
+	.procs_file = "cgroup.procs"
+
 const struct cryo_freezer_ops cryo_freezer_kmod_v1_ops = {
-	.backend = CRYO_FREEZER_KMOD,
-	.open = kmod_open,
-	.close = kmod_close,
-	.get_state = kmod_get_state,
-	.freeze = kmod_freeze,
-	.thaw = kmod_thaw,
-	.wait = kmod_wait,
-	.kill = kmod_kill,
+	KMOD_OPS,
 	.parks_in_place = true,
 	.threads_file = "tasks",
-	.procs_file = "cgroup.procs",
 };
 
 const struct cryo_freezer_ops cryo_freezer_kmod_v2_ops = {
-	.backend = CRYO_FREEZER_KMOD,
-	.open = kmod_open,
-	.close = kmod_close,
-	.get_state = kmod_get_state,
-	.freeze = kmod_freeze,
-	.thaw = kmod_thaw,
-	.wait = kmod_wait,
-	.kill = kmod_kill,
+	KMOD_OPS,
 	.parks_in_place = false,
 	.threads_file = "cgroup.threads",
-	.procs_file = "cgroup.procs",
 };
