@@ -656,28 +656,45 @@ static int cryo_lookup_target(const struct cryo_freezer_hold *args,
 	return ret;
 }
 
-static long cryo_ioctl_thaw(struct cryo_holder *holder, void __user *argp,
-			    bool cgroup)
+/*
+ * THAW and RESET_TIMEOUT: read the args, find the holder's hold of the
+ * target they name and return it with cryo_lock held (NULL: none, the
+ * lock held too), or an ERR_PTR without the lock.
+ */
+static struct cryo_hold *cryo_lock_hold(struct cryo_holder *holder,
+					void __user *argp, enum cryo_op op,
+					bool cgroup,
+					struct cryo_freezer_hold *args)
 {
-	struct cryo_freezer_hold args;
 	struct cryo_target t;
 	struct cryo_hold *hold;
 	int ret;
 
-	ret = cryo_get_args(&args, argp, CRYO_OP_THAW);
+	ret = cryo_get_args(args, argp, op);
+	if (!ret)
+		ret = cryo_lookup_target(args, cgroup, &t);
 	if (ret)
-		return ret;
-	ret = cryo_lookup_target(&args, cgroup, &t);
-	if (ret)
-		return ret;
-
+		return ERR_PTR(ret);
 	mutex_lock(&cryo_lock);
 	hold = cryo_find_for(holder, &t);
+	if (hold)
+		cryo_lost(hold);
+	return hold;
+}
+
+static long cryo_ioctl_thaw(struct cryo_holder *holder, void __user *argp,
+			    bool cgroup)
+{
+	struct cryo_freezer_hold args;
+	struct cryo_hold *hold;
+
+	hold = cryo_lock_hold(holder, argp, CRYO_OP_THAW, cgroup, &args);
+	if (IS_ERR(hold))
+		return PTR_ERR(hold);
 	if (!hold) {
 		mutex_unlock(&cryo_lock);
 		return -EINVAL;
 	}
-	cryo_lost(hold);
 	if (hold->state == CRYO_FREEZING) {
 		mutex_unlock(&cryo_lock);
 		return -EBUSY;
@@ -691,21 +708,12 @@ static long cryo_ioctl_reset(struct cryo_holder *holder, void __user *argp,
 			     bool cgroup)
 {
 	struct cryo_freezer_hold args;
-	struct cryo_target t;
 	struct cryo_hold *hold;
 	int ret;
 
-	ret = cryo_get_args(&args, argp, CRYO_OP_RESET);
-	if (ret)
-		return ret;
-	ret = cryo_lookup_target(&args, cgroup, &t);
-	if (ret)
-		return ret;
-
-	mutex_lock(&cryo_lock);
-	hold = cryo_find_for(holder, &t);
-	if (hold)
-		cryo_lost(hold);
+	hold = cryo_lock_hold(holder, argp, CRYO_OP_RESET, cgroup, &args);
+	if (IS_ERR(hold))
+		return PTR_ERR(hold);
 	if (!hold || hold->state != CRYO_HELD ||
 	    (hold->detached && !args.timeout_ms)) {
 		ret = hold && hold->state == CRYO_FREEZING ? -EBUSY : -EINVAL;
