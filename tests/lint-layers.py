@@ -26,6 +26,9 @@ import sys
 
 LAYERS = ["base", "freeze", "oci", "cr", "migrate", "cli"]
 MAX_LINES = 1100
+# Files still over MAX_LINES, each with the work that brings it under: the
+# check fails as soon as one of them grows, or another file goes over.
+OVER = {"runtime/freeze/fsfreeze.c": (1446, "its own journal folds into the hold journal (issues 28, 32)")}
 MAX_TOP = 12
 # generated headers: the layer whose library makes them available
 GENERATED = {"version.h": "base", "manifest.pb-c.h": "base", "migrate.pb-c.h": "base",
@@ -91,8 +94,11 @@ def main(root, build=None):
             text = f.read()
         if path.endswith(".c"):
             n = text.count("\n")
-            if n > MAX_LINES:
+            cap, why = OVER.get(rel, (MAX_LINES, ""))
+            if n > cap:
                 errors.append(f"{rel}: {n} lines (at most {MAX_LINES})")
+            elif n > MAX_LINES:
+                print(f"{rel}: {n} lines, over {MAX_LINES} until {why}")
         node = os.path.splitext(os.path.basename(path))[0]
         for inc in INCLUDE.findall(text):
             base = os.path.basename(inc)
@@ -141,7 +147,7 @@ def main(root, build=None):
     for e in errors:
         print(e)
     if not errors:
-        print(f"layers: clean ({len(files)} files in {len(LAYERS)} layers, no circles, none over {MAX_LINES} lines)")
+        print(f"layers: clean ({len(files)} files in {len(LAYERS)} layers, no circles, no new file over {MAX_LINES} lines)")
     return 1 if errors else 0
 
 
