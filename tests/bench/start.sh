@@ -14,68 +14,12 @@
 # cgroupsPath (each runtime's default place) and with the same namespaces.
 set -euo pipefail
 N=${1:-30}
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
-CRYO=${CRYO_BIN:-$SRC/build/cryo}
-[ "$(id -u)" = 0 ] || { echo "start.sh: needs root" >&2; exit 77; }
-for c in hyperfine runc crun busybox; do
-	command -v $c >/dev/null || { echo "start.sh: needs $c" >&2; exit 77; }
-done
-[ -x "$CRYO" ] || { echo "start.sh: build cryo first ($CRYO)" >&2; exit 1; }
-
-T=$(mktemp -d /tmp/cryo-bench.XXXXXX)
-cleanup() {
-	chattr -i "$T/cryo-immutable" 2>/dev/null || true
-	"$SRC/examples/mkbundle.sh" --teardown "$T/b" >/dev/null 2>&1 || true
-	rm -rf "$T"
-}
-trap cleanup EXIT
-"$SRC/examples/mkbundle.sh" --size 32 "$T/b" /bin/true >/dev/null
-# the same minimal profile for all: no caps/seccomp differences between runtimes
-python3 - "$T/b/config.json" <<'PY'
-import json, sys
-p = sys.argv[1]
-c = json.load(open(p))
-c["linux"].pop("resources", None)
-c["linux"]["namespaces"] = [n for n in c["linux"]["namespaces"] if n["type"] != "cgroup"]
-json.dump(c, open(p, "w"), indent=1)
-PY
+. "$(dirname "$0")/lib.sh"
+bench_init start.sh hyperfine runc crun busybox
+bench_bundle /bin/true
 cd "$T/b"
-mkdir -p "$T/cryo" "$T/runc" "$T/crun"
-i=0
-cryo_cmd="$CRYO --root $T/cryo run --bundle $T/b bench-cryo-\$\$ </dev/null"
-# a copy of cryo made immutable (chattr +i): CVE-2019-5736 can't touch it,
-# so cryo skips its sealed-memfd re-exec (a deployment choice, shown apart)
-cp "$CRYO" "$T/cryo-immutable"
-imm_cmd=""
-if chattr +i "$T/cryo-immutable" 2>/dev/null; then
-	imm_cmd="$T/cryo-immutable --root $T/cryo run --bundle $T/b bench-cryoi-\$\$ </dev/null"
-fi
-runc_cmd="runc --root $T/runc run --bundle $T/b bench-runc-\$\$ </dev/null"
-crun_cmd="unshare -m sh -c 'umount -l /sys/fs/cgroup/unified && exec crun --root $T/crun run --bundle $T/b bench-crun-\$\$ </dev/null'"
-# sanity: each works once
-for cmd in "$cryo_cmd" "$runc_cmd" "$crun_cmd"; do
-	sh -c "$cmd" >/dev/null 2>&1 || { echo "start.sh: failed: $cmd" >&2; sh -c "$cmd" || true; exit 1; }
-done
-# a baseline for the unshare wrapper crun needs, so its cost can be subtracted by eye
-unshare_cmd="unshare -m sh -c 'umount -l /sys/fs/cgroup/unified && exec true'"
-extra=()
-[ -n "$imm_cmd" ] && extra=(-n cryo-immutable "sh -c \"$imm_cmd\"")
-hyperfine -N --warmup 3 --runs "$N" --export-json "$T/h.json" \
-	-n cryo "sh -c \"$cryo_cmd\"" -n runc "sh -c \"$runc_cmd\"" -n crun "sh -c \"$crun_cmd\"" \
-	-n "unshare-only" "sh -c \"$unshare_cmd\"" "${extra[@]}" >/dev/null
-python3 - "$T/h.json" <<'PY'
-import json, sys
-r = {x["command"]: x for x in json.load(open(sys.argv[1]))["results"]}
-m = {k: v["median"] * 1000 for k, v in r.items()}
-for k in ("cryo", "cryo-immutable", "runc", "crun", "unshare-only"):
-    if k not in m:
-        continue
-    print(f"{k:13s} median {m[k]:8.2f} ms  (mean {r[k]['mean']*1000:.2f} ± {r[k]['stddev']*1000:.2f})")
-crun_net = m["crun"] - m["unshare-only"]
-print(f"cryo/runc = {m['cryo']/m['runc']:.2f}")
-print(f"cryo/crun = {m['cryo']/m['crun']:.2f}  (crun incl. its unshare wrapper)")
-print(f"cryo/crun = {m['cryo']/crun_net:.2f}  (crun minus the wrapper's own {m['unshare-only']:.2f} ms)")
-if "cryo-immutable" in m:
-    print(f"cryo-immutable/runc = {m['cryo-immutable']/m['runc']:.2f}, /crun = {m['cryo-immutable']/m['crun']:.2f}, "
-          f"/crun-net = {m['cryo-immutable']/crun_net:.2f}")
-PY
+imm=$(bench_immutable_cryo)
+bench_compare "" "$N" "$CRYO --root $T/cryo run --bundle $T/b bench-cryo-\$\$ </dev/null" \
+	"runc --root $T/runc run --bundle $T/b bench-runc-\$\$ </dev/null" \
+	"$CRUN_NS_PREFIX crun --root $T/crun run --bundle $T/b bench-crun-\$\$ </dev/null'" \
+	"${imm:+$imm --root $T/cryo run --bundle $T/b bench-cryoi-\$\$ </dev/null}"
