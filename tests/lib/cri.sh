@@ -16,7 +16,10 @@
 #                            down at exit (pods, shims, mounts, cgroups, netns)
 #   cri NAME ARGS...         cri.py against node NAME
 #   cri_pod NAME POD HANDLER [UID]   pod config -> $T/NAME-POD.pod.json; prints the pod id
-#   cri_ctr_config NAME POD CTR IMAGE   container config -> $T/NAME-POD-CTR.json
+#   cri_ctr_config NAME POD CTR IMAGE   container config -> $T/NAME-POD-CTR.json, as the
+#                            kubelet makes it (its own pid namespace; CRI_PIDNS=POD: the
+#                            pod's, as with shareProcessNamespace); COUNTER_NEW_INODES=1:
+#                            a restore gives its status file a new inode (a new overlay)
 #   cri_count NAME CID       the counter's count, read by ExecSync (cat /status)
 #   cri_in NODE CMD...       CMD in the node's network namespace
 #   cri_tcp_status NODE ADDR the counter's status line from its listener (port 8080),
@@ -323,7 +326,10 @@ cri_ctr_config() {
 	local n=$1 pod=$2 ctr=$3 image=$4
 	cat >"$T/$n-$pod-$ctr.json" <<EOF
 {"metadata": {"name": "$ctr", "attempt": 0}, "image": {"image": "$image"},
- "log_path": "$ctr/0.log", "linux": {"resources": {"memory_limit_in_bytes": 268435456}}}
+ "envs": [{"key": "COUNTER_NEW_INODES", "value": "1"}],
+ "log_path": "$ctr/0.log",
+ "linux": {"resources": {"memory_limit_in_bytes": 268435456},
+           "security_context": {"namespace_options": {"network": "POD", "pid": "${CRI_PIDNS:-CONTAINER}", "ipc": "POD"}}}}
 EOF
 }
 
