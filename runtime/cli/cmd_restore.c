@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "restore.h"
@@ -87,6 +88,8 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 			       "  --verify-key FILE  the image must be signed with this key (Ed25519 public key\n"
 			       "                     PEM or the HMAC key) and is verified before anything else\n"
 			       "  --require-signature refuse an image that is not verified with --verify-key\n"
+			       "  (without --verify-key: $CRYO_VERIFY_KEY, if set, with --require-signature: an\n"
+			       "  image from containerd, CRI-O or Podman must be signed by the node's key)\n"
 			       CLI_CRIU_FLAG_HELP);
 			return 0;
 		default:
@@ -95,6 +98,10 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("restore", "expects exactly one container id");
+	if (!o.verify_key && getenv("CRYO_VERIFY_KEY") && *getenv("CRYO_VERIFY_KEY")) {
+		o.verify_key = getenv("CRYO_VERIFY_KEY");
+		o.require_signature = true;
+	}
 	o.id = argv[optind];
 	if (cryo_restore(&o, &pid, o.detach ? NULL : &status, &err) < 0)
 		return cli_fail(&err);
