@@ -329,11 +329,16 @@ def cmd_pods(c, a):
 
 
 def with_info(status, info):
+    """crictl's shape: containerd's verbose "info" object is the "info" itself."""
     out = {"status": to_dict(status), "info": {}}
     for k, v in info.items():
         try:
-            out["info"][k] = json.loads(v)
+            v = json.loads(v)
         except ValueError:
+            pass
+        if k == "info" and isinstance(v, dict):
+            out["info"].update(v)
+        else:
             out["info"][k] = v
     return out
 

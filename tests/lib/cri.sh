@@ -28,6 +28,16 @@
 #   cri_fault NAME VAR=VALUE ...   environment for the next cryo/runc calls of that
 #                            node's shims (empty: none)
 #   cri_calls NAME           the runtime calls the shims made (argv => exit code)
+#   cri_counter NODE POD HANDLER    a pod and the counter in it, counting: sets CRI_POD, CRI_CID
+#   cri_restore NODE POD HANDLER IMAGE   a new pod and, in it, CreateContainer with IMAGE (a
+#                            checkpoint archive or checkpoint image) + StartContainer: sets
+#                            CRI_POD, CRI_CID (fails the test when either call fails)
+#   cri_wait_count NODE CID N   wait (10 s) until the counter's count is above N
+#   cri_archive_json OUT     the archive path of kubelet-checkpoint's output
+#
+# The cryo handler signs its checkpoints with the test's Ed25519 key
+# ($T/node-key.pem) and restores only what that key signed (CRYO_SIGN_KEY,
+# CRYO_VERIFY_KEY in its wrapper): a node's configuration, not the CRI's.
 need_root
 need_cmd nsenter
 need_cmd ip
@@ -99,6 +109,7 @@ EOF
 		cat >"$D/bin/$rt" <<EOF
 #!/bin/sh
 export CRYO_CRIU="$CRI_CRIU" PATH="$D/bin:\$PATH"
+export CRYO_SIGN_KEY="$T/node-key.pem" CRYO_VERIFY_KEY="$T/node-key.pub"
 if [ -s "$D/fault.env" ]; then
 	while read -r kv; do [ -n "\$kv" ] && export "\$kv"; done <"$D/fault.env"
 fi
@@ -187,6 +198,11 @@ EOF
 cri_node() {
 	local n=$1 N=$2 D=$T/$1 i
 	mkdir -p "$D"
+	# the cluster's checkpoint key: cryo signs with it and restores only what it signed
+	if [ ! -e "$T/node-key.pem" ]; then
+		(umask 077 && openssl genpkey -algorithm ed25519 -out "$T/node-key.pem" 2>/dev/null) || fail "openssl genpkey"
+		openssl pkey -in "$T/node-key.pem" -pubout -out "$T/node-key.pub" 2>/dev/null || fail "openssl pkey"
+	fi
 	# the node's network namespace, held by a process of its own (no
 	# /run/netns: `ip netns add` would mount it on the host)
 	unshare --net sleep 2147483647 </dev/null >/dev/null 2>&1 &
@@ -356,3 +372,35 @@ cri_pod_ip() {
 cri_ctr_state() {
 	cri "$1" inspect "$2" | "$CRI_PY" -c 'import json,sys; print(json.load(sys.stdin)["status"]["state"])'
 }
+
+cri_wait_count() {
+	local n=$1 cid=$2 above=$3 c i
+	for i in $(seq 50); do
+		c=$(cri_count "$n" "$cid")
+		case $c in *" "*) ;; *) [ "$c" -gt "$above" ] && return 0 ;; esac
+		sleep 0.2
+	done
+	return 1
+}
+
+cri_counter() {
+	local n=$1 pod=$2 h=$3
+	CRI_POD=$(cri_pod "$n" "$pod" "$h") || fail "RunPodSandbox ($h) on $n failed"
+	cri_ctr_config "$n" "$pod" counter "$CRI_REG/cryo/counter:1"
+	CRI_CID=$(cri "$n" create --with-pull "$CRI_POD" "$T/$n-$pod-counter.json" "$T/$n-$pod.pod.json") ||
+		fail "CreateContainer ($h) on $n failed"
+	cri "$n" start "$CRI_CID" >/dev/null || fail "StartContainer ($h) on $n failed: $(tail -3 "$T/$n/failed-calls.log" 2>/dev/null)"
+	cri_wait_count "$n" "$CRI_CID" 0 || fail "the counter ($h) does not count: $(cri_count "$n" "$CRI_CID")"
+}
+
+cri_restore() {
+	local n=$1 pod=$2 h=$3 image=$4
+	CRI_POD=$(cri_pod "$n" "$pod" "$h") || fail "RunPodSandbox ($h) on $n failed"
+	cri_ctr_config "$n" "$pod" counter "$image"
+	CRI_CID=$(cri "$n" create "$CRI_POD" "$T/$n-$pod-counter.json" "$T/$n-$pod.pod.json") ||
+		fail "CreateContainer ($h) from $image on $n failed"
+	cri "$n" start "$CRI_CID" >/dev/null ||
+		fail "StartContainer ($h) of the restored container on $n failed: $(tail -3 "$T/$n/failed-calls.log" 2>/dev/null)"
+}
+
+cri_archive_json() { printf '%s' "$1" | "$CRI_PY" -c 'import json,sys; print(json.load(sys.stdin)["items"][0])'; }
