@@ -22,12 +22,14 @@
 #                            a restore gives its status file a new inode (a new overlay)
 #   cri_count NAME CID       the counter's count, read by ExecSync (cat /status)
 #   cri_in NODE CMD...       CMD in the node's network namespace
+#   cri_ns NAME              a network namespace alone (a host outside the nodes)
+#   cri_wire A ADDR B ADDR   a veth pair between two of them
 #   cri_tcp_status NODE ADDR the counter's status line from its listener (port 8080),
 #                            asked from NODE's network namespace
 #   cri_cryo NAME ARGS...    cryo with node NAME's cryo root (what the shim uses)
 #   cri_fault NAME VAR=VALUE ...   environment for the next cryo/runc calls of that
 #                            node's shims (empty: none)
-#   cri_calls NAME           the runtime calls the shims made (argv => exit code)
+#   cri_calls NAME           the runtime calls the shims made (argv => exit code [start end ns])
 #   cri_counter NODE POD HANDLER    a pod and the counter in it, counting: sets CRI_POD, CRI_CID
 #   cri_restore NODE POD HANDLER IMAGE   a new pod and, in it, CreateContainer with IMAGE (a
 #                            checkpoint archive or checkpoint image) + StartContainer: sets
@@ -113,9 +115,10 @@ export CRYO_SIGN_KEY="$T/node-key.pem" CRYO_VERIFY_KEY="$T/node-key.pub"
 if [ -s "$D/fault.env" ]; then
 	while read -r kv; do [ -n "\$kv" ] && export "\$kv"; done <"$D/fault.env"
 fi
+t0=\$(date +%s%N)
 "$bin" "\$@"
 rc=\$?
-printf '%s %s => %s\n' "$rt" "\$*" \$rc >>"$D/calls.log"
+printf '%s %s => %s [%s %s]\n' "$rt" "\$*" \$rc "\$t0" "\$(date +%s%N)" >>"$D/calls.log"
 # the runtime's own log of a failed call (the shim's bundle goes away with it)
 if [ \$rc != 0 ]; then
 	while [ \$# -gt 1 ]; do
@@ -195,16 +198,12 @@ disabled_plugins = ['io.containerd.nri.v1.nri', 'io.containerd.tracing.processor
 EOF
 }
 
-cri_node() {
-	local n=$1 N=$2 D=$T/$1 i
+# cri_ns NAME: a network namespace of its own for NAME (a node, or a host
+# with no containerd), held by a process (no /run/netns: `ip netns add`
+# would mount it on the host); removed at exit
+cri_ns() {
+	local n=$1 D=$T/$1 i
 	mkdir -p "$D"
-	# the cluster's checkpoint key: cryo signs with it and restores only what it signed
-	if [ ! -e "$T/node-key.pem" ]; then
-		(umask 077 && openssl genpkey -algorithm ed25519 -out "$T/node-key.pem" 2>/dev/null) || fail "openssl genpkey"
-		openssl pkey -in "$T/node-key.pem" -pubout -out "$T/node-key.pub" 2>/dev/null || fail "openssl pkey"
-	fi
-	# the node's network namespace, held by a process of its own (no
-	# /run/netns: `ip netns add` would mount it on the host)
 	unshare --net sleep 2147483647 </dev/null >/dev/null 2>&1 &
 	echo $! >"$D/netns.pid"
 	CRI_NODES="$CRI_NODES $n"
@@ -214,8 +213,31 @@ cri_node() {
 	done
 	echo "/proc/$(cat "$D/netns.pid")/ns/net" >"$D/netns"
 	cri_in "$n" ip link set lo up
-	# forwarding between the node's pods and its wire to other nodes
+	# forwarding between a node's pods and its wires to other nodes
 	cri_in "$n" sysctl -qw net.ipv4.ip_forward=1
+}
+
+# cri_wire A ADDR_A B ADDR_B: a veth pair between two namespaces (ADDR: x.y.z.w/len)
+cri_wire() {
+	local a=$1 aa=$2 b=$3 ba=$4 la="w$$$1$3" lb="w$$$3$1"
+	ip link add "$la" type veth peer name "$lb" || fail "ip link add $la"
+	at_exit "ip link del $la"
+	ip link set "$la" netns "$(cat "$T/$a/netns.pid")" || fail "move $la"
+	ip link set "$lb" netns "$(cat "$T/$b/netns.pid")" || fail "move $lb"
+	cri_in "$a" ip addr add "$aa" dev "$la"
+	cri_in "$b" ip addr add "$ba" dev "$lb"
+	cri_in "$a" ip link set "$la" up
+	cri_in "$b" ip link set "$lb" up
+}
+
+cri_node() {
+	local n=$1 N=$2 D=$T/$1 i
+	cri_ns "$n"
+	# the cluster's checkpoint key: cryo signs with it and restores only what it signed
+	if [ ! -e "$T/node-key.pem" ]; then
+		(umask 077 && openssl genpkey -algorithm ed25519 -out "$T/node-key.pem" 2>/dev/null) || fail "openssl genpkey"
+		openssl pkey -in "$T/node-key.pem" -pubout -out "$T/node-key.pub" 2>/dev/null || fail "openssl pkey"
+	fi
 	_cri_wrappers "$D"
 	_cri_config "$n" "$N"
 	cat >"$D/registry.yml" <<EOF
