@@ -113,6 +113,8 @@ def cmd_push_checkpoint(a):
     with open(a.archive, "rb") as f:
         layer = f.read()
     m = image_manifest(reg, layer, {"architecture": "amd64", "os": "linux", "config": {}})
+    # on the manifest too: a pull may keep the platform's manifest as the image's target
+    m["annotations"] = {CHECKPOINT_ANNOTATION: a.container}
     mdata = json.dumps(m, sort_keys=True).encode()
     mdig = reg.manifest(digest_of(mdata), mdata, MT_MANIFEST)
     index = {"schemaVersion": 2, "mediaType": MT_INDEX,

@@ -97,7 +97,9 @@ log "a fault at each of the $(echo $steps | wc -w) steps: the CRI call fails wit
 
 proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 killed=0
-for p in $steps freeze fsfreeze-freeze; do
+# (before each step: the freezer's own points inside them would also stop
+# the shim's `cryo pause`, which freezes the container under containerd)
+for p in $steps; do
 	cri_fault a "CRYO_PAUSE_AT=$p"
 	cri a kubelet-checkpoint --dir "$K" cryo-test flt counter >"$T/kill.out" 2>&1 &
 	call=$!
@@ -113,9 +115,6 @@ for p in $steps freeze fsfreeze-freeze; do
 	cri_fault a
 	if [ -z "$pid" ]; then
 		wait $call
-		# freeze / fsfreeze-freeze: points inside steps this container never reaches
-		# (containerd paused it already; its overlay rootfs is not frozen)
-		case $p in freeze | fsfreeze-freeze) log "not stopped at $p: $(tail -1 "$T/kill.out" | cut -c1-160)"; continue ;; esac
 		fail "cryo did not stop at $p: $(cat "$T/kill.out")"
 	fi
 	kill -9 "$pid"

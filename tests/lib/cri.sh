@@ -283,6 +283,8 @@ cri_in() {
 # CRI, as the kubelet would), then whatever is left by force.
 _cri_node_down() {
 	local n=$1 D=$T/$1 p
+	# a runtime a failed test left stopped (CRYO_PAUSE_AT) would hold its container's lock
+	for p in $(pgrep -f -- "--root $D/(cryo|runc)-root/" 2>/dev/null); do kill -9 "$p"; done
 	if [ -S "$D/containerd.sock" ] && kill -0 "$(cat "$D/containerd.pid" 2>/dev/null)" 2>/dev/null; then
 		for p in $(cri "$n" -t 30 pods -q 2>/dev/null); do
 			cri "$n" -t 30 stopp "$p" >/dev/null 2>&1
