@@ -282,6 +282,22 @@ STATE_NAMES = {"created": "CONTAINER_CREATED", "running": "CONTAINER_RUNNING", "
                "unknown": "CONTAINER_UNKNOWN"}
 
 
+def label_filter(selector, labels):
+    for lab in labels or []:
+        k, _, v = lab.partition("=")
+        selector[k] = v
+
+
+def listing(items, a, key, row):
+    """crictl's output of a list: JSON (-o json), ids (-q) or a table."""
+    items = [x for x in items if not a.name or re.search(a.name, x.metadata.name)]
+    if a.output == "json":
+        dump({key: [to_dict(x) for x in items]})
+        return
+    for x in items:
+        print(x.id if a.quiet else "\t".join(str(f) for f in row(x)))
+
+
 def cmd_ps(c, a):
     f = c.pb.ContainerFilter()
     if a.pod:
@@ -290,42 +306,22 @@ def cmd_ps(c, a):
         f.state.state = c.pb.ContainerState.Value(STATE_NAMES.get(a.state.lower(), a.state.upper()))
     elif not a.all:
         f.state.state = c.pb.CONTAINER_RUNNING
-    for lab in a.label or []:
-        k, _, v = lab.partition("=")
-        f.label_selector[k] = v
+    label_filter(f.label_selector, a.label)
     r = c.call(c.rt, "ListContainers", c.pb.ListContainersRequest(filter=f))
-    items = [x for x in r.containers if not a.name or re.search(a.name, x.metadata.name)]
-    if a.output == "json":
-        dump({"containers": [to_dict(x) for x in items]})
-        return
-    for x in items:
-        if a.quiet:
-            print(x.id)
-        else:
-            print(f"{x.id[:13]}\t{x.image.image}\t{c.pb.ContainerState.Name(x.state)}\t{x.metadata.name}\t"
-                  f"{x.metadata.attempt}\t{x.pod_sandbox_id[:13]}")
+    listing(r.containers, a, "containers", lambda x: (x.id[:13], x.image.image, c.pb.ContainerState.Name(x.state),
+                                                      x.metadata.name, x.metadata.attempt, x.pod_sandbox_id[:13]))
 
 
 def cmd_pods(c, a):
     f = c.pb.PodSandboxFilter()
-    for lab in a.label or []:
-        k, _, v = lab.partition("=")
-        f.label_selector[k] = v
+    label_filter(f.label_selector, a.label)
     if a.namespace:
         f.label_selector["io.kubernetes.pod.namespace"] = a.namespace
     if a.state:
         f.state.state = c.pb.PodSandboxState.Value("SANDBOX_" + a.state.upper())
     r = c.call(c.rt, "ListPodSandbox", c.pb.ListPodSandboxRequest(filter=f))
-    items = [x for x in r.items if not a.name or re.search(a.name, x.metadata.name)]
-    if a.output == "json":
-        dump({"items": [to_dict(x) for x in items]})
-        return
-    for x in items:
-        if a.quiet:
-            print(x.id)
-        else:
-            print(f"{x.id[:13]}\t{c.pb.PodSandboxState.Name(x.state)}\t{x.metadata.name}\t{x.metadata.namespace}\t"
-                  f"{x.runtime_handler}")
+    listing(r.items, a, "items", lambda x: (x.id[:13], c.pb.PodSandboxState.Name(x.state), x.metadata.name,
+                                            x.metadata.namespace, x.runtime_handler))
 
 
 def with_info(status, info):

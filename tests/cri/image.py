@@ -12,8 +12,9 @@
            --archive CHECKPOINT.tar --container NAME
       a checkpoint archive as an OCI image, the way `buildah` makes one
       for Kubernetes: the archive is the one layer, and the index carries
-      the annotation io.kubernetes.cri-o.annotations.checkpoint.name that
-      tells containerd and CRI-O to restore from it.
+      the annotation org.criu.checkpoint.container.name (and CRI-O's older
+      io.kubernetes.cri-o.annotations.checkpoint.name) that tells
+      containerd and CRI-O to restore from it.
 
 No registry client is packaged for this (skopeo would do the push; the
 registry itself is Debian's docker-registry): the API is three requests.
@@ -31,7 +32,8 @@ MT_MANIFEST = "application/vnd.oci.image.manifest.v1+json"
 MT_INDEX = "application/vnd.oci.image.index.v1+json"
 MT_CONFIG = "application/vnd.oci.image.config.v1+json"
 MT_LAYER = "application/vnd.oci.image.layer.v1.tar"
-CHECKPOINT_ANNOTATION = "io.kubernetes.cri-o.annotations.checkpoint.name"
+# checkpointctl's name (containerd 2.x reads it), and CRI-O's older one
+CHECKPOINT_ANNOTATIONS = ("org.criu.checkpoint.container.name", "io.kubernetes.cri-o.annotations.checkpoint.name")
 
 
 def digest_of(data):
@@ -114,13 +116,13 @@ def cmd_push_checkpoint(a):
         layer = f.read()
     m = image_manifest(reg, layer, {"architecture": "amd64", "os": "linux", "config": {}})
     # on the manifest too: a pull may keep the platform's manifest as the image's target
-    m["annotations"] = {CHECKPOINT_ANNOTATION: a.container}
+    m["annotations"] = {k: a.container for k in CHECKPOINT_ANNOTATIONS}
     mdata = json.dumps(m, sort_keys=True).encode()
     mdig = reg.manifest(digest_of(mdata), mdata, MT_MANIFEST)
     index = {"schemaVersion": 2, "mediaType": MT_INDEX,
              "manifests": [{"mediaType": MT_MANIFEST, "digest": mdig, "size": len(mdata),
                             "platform": {"architecture": "amd64", "os": "linux"}}],
-             "annotations": {CHECKPOINT_ANNOTATION: a.container}}
+             "annotations": {k: a.container for k in CHECKPOINT_ANNOTATIONS}}
     d = reg.manifest(a.tag, json.dumps(index, sort_keys=True).encode(), MT_INDEX)
     print(f"{a.registry}/{a.repo}@{d}")
 

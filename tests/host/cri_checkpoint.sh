@@ -11,11 +11,7 @@
 # with the node's key.
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/cri.sh"
-cri_need
-cri_need_criu
-
-cri_node a 1
-cri_images
+cri_one_node
 K=$T/kubelet/checkpoints
 
 for h in cryo runc; do

@@ -17,29 +17,12 @@
 #  - StopPodSandbox + RemovePodSandbox of everything: nothing left.
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/cri.sh"
-cri_need
-cri_need_criu
-
-cri_node a 1
-cri_images
+cri_one_node
 K=$T/kubelet/checkpoints
 canary=/tmp/cryo-cri-canary-$$
 at_exit "rm -f $canary"
 
-steps=$("$CRYO_BIN" features | "$CRI_PY" -c '
-import json, sys
-def find(o):
-    if isinstance(o, dict):
-        for k, v in o.items():
-            if k == "checkpoint" and isinstance(v, list) and all(isinstance(x, str) for x in v):
-                return v
-            if k == "checkpoint" and isinstance(v, dict) and isinstance(v.get("steps"), list):
-                return v["steps"]
-            r = find(v)
-            if r:
-                return r
-s = find(json.load(sys.stdin))
-print(" ".join(s or []))')
+steps=$(checkpoint_steps)
 echo "$steps" | grep -qw criu-dump || fail "no checkpoint steps from \`cryo features\`: $steps"
 
 # --- stopped and paused containers ---

@@ -5,8 +5,8 @@
 # pod by the two routes containerd offers:
 #   1. CreateContainer whose image is the checkpoint archive (a path),
 #   2. CreateContainer whose image is a checkpoint OCI image (the archive as
-#      its layer, the index annotated io.kubernetes.cri-o.annotations.
-#      checkpoint.name), pulled from the registry: what a pod spec names
+#      its layer, the index annotated org.criu.checkpoint.container.name),
+#      pulled from the registry: what a pod spec names
 #      for the kubelet to restore.
 # Each time, StartContainer brings it back: the count goes on from at least
 # its checkpointed value (never from 1), the file written before the
@@ -15,11 +15,7 @@
 # key signed (CRYO_VERIFY_KEY in the handler's wrapper).
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/cri.sh"
-cri_need
-cri_need_criu
-
-cri_node a 1
-cri_images
+cri_one_node
 K=$T/kubelet/checkpoints
 
 # restored HANDLER WHAT CKPT_COUNT: the container in CRI_CID came back as it was

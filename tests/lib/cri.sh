@@ -6,6 +6,7 @@
 #   cri_need                 skip unless containerd 2.x, gRPC for Python,
 #                            docker-registry and the CNI plugins are there
 #   cri_need_criu            skip unless CRIU dumps on this host (`cryo check`)
+#   cri_one_node             both, then node `a` (pods in 10.213.1.0/24) with the images
 #   cri_images               build the pause and counter images (busybox-static
 #                            and tests/tools/cryo-test-counter), pushed to the
 #                            first node's registry (call after the first cri_node)
@@ -428,3 +429,10 @@ cri_restore() {
 }
 
 cri_archive_json() { printf '%s' "$1" | "$CRI_PY" -c 'import json,sys; print(json.load(sys.stdin)["items"][0])'; }
+
+cri_one_node() {
+	cri_need
+	cri_need_criu
+	cri_node a 1
+	cri_images
+}
