@@ -56,6 +56,7 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_checkpoint_opts o = { .root = cli->root };
 	uint64_t v;
+	const char *env_key;
 	int c;
 
 	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
@@ -121,8 +122,9 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 	if (optind + 1 != argc)
 		return cli_usage_error("checkpoint", "expects exactly one container id");
 	/* the node's key, set where the runtime is configured (a CRI handler's wrapper) */
-	if (!o.sign_key && getenv("CRYO_SIGN_KEY") && *getenv("CRYO_SIGN_KEY"))
-		o.sign_key = getenv("CRYO_SIGN_KEY");
+	env_key = getenv("CRYO_SIGN_KEY");
+	if (!o.sign_key && env_key && *env_key)
+		o.sign_key = env_key;
 	o.id = argv[optind];
 	if (cryo_checkpoint(&o, &err) < 0)
 		return cli_fail(&err);

@@ -27,6 +27,7 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_restore_opts o = { .root = cli->root, .bundle = "." };
+	const char *env_key;
 	pid_t pid = 0;
 	int c, status = 0;
 
@@ -98,8 +99,9 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("restore", "expects exactly one container id");
-	if (!o.verify_key && getenv("CRYO_VERIFY_KEY") && *getenv("CRYO_VERIFY_KEY")) {
-		o.verify_key = getenv("CRYO_VERIFY_KEY");
+	env_key = getenv("CRYO_VERIFY_KEY");
+	if (!o.verify_key && env_key && *env_key) {
+		o.verify_key = env_key;
 		o.require_signature = true;
 	}
 	o.id = argv[optind];
