@@ -557,6 +557,8 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 			return r;
 	}
 	r = cryo_criu_restore(&co, &c->pid, err);
+	/* CRIU had them: no hook or child of ours inherits a pod's namespace */
+	cryo_extns_done(&c->ext_ns);
 	/* a damaged page image: cryo_restore() reports it, whatever CRIU made of it */
 	if (c->later && verify_pages(c) < 0)
 		return r < 0 ? r : cryo_error_setx(err, EBADMSG, "criu restore: a page image is damaged");
