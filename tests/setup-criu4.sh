@@ -5,15 +5,20 @@
 # (its `criu check` fails there) and install it as /opt/cryo-criu4/sbin/criu,
 # beside Debian's /usr/sbin/criu, which the VM tests keep using.
 #
-# The source is the upstream tarball of Debian trixie's criu source package
-# (deb-src line: /etc/apt/sources.list.d/cryo-trixie-src.sources); only the
-# criu binary is built: no docs, no plugins, no crit, no libcriu. Build
-# dependencies come from bookworm only. Idempotent: does nothing when the
-# installed binary already reports the version of the tarball.
+# The source is the upstream tarball of the criu source package of Debian
+# testing ($CRYO_CRIU4_SUITE, default forky: CRIU 4.2, whose socket dump
+# works on kernels >= 6.16, where 4.1's fails on every inet socket with
+# "Can't get 1:16 opt": the kernel refuses SO_PASSCRED there). apt reads it
+# through a private configuration in $CACHE/apt (its own deb-src list,
+# lists, cache and an empty dpkg status): the host's apt sources are not
+# touched. Only the criu binary is built: no docs, no plugins, no crit, no
+# libcriu. Build dependencies come from bookworm only. Idempotent: does
+# nothing when the installed binary already reports the version of the
+# tarball.
 #
-# Takes about a minute on a fresh Debian 12 machine with 2 cores (measured:
-# 60 s, of which apt 15 s, download 1 s, `make -j2 criu` 43 s); it prints
-# its own times.
+# Takes about a minute on a fresh Debian 12 machine with 2 cores (measured
+# for 4.1.1: 60 s, of which apt 15 s, download 1 s, `make -j2 criu` 43 s);
+# it prints its own times.
 #
 # On VMs where compel gets no hardware breakpoints, run the binary with
 # CRIU_FAULT=130 (its no-breakpoints path) or dump/restore fails.
@@ -24,13 +29,15 @@ set -euo pipefail
 
 PREFIX=${CRYO_CRIU4_PREFIX:-/opt/cryo-criu4}
 CACHE=${CRYO_CRIU4_CACHE:-/var/cache/cryo-criu4}
+SUITE=${CRYO_CRIU4_SUITE:-forky}
 
 # The minimal set on top of what tests/setup.sh installs that links the
 # criu binary: libprotobuf-dev only for google/protobuf/descriptor.proto,
-# libnet1-dev and uuid-dev because criu links -lnet -luuid unconditionally.
+# libnet1-dev and uuid-dev because criu links -lnet -luuid unconditionally;
+# protobuf-compiler: 4.2 compiles its images' .proto with protoc too.
 PKGS=(
 	build-essential pkg-config
-	libprotobuf-dev libprotobuf-c-dev protobuf-c-compiler
+	libprotobuf-dev libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
 	libnl-3-dev libnet1-dev libcap-dev uuid-dev
 )
 
@@ -40,23 +47,23 @@ say() { echo "setup-criu4.sh: $*"; }
 
 [ "$(id -u)" = 0 ] || die "run as root (installs packages into / and $PREFIX)"
 
-# The deb-src line for trixie's criu source (bookworm's binaries are
-# untouched: Types is deb-src only). Same mirror as the system's own
-# sources; written once, left alone if it is there.
-SRC_LIST=/etc/apt/sources.list.d/cryo-trixie-src.sources
-if [ ! -e "$SRC_LIST" ]; then
-	uri=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-	[ -n "$uri" ] || uri=$(sed -n 's/^deb \(http[^ ]*\/debian\)\/* bookworm .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -1)
-	[ -n "$uri" ] || uri=http://deb.debian.org/debian
-	say "adding the trixie deb-src line ($SRC_LIST, $uri)"
-	cat > "$SRC_LIST" <<SRC
-Types: deb-src
-URIs: $uri
-Suites: trixie
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-	apt-get update -qq || true
+# The deb-src line for the suite's criu source, in apt's private config.
+uri=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)\/*$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
+[ -n "$uri" ] || uri=$(sed -n 's/^deb \(http[^ ]*\/debian\)\/* bookworm .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -1)
+[ -n "$uri" ] || uri=http://deb.debian.org/debian
+A=$CACHE/apt
+mkdir -p "$A/etc/sources.list.d" "$A/etc/preferences.d" "$A/lists/partial" "$A/cache/archives/partial"
+: >"$A/status"
+printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' "$uri" "$SUITE" >"$A/etc/sources.list"
+APT=(-o "Dir::Etc::SourceList=$A/etc/sources.list" -o "Dir::Etc::SourceParts=$A/etc/sources.list.d"
+	-o "Dir::Etc::Preferences=$A/etc/preferences" -o "Dir::Etc::PreferencesParts=$A/etc/preferences.d"
+	-o "Dir::State::Lists=$A/lists" -o "Dir::State::status=$A/status" -o "Dir::Cache=$A/cache"
+	-o "APT::Sandbox::User=root")
+# what earlier versions of this script added to the host's own sources
+OLD_LIST=/etc/apt/sources.list.d/cryo-trixie-src.sources
+if [ -f "$OLD_LIST" ] && grep -qx 'Types: deb-src' "$OLD_LIST" && grep -qx 'Suites: trixie' "$OLD_LIST"; then
+	say "removing $OLD_LIST (the source now comes through $A)"
+	rm -f "$OLD_LIST"
 fi
 
 missing=()
@@ -66,15 +73,14 @@ done
 if [ ${#missing[@]} -gt 0 ]; then
 	say "installing ${missing[*]} (bookworm)"
 	apt-get update -qq
-	# The trixie line is deb-src only, so binaries still come from bookworm.
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 		"${missing[@]}" >/dev/null
 fi
 
 # What apt says the orig tarball is (name + sha256); empty when apt has no
-# trixie source index (offline): then the cached tarball is taken as is.
+# source index of the suite (offline): then the cached tarball is taken as is.
 orig_uri() {
-	(cd / && apt-get source --print-uris criu 2>/dev/null) \
+	(cd / && apt-get "${APT[@]}" source --print-uris criu 2>/dev/null) \
 		| sed -n "s/^'[^']*' \(criu_[^ ]*\.orig\.tar\.[a-z0-9]*\) [0-9]* SHA256:\([0-9a-f]*\)$/\1 \2/p" \
 		| head -1
 }
@@ -82,7 +88,7 @@ orig_uri() {
 mkdir -p "$CACHE"
 read -r tarname sha < <(orig_uri || true; echo) || true
 if [ -z "${tarname:-}" ]; then
-	apt-get update -qq || true
+	apt-get "${APT[@]}" update -qq || true
 	read -r tarname sha < <(orig_uri || true; echo) || true
 fi
 if [ -z "${tarname:-}" ]; then
@@ -95,7 +101,7 @@ if [ -z "${tarname:-}" ]; then
 fi
 version=${tarname#criu_}
 version=${version%.orig.tar.*}
-case $version in 4.*) ;; *) die "apt's criu source is $version, not 4.x (is the trixie deb-src line there?)" ;; esac
+case $version in 4.*) ;; *) die "apt's criu source is $version, not 4.x (Debian $SUITE)" ;; esac
 
 if [ -x "$PREFIX/sbin/criu" ] && [ "$("$PREFIX/sbin/criu" --version 2>/dev/null | sed -n 's/^Version: //p')" = "$version" ]; then
 	say "$PREFIX/sbin/criu $version already installed"
@@ -106,7 +112,7 @@ if [ ! -s "$CACHE/$tarname" ]; then
 	say "downloading $tarname"
 	# The .dsc of this source is not downloadable here, so apt-get exits
 	# non-zero after fetching the tarball: judge by the file, not the status.
-	(cd "$CACHE" && apt-get source --download-only criu >/dev/null 2>&1) || true
+	(cd "$CACHE" && apt-get "${APT[@]}" source --download-only criu >/dev/null 2>&1) || true
 	[ -s "$CACHE/$tarname" ] || die "apt-get source did not fetch $tarname"
 fi
 if [ -n "$sha" ]; then

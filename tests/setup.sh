@@ -33,6 +33,9 @@ PKGS=(
 	containerd
 	# a client driving cryo as its runtime (tests/host/podman_cryo.sh); script(1) for pty tests is util-linux
 	podman conmon golang-github-containers-common containernetworking-plugins
+	# host/cri_*: containerd's CRI (tests/setup-cri.sh) driven by tests/cri/cri.py over gRPC,
+	# pods on CNI bridges, images pulled from a private registry (the CRI restore pulls the base image)
+	python3-grpcio python3-grpc-tools docker-registry
 	# VM harness
 	qemu-system-x86 cpio
 )

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "checkpoint.h"
@@ -28,6 +29,8 @@ static void usage(FILE *out)
 		"                            thaw and the checkpoint fails, also if cryo dies (default %d)\n"
 		"  --fs-freeze MODE          auto (default), required or off\n"
 		"  --sign-key FILE           sign the manifest: Ed25519 private key (PEM) or HMAC key\n"
+		"                            (default: $CRYO_SIGN_KEY, for clients that pass no such option:\n"
+		"                            containerd, CRI-O, Podman)\n"
 		"  --digest ALG              the image files' digest: blake3 (default) or sha256\n"
 		"                            (sha256: an image a cryo of manifest format 1 can read)\n",
 		CRYO_CHECKPOINT_FREEZE_DEADLINE_MS);
@@ -53,6 +56,7 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_checkpoint_opts o = { .root = cli->root };
 	uint64_t v;
+	const char *env_key;
 	int c;
 
 	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
@@ -117,6 +121,10 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("checkpoint", "expects exactly one container id");
+	/* the node's key, set where the runtime is configured (a CRI handler's wrapper) */
+	env_key = getenv("CRYO_SIGN_KEY");
+	if (!o.sign_key && env_key && *env_key)
+		o.sign_key = env_key;
 	o.id = argv[optind];
 	if (cryo_checkpoint(&o, &err) < 0)
 		return cli_fail(&err);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <getopt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "restore.h"
@@ -26,6 +27,7 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_restore_opts o = { .root = cli->root, .bundle = "." };
+	const char *env_key;
 	pid_t pid = 0;
 	int c, status = 0;
 
@@ -87,6 +89,8 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 			       "  --verify-key FILE  the image must be signed with this key (Ed25519 public key\n"
 			       "                     PEM or the HMAC key) and is verified before anything else\n"
 			       "  --require-signature refuse an image that is not verified with --verify-key\n"
+			       "  (without --verify-key: $CRYO_VERIFY_KEY, if set, with --require-signature: an\n"
+			       "  image from containerd, CRI-O or Podman must be signed by the node's key)\n"
 			       CLI_CRIU_FLAG_HELP);
 			return 0;
 		default:
@@ -95,6 +99,11 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (optind + 1 != argc)
 		return cli_usage_error("restore", "expects exactly one container id");
+	env_key = getenv("CRYO_VERIFY_KEY");
+	if (!o.verify_key && env_key && *env_key) {
+		o.verify_key = env_key;
+		o.require_signature = true;
+	}
 	o.id = argv[optind];
 	if (cryo_restore(&o, &pid, o.detach ? NULL : &status, &err) < 0)
 		return cli_fail(&err);

@@ -14,6 +14,7 @@
 
 #include "checkpoint.h"
 #include "extmounts.h"
+#include "extns.h"
 #include "freezer.h"
 #include "fsfreeze.h"
 #include "hold.h"
@@ -70,6 +71,7 @@ struct ctx {
 	struct cryo_fsfreeze_opts fso;
 	Cryo__Manifest *m;
 	char **ext_mounts;       /* key, value pairs for CRIU, NULL-terminated */
+	struct cryo_extns ext_ns; /* the namespaces it joined (a pod's network...): external to CRIU */
 	bool criu_stopped;       /* CRIU ended the tasks itself (see step_criu_dump) */
 	bool net_lock_skipped;   /* CRIU dumped without its network lock (see criu.c) */
 	struct cryo_step_timings timings;  /* t0: when the checkpoint started */
@@ -384,6 +386,10 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	co.ext_mounts = (const char *const *)c->ext_mounts;
+	r = cryo_extns_dump(c->spec, c->st->pid, &c->ext_ns, err);
+	if (r < 0)
+		return r;
+	co.ext_ns = c->ext_ns.ns;
 	/*
 	 * A help, not a need: without it the manifest step hashes everything.
 	 * Hashing page images as they grow, and their writeback, compete with
@@ -450,6 +456,7 @@ static void undo_criu_dump(void *ctx)
 	struct ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 	struct cryo_criu_opts co = { 0 };
+	struct cryo_extns ns = { 0 };
 	char **ext = NULL;
 	pid_t pid = 0;
 	int r;
@@ -459,6 +466,8 @@ static void undo_criu_dump(void *ctx)
 	r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, &e);
 	if (r >= 0)
 		r = cryo_extmounts_restore(c->spec, c->st->bundle, &ext, &e);
+	if (r >= 0)
+		r = cryo_extns_restore(c->spec, &ns, &e);
 	if (r >= 0) {
 		co.image_dir = c->img->staging_path;
 		co.work_dir = c->work_dir;
@@ -466,8 +475,10 @@ static void undo_criu_dump(void *ctx)
 		co.root = c->st->rootfs;
 		co.flags = c->o->criu;
 		co.ext_mounts = (const char *const *)ext;
+		co.ext_ns = ns.ns;
 		r = cryo_criu_restore(&co, &pid, &e);
 	}
+	cryo_extns_done(&ns);
 	cryo_strv_free(ext);
 	/* as it was: frozen until `freeze-cgroup`'s undo (or for good, if it was paused) */
 	if (r >= 0)
@@ -695,6 +706,7 @@ static void ctx_done(struct ctx *c)
 	free(c->config_json);
 	free(c->work_dir);
 	cryo_strv_free(c->ext_mounts);
+	cryo_extns_done(&c->ext_ns);
 	cryo_imghash_free(c->hash);
 }
 

@@ -79,6 +79,7 @@ static const char *const cg_mode_arg[_CRYO_CRIU_CG_MAX] = {
 /* What cryo_criu_dump()/restore() set through libcriu, for the command line. */
 static void add_common(struct args *a, const struct cryo_criu_opts *o, const char *log)
 {
+	const struct cryo_criu_extns *x;
 	const char *const *m;
 
 	add(a, "-D");
@@ -110,6 +111,10 @@ static void add_common(struct args *a, const struct cryo_criu_opts *o, const cha
 		add(a, "--timeout=%u", o->timeout_s);
 	for (m = o->ext_mounts; m && m[0] && m[1]; m += 2)
 		add(a, "--ext-mount-map=%s:%s", m[0], m[1]);
+	/* (a restore's namespaces are fds: criu.c keeps them off this back end) */
+	for (x = o->ext_ns; x && x->key; x++)
+		if (x->external)
+			add(a, "--external=%s", x->external);
 	if (o->veth_inside && o->veth_outside)
 		add(a, "--veth-pair=%s=%s", o->veth_inside, o->veth_outside);
 }

@@ -49,6 +49,17 @@ struct cryo_criu_flags {
 	enum cryo_criu_cg_mode cg_mode;
 };
 
+/*
+ * A namespace the container joined rather than owns (extns.h): dump:
+ * CRIU's external string ("net[INODE]:KEY"); restore: fd of the namespace
+ * the tasks go into, handed to CRIU under KEY (inherit-fd).
+ */
+struct cryo_criu_extns {
+	const char *key;           /* NULL ends a list */
+	const char *external;      /* dump */
+	int fd;                    /* restore */
+};
+
 struct cryo_criu_opts {
 	pid_t pid;                 /* dump: root of the tree */
 	const char *image_dir;     /* where images go (dump) or come from (restore) */
@@ -69,6 +80,8 @@ struct cryo_criu_opts {
 	 * dump: mountpoint in the container, name; restore: name, host path.
 	 */
 	const char *const *ext_mounts;
+	/* External namespaces (extns.h), ended by a NULL key; may be NULL */
+	const struct cryo_criu_extns *ext_ns;
 	/*
 	 * restore: the image's network namespace has a veth whose end there is
 	 * veth_inside; CRIU makes its other end here, named veth_outside

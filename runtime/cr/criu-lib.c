@@ -106,6 +106,7 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, bool skip_l
 		      int *ret_img_fd, int *ret_work_fd, struct cryo_error *err)
 {
 	_cleanup_close_ int img = -1, work = -1;
+	const struct cryo_criu_extns *x;
 	const char *const *m;
 	int r;
 
@@ -152,6 +153,11 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, bool skip_l
 		r = criu_local_add_ext_mount(co, m[0], m[1]);
 		if (r < 0)
 			return cryo_error_set(err, -r, "external mount `%s`", m[0]);
+	}
+	for (x = o->ext_ns; x && x->key; x++) {
+		r = x->external ? criu_local_add_external(co, x->external) : criu_local_add_inherit_fd(co, x->fd, x->key);
+		if (r < 0)
+			return cryo_error_set(err, -r, "external namespace `%s`", x->key);
 	}
 	if (o->veth_inside && o->veth_outside) {
 		r = criu_local_add_veth_pair(co, o->veth_inside, o->veth_outside);

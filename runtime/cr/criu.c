@@ -28,8 +28,14 @@ int cryo_criu_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 int cryo_criu_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cryo_error *err)
 {
 	/* libcriu has no lazy-pages setter (3.17): CRIU's command line */
-	if (o->lazy_pages)
+	if (o->lazy_pages) {
+		/* which passes CRIU no fd of ours: no namespace to restore into */
+		if (o->ext_ns && o->ext_ns[0].key)
+			return cryo_error_setx(err, EOPNOTSUPP,
+					       "criu restore: lazy pages into a namespace the container joins by path (%s) are not supported",
+					       o->ext_ns[0].key);
 		return cryo_criu_cli_lazy_restore(o, ret_pid, err);
+	}
 	return cryo_criu_lib_restore(o, ret_pid, err);
 }
 

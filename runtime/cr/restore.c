@@ -17,6 +17,7 @@
 #include "console.h"
 #include "container.h"
 #include "extmounts.h"
+#include "extns.h"
 #include "freezer.h"
 #include "hooks.h"
 #include "image.h"
@@ -121,6 +122,7 @@ struct ctx {
 	const char *freezer_backend;
 	struct cryo_snapshot_undo *snap;
 	char **ext;
+	struct cryo_extns ext_ns;  /* the new sandbox's namespaces the tasks go into */
 	struct cryo_freezer *fz;
 	struct cryo_state *st;
 	struct cryo_cgroup_paths cg;
@@ -268,6 +270,20 @@ static int compare_config(const struct ctx *c, const struct cryo_spec *img, stru
 					       "the bundle's config.json %s a %s namespace, the image's %s: refusing a different container",
 					       cur->namespaces[i].enabled ? "has" : "has no", cryo_ns_type_names[i],
 					       img->namespaces[i].enabled ? "has one" : "does not");
+		/*
+		 * A namespace CRIU keeps external (a pod's network) goes to the
+		 * new bundle's: joined at dump, joined at restore, or CRIU would
+		 * restore the pod's network into a namespace of its own (or
+		 * want one it was not given)
+		 */
+		if (cryo_extns_type((enum cryo_ns_type)i)) {
+			if (!img->namespaces[i].path != !cur->namespaces[i].path)
+				return cryo_error_setx(err, EINVAL,
+						       "the bundle's config.json %s the %s namespace by path, the image's %s: refusing a different container",
+						       cur->namespaces[i].path ? "joins" : "does not join", cryo_ns_type_names[i],
+						       img->namespaces[i].path ? "did" : "did not");
+			continue;
+		}
 		if (!str_eq(img->namespaces[i].path, cur->namespaces[i].path))
 			cryo_warn("restore `%s`: the %s namespace to join differs from the image's config.json", c->o->id,
 				  cryo_ns_type_names[i]);
@@ -509,6 +525,10 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.tcp_close = o->tcp_close;
 	co.flags = o->criu;
 	co.ext_mounts = (const char *const *)c->ext;
+	r = cryo_extns_restore(c->spec, &c->ext_ns, err);
+	if (r < 0)
+		return r;
+	co.ext_ns = c->ext_ns.ns;
 	co.expect_pts_master = c->spec->terminal;
 	co.ret_pts_master = &c->pts_master;
 	co.lazy_pages = o->lazy_pages;
@@ -537,6 +557,8 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 			return r;
 	}
 	r = cryo_criu_restore(&co, &c->pid, err);
+	/* CRIU had them: no hook or child of ours inherits a pod's namespace */
+	cryo_extns_done(&c->ext_ns);
 	/* a damaged page image: cryo_restore() reports it, whatever CRIU made of it */
 	if (c->later && verify_pages(c) < 0)
 		return r < 0 ? r : cryo_error_setx(err, EBADMSG, "criu restore: a page image is damaged");
@@ -800,6 +822,7 @@ static void ctx_done(struct ctx *c)
 	free(c->work);
 	free(c->cgrel);
 	cryo_strv_free(c->ext);
+	cryo_extns_done(&c->ext_ns);
 }
 
 int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_status, struct cryo_error *err)

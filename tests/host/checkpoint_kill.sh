@@ -23,30 +23,7 @@ if [ -z "${CRYO_CRIU:-}" ] && [ -x /opt/cryo-criu4/sbin/criu ]; then
 	export CRYO_CRIU=/opt/cryo-criu4/sbin/criu CRIU_FAULT=${CRIU_FAULT:-130}
 fi
 
-# The step names, from the step table: `cryo features` once it lists them,
-# else the table in the source.
-steps=$(rt features 2>/dev/null | python3 -c '
-import json, sys
-def find(o):
-    if isinstance(o, dict):
-        for k, v in o.items():
-            if k == "checkpoint" and isinstance(v, list) and all(isinstance(x, str) for x in v):
-                return v
-            if k == "checkpoint" and isinstance(v, dict) and isinstance(v.get("steps"), list):
-                return v["steps"]
-            r = find(v)
-            if r:
-                return r
-    return None
-s = find(json.load(sys.stdin))
-print(" ".join(s) if s else "")' 2>/dev/null)
-if [ -z "$steps" ]; then
-	steps=$(python3 -c '
-import re, sys
-src = open(sys.argv[1]).read()
-m = re.search(r"cryo_checkpoint_steps\[\]\s*=\s*\{(.*?)\};", src, re.S)
-print(" ".join(re.findall(r"\"([^\"]+)\"", m.group(1))) if m else "")' "$CRYO_SRC/runtime/cr/checkpoint.c")
-fi
+steps=$(checkpoint_steps)
 [ -n "$steps" ] || fail "could not find the checkpoint step names"
 echo "$steps" | grep -qw criu-dump || fail "no criu-dump step in: $steps"
 

@@ -11,6 +11,8 @@
 #                          else fail with "WHAT: <the output>"
 #   at_exit "cmd"          run cmd on exit (LIFO), before the host check
 #   now_ms                 CLOCK_REALTIME in ms
+#   checkpoint_steps       the names of cryo's checkpoint steps, from its step
+#                          table (`cryo features`, else the table in the source)
 #   cg_remove DIR          thaw a test cgroup (v1 or v2, any state), SIGKILL
 #                          every task in it and below, remove it and its
 #                          children (for at_exit)
@@ -84,6 +86,33 @@ need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs \`$1\`"; }
 cryo() { "$CRYO_BIN" "$@"; }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+checkpoint_steps() {
+	local steps
+	steps=$("$CRYO_BIN" features 2>/dev/null | python3 -c '
+import json, sys
+def find(o):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k == "checkpoint" and isinstance(v, list) and all(isinstance(x, str) for x in v):
+                return v
+            if k == "checkpoint" and isinstance(v, dict) and isinstance(v.get("steps"), list):
+                return v["steps"]
+            r = find(v)
+            if r:
+                return r
+    return None
+s = find(json.load(sys.stdin))
+print(" ".join(s) if s else "")' 2>/dev/null)
+	if [ -z "$steps" ]; then
+		steps=$(python3 -c '
+import re, sys
+src = open(sys.argv[1]).read()
+m = re.search(r"cryo_checkpoint_steps\[\]\s*=\s*\{(.*?)\};", src, re.S)
+print(" ".join(re.findall(r"\"([^\"]+)\"", m.group(1))) if m else "")' "$CRYO_SRC/runtime/cr/checkpoint.c")
+	fi
+	echo "$steps"
+}
 
 cg_remove() {
 	local dir=$1 c pid

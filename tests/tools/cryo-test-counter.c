@@ -2,7 +2,7 @@
 /*
  * A self-checking workload for checkpoint/restore (CRIU's zdtm idea).
  *
- *   cryo-test-counter STATUS [MEM_MIB] [RECORDS|-] [[ADDR:]TCP_PORT]
+ *   cryo-test-counter STATUS [MEM_MIB] [RECORDS|-] [[ADDR:]TCP_PORT|-] [LISTEN_PORT]
  *
  * It becomes a session leader with a tree: a child that sends an
  * increasing counter over a pipe and over a unix socket pair, and a
@@ -15,6 +15,11 @@
  * With TCP_PORT, it keeps a TCP connection to an echo peer on ADDR
  * (an IPv4 address, 127.0.0.1 if not given; outside the container:
  * --tcp-established) and checks a round trip of the counter every 20 ms.
+ * With LISTEN_PORT, it listens on that TCP port (all addresses) and, every
+ * 20 ms, answers each connection that came meanwhile with its status line
+ * and closes it: a client outside can follow the count (a connection is
+ * never kept open, so the container can be checkpointed without
+ * --tcp-established, as Kubernetes does).
  * Every 20 ms it rewrites STATUS as "<count> ok <records> <tcp round
  * trips>"; on the first broken check it writes "FAIL <why>" and exits 1.
  */
@@ -40,6 +45,21 @@ static int status_fd = -1;
 static struct stat status_st;
 static const char *status_path;
 
+static int listen_fd = -1;
+
+/* Every connection waiting on the listener gets the status line, then is closed. */
+static void answer(const char *line, size_t len)
+{
+	int c;
+
+	if (listen_fd < 0)
+		return;
+	while ((c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0) {
+		(void)send(c, line, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+		close(c);
+	}
+}
+
 static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void report(const char *fmt, ...)
 {
@@ -57,6 +77,7 @@ static void report(const char *fmt, ...)
 	buf[n++] = '\n';
 	if (ftruncate(status_fd, 0) < 0 || pwrite(status_fd, buf, (size_t)n, 0) != n)
 		_exit(3);
+	answer(buf, (size_t)n);
 }
 
 static void fail(const char *why, uint64_t a, uint64_t b)
@@ -98,7 +119,8 @@ int main(int argc, char **argv)
 {
 	uint64_t expect = 1, mem_mib = argc > 2 ? strtoull(argv[2], NULL, 10) : 4, records = 0, i;
 	const char *records_path = argc > 3 && strcmp(argv[3], "-") != 0 ? argv[3] : NULL;
-	const char *tcp_arg = argc > 4 ? argv[4] : NULL, *colon;
+	const char *tcp_arg = argc > 4 && strcmp(argv[4], "-") != 0 ? argv[4] : NULL, *colon;
+	unsigned long listen_port = argc > 5 ? strtoul(argv[5], NULL, 10) : 0;
 	unsigned long tcp_port = 0;
 	struct in_addr tcp_addr = { .s_addr = htonl(INADDR_LOOPBACK) };
 	uint64_t round_trips = 0;
@@ -111,7 +133,7 @@ int main(int argc, char **argv)
 	int64_t last = 0;
 
 	if (argc < 2) {
-		fprintf(stderr, "usage: %s STATUS [MEM_MIB] [RECORDS|-] [[ADDR:]TCP_PORT]\n", argv[0]);
+		fprintf(stderr, "usage: %s STATUS [MEM_MIB] [RECORDS|-] [[ADDR:]TCP_PORT|-] [LISTEN_PORT]\n", argv[0]);
 		return 2;
 	}
 	if (tcp_arg) {
@@ -154,6 +176,16 @@ int main(int argc, char **argv)
 				return 2;
 			usleep(50000);
 		}
+	}
+	if (listen_port > 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)listen_port) };
+		int one = 1;
+
+		a.sin_addr.s_addr = htonl(INADDR_ANY);
+		listen_fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+		if (listen_fd < 0 || setsockopt(listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+		    bind(listen_fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(listen_fd, 16) < 0)
+			return 2;
 	}
 	/* no terminal, own session: CRIU needs no --shell-job */
 	devnull = open("/dev/null", O_RDWR);
