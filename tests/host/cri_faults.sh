@@ -174,7 +174,7 @@ EOF
 		pg=$(ls "$x-page"/checkpoint/pages-*.img | head -1)
 		printf '\xff' | dd of="$pg" bs=1 seek=4096 conv=notrunc status=none
 		retar "$x-page" "$T/page-$h.tar"
-		bad "$h" page-byte "$T/page-$h.tar" "digest|damaged|mismatch"
+		bad "$h" page-byte "$T/page-$h.tar" "digest|damaged|mismatch|corrupted"
 
 		cp -a "$x" "$x-sig"
 		rm "$x-sig/checkpoint/manifest.sig"
