@@ -814,6 +814,8 @@ int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_sta
 		return r;
 	c.image = o->image_path ? o->image_path : "checkpoint";
 	r = cryo_step_run(&cryo_restore_step_table, &c, &c.timings, err);
+	if (o->ret_timings)
+		*o->ret_timings = c.timings;
 	if (r < 0) {
 		/*
 		 * A page image found damaged while the steps after verify ran is

@@ -65,6 +65,8 @@ struct cryo_restore_opts {
 	bool lazy_pages;
 	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err); /* see cryo_criu_opts */
 	void *lazy_wait_userdata;
+	/* its steps' timings, also when it fails (receive's downtime report, step.h); NULL = not wanted */
+	struct cryo_step_timings *ret_timings;
 };
 
 /*
