@@ -577,12 +577,14 @@ static int step_manifest(void *ctx, struct cryo_error *err)
 		return r;
 	if (cryo_manifest_add_timing(c->m, "hash", (uint64_t)(start - c->timings.t0), (uint64_t)(cryo_now_us() - start)) < 0)
 		return cryo_error_set(err, ENOMEM, "timings");
+	cryo_step_timings_add(&c->timings, "checkpoint", "hash", start, cryo_now_us() - start);
 	start = cryo_now_us();
 	r = cryo_image_sync(c->img, err);
 	if (r < 0)
 		return r;
 	if (cryo_manifest_add_timing(c->m, "sync", (uint64_t)(start - c->timings.t0), (uint64_t)(cryo_now_us() - start)) < 0)
 		return cryo_error_set(err, ENOMEM, "timings");
+	cryo_step_timings_add(&c->timings, "checkpoint", "sync", start, cryo_now_us() - start);
 	c->m->has_total_usec = 1;
 	c->m->total_usec = (uint64_t)(cryo_now_us() - c->timings.t0);
 	r = cryo_manifest_write_at(c->img->dirfd, c->m, err);
@@ -712,6 +714,8 @@ int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err
 	c.timings.t0 = cryo_now_us();
 	r = cryo_step_run(o->pre_dump ? &cryo_pre_dump_step_table : &cryo_checkpoint_step_table, &c, &c.timings,
 			  err);
+	if (o->ret_timings)
+		*o->ret_timings = c.timings;
 	ctx_done(&c);
 	if (r < 0)
 		return cryo_error_prefix(err, "checkpoint `%s`", o->id);

@@ -281,6 +281,8 @@ static int on_peer_frame(void *userdata, const Cryo__MigrateFrame *f, struct cry
 		}
 		p->dest->committed = true;
 		p->dest->frozen_usec = f->commit->has_frozen_usec ? f->commit->frozen_usec : 0;
+		p->dest->since_freeze_usec = f->commit->has_since_freeze_usec ? f->commit->since_freeze_usec :
+										 p->dest->frozen_usec;
 		return 1;
 	}
 	return cryo_error_setx(err, EBADMSG, "an unexpected frame (kind %d) in the page stream", (int)f->body_case);

@@ -108,6 +108,7 @@ struct cryo_lazy_dest {
 	unsigned port;
 	struct cryo_criu_proc daemon;
 	uint64_t frozen_usec;        /* the source's frozen time until our copy ran (from its commit) */
+	uint64_t since_freeze_usec;  /* the source's time from its freeze to its commit */
 	uint64_t bytes;              /* page stream bytes received */
 	struct cryo_lazy_relay relay; /* across the restore and the pages phase */
 	char *restore_peer_phase;    /* the source failed while CRIU restored: its phase */

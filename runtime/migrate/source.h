@@ -36,6 +36,8 @@ struct mctx {
 	bool image_made;
 	bool commit_sent, confirmed, peer_failed;
 	int64_t frozen_at, t0;
+	int64_t running_at;      /* when the copy there ran (its confirmation, --lazy: its restore) */
+	struct cryo_step_timings timings;  /* our steps (t0: the run's start), the final checkpoint's nested in */
 	char *base_rel;          /* .migrate-out/<id>: every image of this run */
 	char *out_dir;           /* <root>/.migrate-out/<id>/img: the final dump */
 	char *out_rel;           /* .migrate-out/<id>/img */
