@@ -64,6 +64,9 @@ struct rctx {
 	enum cryo_digest_alg digest; /* how the source's manifests hash: so are arrivals hashed */
 	int64_t commit_at;
 	uint64_t frozen_usec;
+	uint64_t since_freeze_usec;  /* the source's time from its freeze to its commit */
+	int64_t final_at;           /* the first frame of the final dump came */
+	struct cryo_step_timings timings;  /* our steps (t0: the run's start), restore's nested in */
 	struct cryo_error fail;
 	struct cryo_lazy_dest lz;   /* --lazy: restore with CRIU's lazy pages, pull them (migrate-lazy.h) */
 };
@@ -545,12 +548,17 @@ static int rstep_transfer(void *ctx, struct cryo_error *err)
 				cryo_migrate_frame_free(f);
 				return cryo_error_setx(err, EBADMSG, "more than %u files", CRYO_MANIFEST_MAX_FILES);
 			}
+			if (!c->final_at && !(f->file->has_round && f->file->round))
+				c->final_at = cryo_now_us();
 			r = enter_round(c, f->file->has_round ? f->file->round : 0, err);
 			if (r >= 0)
 				r = receive_file(c, f->file, &got, &budget, err);
 			break;
 		case CRYO__MIGRATE_FRAME__BODY_DONE:
 			r = end_round(c, f->done, err);
+			if (r > 0 && c->final_at)
+				cryo_step_timings_add(&c->timings, "receive", "final-dump", c->final_at,
+						      cryo_now_us() - c->final_at);
 			if (r > 0) {
 				cryo_migrate_frame_free(f);
 				c->res->precopy_rounds = c->rounds_done;
@@ -775,6 +783,7 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.verify_key = c->o->verify_key,
 		.preverified = true,
 	};
+	struct cryo_step_timings inner = { 0 };
 	_cleanup_free_ char *work = NULL;
 	pid_t pid = 0;
 	int r;
@@ -799,8 +808,10 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 	/* the source waits meanwhile (with --lazy the page stream is busy enough) */
 	if (!c->lazy)
 		(void)cryo_transport_keepalive_start(c->t, "restore", NULL);
+	ro.ret_timings = &inner;
 	r = cryo_restore(&ro, &pid, NULL, err);
 	cryo_transport_keepalive_stop(c->t);
+	cryo_step_timings_append(&c->timings, &inner);
 	if (r < 0 && c->lz.restore_peer_failed) {
 		/* the source's failure report came while CRIU restored (--lazy) */
 		c->peer_failed = true;
@@ -842,9 +853,17 @@ static void rundo_restore(void *ctx)
 	c->restored = false;
 }
 
+/*
+ * The state says it runs, and what its migration cost (annotations are
+ * strings, as OCI has them). Not synced: should this host crash, the
+ * container is gone with it (cryo_state_save_ext), and the source waits
+ * for our confirmation meanwhile.
+ */
 static int record_downtime(struct rctx *c, uint64_t downtime_us, struct cryo_error *err)
 {
 	struct cryo_state *st = NULL;
+	_cleanup_free_ char *steps = cryo_migrate_timeline_json(&c->res->steps);
+	char us[24];
 	int r;
 
 	r = cryo_state_load(c->o->root, c->id, &st, err);
@@ -852,12 +871,38 @@ static int record_downtime(struct rctx *c, uint64_t downtime_us, struct cryo_err
 		return r;
 	if (!st->annotations)
 		st->annotations = json_object_new_object();
-	if (st->annotations)
-		json_object_object_add(st->annotations, CRYO_MIGRATE_DOWNTIME_ANNOTATION,
-				       json_object_new_int64((int64_t)downtime_us));
+	snprintf(us, sizeof(us), "%" PRIu64, downtime_us);
+	if (st->annotations) {
+		json_object_object_add(st->annotations, CRYO_MIGRATE_DOWNTIME_ANNOTATION, json_object_new_string(us));
+		if (steps)
+			json_object_object_add(st->annotations, CRYO_MIGRATE_STEPS_ANNOTATION, json_object_new_string(steps));
+	}
 	st->status = c->was_paused ? CRYO_STATUS_PAUSED : CRYO_STATUS_RUNNING;
-	r = cryo_state_save(c->o->root, st, err);
+	r = cryo_state_save_ext(c->o->root, st, false, err);
 	cryo_state_free(st);
+	return r;
+}
+
+/* The commit's result: running (or paused), the downtime, our steps of it. */
+static int send_committed(struct rctx *c, uint64_t downtime, struct cryo_error *err)
+{
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateResult res = CRYO__MIGRATE_RESULT__INIT;
+	int r;
+
+	res.status = 0;
+	res.phase = (char *)"commit";
+	res.message = (char *)(c->was_paused ? "paused" : "running");
+	res.has_downtime_usec = 1;
+	res.downtime_usec = downtime;
+	if (cryo_migrate_timeline_to_result(&c->res->steps, &res) < 0) {
+		/* the report is a help: the result goes without it */
+		cryo_migrate_timeline_result_free(&res);
+	}
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_RESULT;
+	fr.result = &res;
+	r = cryo_transport_send(c->t, &fr, err);
+	cryo_migrate_timeline_result_free(&res);
 	return r;
 }
 
@@ -870,6 +915,7 @@ static int recv_commit(struct rctx *c, struct cryo_error *err)
 	if (c->lazy) {
 		c->commit_at = cryo_now_us();
 		c->frozen_usec = c->lz.frozen_usec;
+		c->since_freeze_usec = c->lz.since_freeze_usec;
 		return 0;
 	}
 	r = cryo_migrate_recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_COMMIT, &c->res->peer_phase, &f, err);
@@ -885,6 +931,7 @@ static int recv_commit(struct rctx *c, struct cryo_error *err)
 		return cryo_error_setx(err, ECANCELED, "the source called it off");
 	}
 	c->frozen_usec = f->commit->frozen_usec;
+	c->since_freeze_usec = f->commit->has_since_freeze_usec ? f->commit->since_freeze_usec : c->frozen_usec;
 	cryo_migrate_frame_free(f);
 	return 0;
 }
@@ -910,12 +957,15 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	}
 	downtime = c->frozen_usec + (c->lazy ? 0 : (uint64_t)(cryo_now_us() - c->commit_at));
 	c->res->downtime_us = downtime;
+	/* our steps on the source's time line: it froze since_freeze before its commit came */
+	cryo_step_timings_add(&c->timings, "receive", "commit", c->commit_at, cryo_now_us() - c->commit_at);
+	cryo_migrate_timeline_add(&c->res->steps, true, &c->timings, c->commit_at - (int64_t)c->since_freeze_usec, 0);
 	r = record_downtime(c, downtime, err);
 	if (r < 0) {
 		cryo_warn("receive `%s`: %s", c->id, err->msg);
 		cryo_error_clear(err);
 	}
-	r = cryo_migrate_send_result(c->t, 0, "commit", c->was_paused ? "paused" : "running", downtime, err);
+	r = send_committed(c, downtime, err);
 	if (r < 0) {
 		/* the source will call it in doubt and keep its copy paused: ours runs */
 		cryo_warn("receive `%s`: running, but the confirmation did not reach the source: %s", c->id, err->msg);
@@ -977,7 +1027,8 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 	cryo_lazy_dest_init(&c.lz);
 	if (!o->bundle_dir || o->bundle_dir[0] != '/')
 		return cryo_error_setx(err, EINVAL, "receive: --bundle-dir must be an absolute path");
-	r = cryo_step_run(&cryo_receive_step_table, &c, NULL, err);
+	c.timings.t0 = cryo_now_us();
+	r = cryo_step_run(&cryo_receive_step_table, &c, &c.timings, err);
 	if (r >= 0) {
 		/* the image served its purpose; CRIU's restore log is in the state dir */
 		rundo_stage(&c);
