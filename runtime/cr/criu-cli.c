@@ -87,7 +87,7 @@ static void add_common(struct args *a, const struct cryo_criu_opts *o, const cha
 	add(a, "%s", o->work_dir ? o->work_dir : o->image_dir);
 	add(a, "-o");
 	add(a, "%s", log);
-	add(a, "-v4");
+	add(a, "-v%d", cryo_criu_log_level());
 	if (!cryo_criu_in_path("iptables-restore"))
 		add(a, "--network-lock=nftables");
 	if (o->flags.ext_unix_sk)
