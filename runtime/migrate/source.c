@@ -315,19 +315,22 @@ static int step_freeze(void *ctx, struct cryo_error *err)
 	unsigned flags = cryo_freezer_backend_of(c->fz) == CRYO_FREEZER_V1 ? CRYO_FREEZER_THAW_RETRY : 0;
 	int r;
 
-	c->frozen_at = cryo_now_us();
-	if (c->was_paused)
+	if (c->was_paused) {
+		c->frozen_at = cryo_now_us();
 		return 0;
+	}
 	/*
 	 * A journal hold, not the kmod's: before the commit the hold must be
 	 * given up while the cgroup stays frozen, and the kmod can only end
-	 * its hold by thawing.
+	 * its hold by thawing. Taken before the freeze (its watchdog's start
+	 * is not downtime: the container runs meanwhile).
 	 */
 	r = cryo_hold_acquire(c->o->root, c->o->id, CRYO_HOLD_CGROUP_THAW, cryo_freezer_path(c->fz),
 			      cryo_freezer_backend_names[cryo_freezer_backend_of(c->fz)], (uint64_t)deadline,
 			      CRYO_HOLD_UNDO_ON_EXIT, cryo_freezer_hold_undo, &c->hold, err);
 	if (r < 0)
 		return r;
+	c->frozen_at = cryo_now_us();
 	r = cryo_freezer_freeze(c->fz, CRYO_MIGRATE_FREEZE_TIMEOUT_MS, flags, err);
 	if (r < 0)
 		return r;
