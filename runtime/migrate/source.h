@@ -14,6 +14,7 @@
 #include "error.h"
 #include "freezer.h"
 #include "hold.h"
+#include "imghash.h"
 #include "migrate.h"
 #include "migrate-lazy.h"
 #include "network.h"
@@ -66,7 +67,7 @@ int cryo_migrate_send_image(struct mctx *c, const char *dir, uint32_t round, con
 
 /* The early sender: started before CRIU dumps, fed by early_closed (imghash's callback), joined after. */
 int cryo_migrate_early_start(struct mctx *c, struct cryo_error *err);
-void cryo_migrate_early_closed(int dirfd, const char *name, void *userdata);
+void cryo_migrate_early_closed(int dirfd, const char *name, enum cryo_imghash_event ev, void *userdata);
 /* cancel: stop at once (a failure); else wait until what was queued went */
 int cryo_migrate_early_join(struct mctx *c, bool cancel, struct cryo_error *err);
 void cryo_migrate_early_free(struct mctx *c);

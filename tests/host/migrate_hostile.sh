@@ -127,6 +127,15 @@ attack replace-thrice "sent \`pages-1.img\` a third time"
 attack "final-extra:$T/dump" "unexpected file \`pages-9.img\`" verify
 # sent right, then replaced by other bytes: the replace's bytes are the ones verified
 attack "final-replaced:$T/dump" "file \`pages-1.img\` is corrupted" verify
+# a page image sent while CRIU appends to it (growing: chunks until an
+# end): only in the final dump, new, of no announced size, no empty chunk
+# but its end, no end in a file that is not growing; its bytes are hashed
+# as they come and verified like the rest
+attack growing-round "a growing file must be new, of the final dump, of size 0"
+attack growing-sized "a growing file must be new, of the final dump, of size 0"
+attack growing-empty "\`pages-1.img\`: an empty chunk"
+attack end-plain "the end of a file that is not growing"
+attack "growing-bytes:$T/dump" "file \`pages-1.img\` is corrupted" verify
 # a receive killed in the middle of a transfer: its staged images are
 # journalled, and `cryo recover` removes them
 "$PEER" stall "$id" "$CRYO_BIN" --root "$R" receive --stdio --bundle-dir "$B" --verify-key "$T/ed.pub" \

@@ -34,6 +34,16 @@
  *   final-extra:DIR   a file the manifest does not list, sent early, then DIR's files as the final dump
  *   final-replaced:DIR  DIR's files as the final dump, then its pages-1.img again as a
  *                  replace with other bytes of the same size (sent, then "rewritten")
+ *
+ * A page image goes while CRIU still appends to it (`growing`: no size,
+ * chunks until one with `end`):
+ *
+ *   growing-round  a growing file in pre-copy round 1
+ *   growing-sized  a growing file that announces a size
+ *   growing-empty  a growing file with an empty chunk that is not its end
+ *   end-plain      a file of known size whose chunk says `end`
+ *   growing-bytes:DIR  DIR's files as the final dump, pages-1.img growing, in
+ *                  two chunks and an empty end, with other bytes of the same size
  */
 #include <dirent.h>
 #include <errno.h>
@@ -92,6 +102,38 @@ static int send_buf(const char *name, uint32_t round, const void *data, size_t l
 	ch.data.len = fm.size;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
 	fr.chunk = &ch;
+	return send_frame(&fr);
+}
+
+/* name as a growing file: its chunks (each a text; "" alone is an empty chunk), then the end (empty) */
+static int send_growing(const char *name, uint32_t round, uint64_t size, const char *const *chunks, bool end)
+{
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
+	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
+	int r;
+
+	fm.name = (char *)name;
+	fm.size = size;
+	fm.has_mode = fm.has_round = fm.has_growing = 1;
+	fm.mode = 0600;
+	fm.round = round;
+	fm.growing = true;
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
+	fr.file = &fm;
+	r = send_frame(&fr);
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
+	fr.chunk = &ch;
+	for (; r >= 0 && *chunks; chunks++) {
+		ch.data.data = (uint8_t *)*chunks;
+		ch.data.len = strlen(*chunks);
+		r = send_frame(&fr);
+	}
+	if (r < 0 || !end)
+		return r;
+	ch.data.data = NULL;
+	ch.data.len = 0;
+	ch.has_end = ch.end = 1;
 	return send_frame(&fr);
 }
 
@@ -264,6 +306,43 @@ int main(int argc, char **argv)
 				if (send_file("pages-1.img", 0, "pagez\n") == 0)
 					(void)send_done(0, true);
 			}
+		} else if (strcmp(scen, "growing-round") == 0) {
+			static const char *const c1[] = { "pages", NULL };
+
+			(void)send_growing("pages-1.img", 1, 0, c1, true);
+		} else if (strcmp(scen, "growing-sized") == 0) {
+			static const char *const c1[] = { "pages", NULL };
+
+			(void)send_growing("pages-1.img", 0, 5, c1, true);
+		} else if (strcmp(scen, "growing-empty") == 0) {
+			static const char *const c1[] = { "pa", "", "ges", NULL };
+
+			(void)send_growing("pages-1.img", 0, 0, c1, true);
+		} else if (strcmp(scen, "end-plain") == 0) {
+			Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+			Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
+			Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
+
+			fm.name = (char *)"pages-1.img";
+			fm.size = 10;
+			fm.has_round = 1;
+			fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
+			fr.file = &fm;
+			ch.data.data = (uint8_t *)"pages";
+			ch.data.len = 5;
+			ch.has_end = ch.end = 1;
+			if (send_frame(&fr) == 0) {
+				fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
+				fr.chunk = &ch;
+				(void)send_frame(&fr);
+			}
+		} else if (strncmp(scen, "growing-bytes:", 14) == 0) {
+			/* the test image's pages-1.img is "pages\n": the same size, other bytes */
+			static const char *const c1[] = { "pag", "ez\n", NULL };
+
+			if (send_growing("pages-1.img", 0, 0, c1, true) == 0 && send_path(scen + 14, "core-1.img", 0) == 0 &&
+			    send_path(scen + 14, "manifest.pb", 0) == 0 && send_path(scen + 14, "manifest.sig", 0) == 0)
+				(void)send_done(0, true);
 		} else if (strcmp(scen, "stall") == 0) {
 			Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 			Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
