@@ -338,7 +338,8 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	_cleanup_close_ int fd = -1;
 	_cleanup_(cryo_hash_freep) struct cryo_hash *h = NULL;
 	struct cryo_known_digest *k, *old = NULL;
-	uint64_t left = fm->size;
+	bool growing = fm->has_growing && fm->growing;
+	uint64_t left = fm->size, size = 0;
 	int r;
 
 	/* `parent` is CRIU's link to the previous round: ours to make, never the peer's */
@@ -351,6 +352,10 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 		/* its old bytes go: they count no more */
 		*budget += old->size;
 	}
+	/* a growing file (its size to come) counts against the budget chunk by chunk */
+	if (growing && (fm->size || old || fm->round))
+		return cryo_error_setx(err, EBADMSG, "`%s`: a growing file must be new, of the final dump, of size 0",
+				       fm->name);
 	if (fm->size > *budget)
 		return cryo_error_setx(err, ENOSPC, "file `%s` of %" PRIu64 " bytes: not that much space here", fm->name,
 				       fm->size);
@@ -374,9 +379,10 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	r = cryo_hash_new(&h, c->digest, err);
 	if (r < 0)
 		return r;
-	while (left > 0) {
+	while (left > 0 || growing) {
 		Cryo__MigrateFrame *f = NULL;
 		const uint8_t *p;
+		bool last;
 		size_t n;
 
 		r = cryo_migrate_recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_CHUNK, &c->res->peer_phase, &f, err);
@@ -386,12 +392,26 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 			return r;
 		}
 		n = f->chunk->data.len;
-		if (n == 0 || n > left) {
+		last = f->chunk->has_end && f->chunk->end;
+		if (growing) {
+			/* chunks until the one that ends it (maybe empty), within the budget */
+			if ((n == 0 && !last) || n > *budget) {
+				cryo_migrate_frame_free(f);
+				return n ? cryo_error_setx(err, ENOSPC, "file `%s`: more than %" PRIu64 " bytes: not that much space here",
+							   fm->name, size + *budget)
+					 : cryo_error_setx(err, EBADMSG, "`%s`: an empty chunk", fm->name);
+			}
+			*budget -= n;
+			growing = !last;
+		} else if (n == 0 || n > left || last) {
 			cryo_migrate_frame_free(f);
-			return cryo_error_setx(err, EBADMSG, "`%s`: more data than announced", fm->name);
+			return cryo_error_setx(err, EBADMSG, "`%s`: %s", fm->name,
+					       last ? "the end of a file that is not growing" : "more data than announced");
+		} else {
+			left -= n;
 		}
 		p = f->chunk->data.data;
-		left -= n;
+		size += n;
 		*got += n;
 		r = cryo_hash_update(h, p, n, err);
 		if (r < 0) {
@@ -415,7 +435,7 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	}
 	if (old) {
 		/* what the verify compares now: the new bytes */
-		old->size = fm->size;
+		old->size = size;
 		old->alg = c->digest;
 		return cryo_hash_final(h, old->sha, err);
 	}
@@ -427,7 +447,7 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	k->name = strdup(fm->name);
 	if (!k->name)
 		return cryo_error_set(err, ENOMEM, "receive `%s`", fm->name);
-	k->size = fm->size;
+	k->size = size;
 	c->n_known++;
 	return 0;
 }
