@@ -110,6 +110,8 @@ struct cryo_criu_opts {
 	bool lazy_pages;
 	/* with lazy_pages: waits until pidfd (CRIU's restore) is readable, serving its pages meanwhile */
 	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err);
+	/* with lazy_pages, NULL or called before CRIU starts: returns once the daemon listens */
+	int (*lazy_ready)(void *userdata, struct cryo_error *err);
 	void *lazy_wait_userdata;
 	/*
 	 * restore (libcriu): asked at CRIU's post-restore notification, when
