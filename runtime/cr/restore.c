@@ -513,6 +513,7 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.ret_pts_master = &c->pts_master;
 	co.lazy_pages = o->lazy_pages;
 	co.lazy_wait = o->lazy_wait;
+	co.lazy_ready = o->lazy_ready;
 	co.lazy_wait_userdata = o->lazy_wait_userdata;
 	if (c->spec->network.present) {
 		/* CRIU makes the pair again, its host end named as the config names it */
