@@ -683,6 +683,9 @@ static int rstep_verify(void *ctx, struct cryo_error *err)
 	r = check_foreign_spec(c->spec, err);
 	if (r < 0)
 		return r;
+	/* --lazy: CRIU's daemon may read the image now; it gets ready while the bundle and rootfs are made */
+	if (c->lazy)
+		return cryo_lazy_dest_begin(&c->lz, c->t, c->in_dir, c->img_dir, err);
 	return 0;
 }
 
@@ -804,18 +807,15 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.preverified = true,
 	};
 	struct cryo_step_timings inner = { 0 };
-	_cleanup_free_ char *work = NULL;
 	pid_t pid = 0;
 	int r;
 
 	if (c->lazy) {
 		/* it runs at once, pulling its memory (kept paused only if it was paused) */
-		r = cryo_lazy_dest_restore_opts(&c->lz, c->t, c->in_dir, c->img_dir, &work, err);
-		if (r < 0)
-			return r;
-		ro.work_path = work;
+		ro.work_path = c->lz.work;
 		ro.lazy_pages = true;
 		ro.lazy_wait = cryo_lazy_dest_restore_wait;
+		ro.lazy_ready = cryo_lazy_dest_ready;
 		ro.lazy_wait_userdata = &c->lz;
 		ro.paused = c->was_paused;
 	}
