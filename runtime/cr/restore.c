@@ -682,7 +682,8 @@ static int step_state(void *ctx, struct cryo_error *err)
 	c->st->status = c->froze ? CRYO_STATUS_PAUSED : CRYO_STATUS_RUNNING;
 	if (!c->st->bundle || !c->st->rootfs || !c->st->cgroup_path || !c->st->freezer_backend)
 		return cryo_error_set(err, ENOMEM, "restore");
-	r = cryo_state_save(o->root, c->st, err);
+	/* a lifecycle state (state.h): after a host crash the tasks are gone and refresh says stopped */
+	r = cryo_state_save_ext(o->root, c->st, false, err);
 	if (r < 0)
 		return r;
 	if (o->pid_file) {
