@@ -712,7 +712,8 @@ static int rstep_bundle(void *ctx, struct cryo_error *err)
 	bfd = openat(bdfd, c->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (bfd < 0)
 		return cryo_error_set(err, errno, "open `%s`", c->bundle);
-	r = cryo_write_new_file_at(bfd, "config.json", c->m->config_json, strlen(c->m->config_json), 0600);
+	/* not synced, as the rootfs it comes with is not: the restored container lives and dies with this boot */
+	r = cryo_write_new_file_unsynced_at(bfd, "config.json", c->m->config_json, strlen(c->m->config_json), 0600);
 	if (r < 0)
 		return cryo_error_set(err, -r, "write `%s/config.json`", c->bundle);
 	r = cryo_mkdir_p(rootfs, 0755);
