@@ -29,17 +29,22 @@ void cryo_migrate_timeline_add(struct cryo_migrate_timeline *tl, bool dest, cons
 
 	for (i = 0; i < st->n && tl->n < CRYO_MIGRATE_TIMELINE_MAX; i++) {
 		const struct cryo_step_timing *s = &st->t[i];
-		int64_t start = st->t0 + s->start_usec;
+		int64_t start = st->t0 + s->start_usec, end = start + s->usec;
 		struct cryo_migrate_timed *t;
 
-		if (start + s->usec <= freeze_us || (until_us && start >= until_us))
+		if (end <= freeze_us || (until_us && start >= until_us))
 			continue;
+		/* only its part of the downtime (the freeze step's hold came before) */
+		if (start < freeze_us)
+			start = freeze_us;
+		if (until_us && end > until_us)
+			end = until_us;
 		t = &tl->t[tl->n++];
 		t->dest = dest;
 		snprintf(t->table, sizeof(t->table), "%s", s->table ? s->table : "");
 		snprintf(t->step, sizeof(t->step), "%s", s->step ? s->step : "");
 		t->start_us = start - freeze_us;
-		t->usec = s->usec;
+		t->usec = end - start;
 	}
 	qsort(tl->t, tl->n, sizeof(tl->t[0]), by_start);
 }

@@ -35,9 +35,9 @@ struct cryo_migrate_timeline {
 };
 
 /*
- * Add the steps of st (in order of start) that end after the freeze,
- * which happened at freeze_us (cryo_now_us() of this host), and start
- * before until_us (0: any).
+ * Add the steps of st that end after the freeze, which happened at
+ * freeze_us (cryo_now_us() of this host), and start before until_us (0:
+ * any): their part between the two.
  */
 void cryo_migrate_timeline_add(struct cryo_migrate_timeline *tl, bool dest, const struct cryo_step_timings *st,
 			       int64_t freeze_us, int64_t until_us);

@@ -22,9 +22,10 @@ static void make_timings(struct cryo_step_timings *st)
 	cryo_step_timings_add(&inner, "checkpoint", "criu-dump", 5100, 300);
 	cryo_step_timings_add(&inner, "checkpoint", "manifest", 5400, 20);
 	cryo_step_timings_add(st, "migrate", "precopy", 1000, 2000);   /* ends before the freeze at 3000 */
-	cryo_step_timings_add(st, "migrate", "freeze", 3000, 10);
+	cryo_step_timings_add(st, "migrate", "freeze", 2900, 110);     /* its hold came before the freeze */
 	cryo_step_timings_append(st, &inner);
 	cryo_step_timings_add(st, "migrate", "checkpoint", 3010, 2500);
+	cryo_step_timings_add(st, "migrate", "confirm", 7900, 200);    /* it ran there at 8000 */
 	cryo_step_timings_add(st, "migrate", "stop", 9000, 40);        /* after it ran there */
 }
 
@@ -38,9 +39,14 @@ static void test_add(void **state)
 	assert_int_equal(st.t[2].start_usec, 5100 - 1000);
 	assert_string_equal(st.t[2].table, "checkpoint");
 	cryo_migrate_timeline_add(&tl, false, &st, 3000, 8000);
-	assert_int_equal(tl.n, 4);
+	assert_int_equal(tl.n, 5);
+	/* the parts between the freeze and the end */
 	assert_string_equal(tl.t[0].step, "freeze");
 	assert_int_equal(tl.t[0].start_us, 0);
+	assert_int_equal(tl.t[0].usec, 10);
+	assert_string_equal(tl.t[4].step, "confirm");
+	assert_int_equal(tl.t[4].start_us, 4900);
+	assert_int_equal(tl.t[4].usec, 100);
 	/* the outer step before the steps nested in it */
 	assert_string_equal(tl.t[1].step, "checkpoint");
 	assert_string_equal(tl.t[1].table, "migrate");
@@ -63,7 +69,7 @@ static void test_result_roundtrip(void **state)
 
 	make_timings(&st);
 	cryo_migrate_timeline_add(&dst, true, &st, 3000, 0);
-	assert_int_equal(dst.n, 5);
+	assert_int_equal(dst.n, 6);
 	assert_int_equal(cryo_migrate_timeline_to_result(&dst, &res), 0);
 	len = cryo__migrate_result__get_packed_size(&res);
 	buf = malloc(len);
@@ -78,15 +84,16 @@ static void test_result_roundtrip(void **state)
 	cryo_migrate_timeline_add(&src, false, &st, 3000, 0);
 	cryo_migrate_timeline_from_result(&src, back);
 	cryo__migrate_result__free_unpacked(back, NULL);
-	assert_int_equal(src.n, 11);
+	assert_int_equal(src.n, 13);
 	assert_false(src.t[0].dest);
-	assert_true(src.t[10].dest);
-	assert_string_equal(src.t[10].step, "stop");
-	assert_int_equal(src.t[10].start_us, 6000);
+	assert_true(src.t[12].dest);
+	assert_string_equal(src.t[12].step, "stop");
+	assert_int_equal(src.t[12].start_us, 6000);
 
 	json = cryo_migrate_timeline_json(&src);
 	assert_non_null(json);
 	assert_non_null(strstr(json, "{\"host\":\"source\",\"step\":\"migrate:freeze\",\"at_ms\":0.0,\"ms\":0.0}"));
+	assert_non_null(strstr(json, "{\"host\":\"destination\",\"step\":\"migrate:confirm\",\"at_ms\":4.9,\"ms\":0.2}"));
 	assert_non_null(strstr(json, "{\"host\":\"destination\",\"step\":\"checkpoint:criu-dump\",\"at_ms\":2.1,\"ms\":0.3}"));
 	free(json);
 }
