@@ -53,7 +53,7 @@ int cryo_migrate_timeline_to_result(const struct cryo_migrate_timeline *tl, Cryo
 {
 	size_t i;
 
-	res->steps = calloc(tl->n + 1, sizeof(*res->steps));
+	res->steps = calloc(tl->n + 1, sizeof(Cryo__MigrateStepTime *));
 	if (!res->steps)
 		return -ENOMEM;
 	for (i = 0; i < tl->n; i++) {
