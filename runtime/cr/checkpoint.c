@@ -222,6 +222,19 @@ static int step_freeze_cgroup(void *ctx, struct cryo_error *err)
 	c->frozen_at = cryo_now_us();
 	if (c->was_frozen)
 		return 0;
+	/*
+	 * A pre-dump is taken while the container runs: CRIU freezes the
+	 * cgroup itself only while it takes the pages, and lets it go before
+	 * it writes them out. Frozen by cryo, CRIU would leave it as it found
+	 * it, frozen for the whole write (seconds for a large container: each
+	 * of migrate's pre-copy rounds did that). The hold guards CRIU's
+	 * freeze as it guards cryo's: if cryo (and with it CRIU) dies or the
+	 * deadline passes, its watchdog thaws the cgroup.
+	 */
+	if (c->o->pre_dump)
+		return cryo_hold_acquire(c->o->root, c->o->id, CRYO_HOLD_CGROUP_THAW, cryo_freezer_path(c->fz),
+					 cryo_freezer_backend_names[cryo_freezer_backend_of(c->fz)], ho.deadline_ms,
+					 CRYO_HOLD_UNDO_ON_EXIT, cryo_freezer_hold_undo, &c->hold, err);
 	return cryo_freezer_freeze_held(c->fz, timeout, 0, &ho, &c->hold, err);
 }
 
