@@ -78,63 +78,61 @@ static int send_frame(Cryo__MigrateFrame *fr)
 
 static bool replace_next; /* the next file goes as a replace */
 
-static int send_buf(const char *name, uint32_t round, const void *data, size_t len)
+/* A file's header (growing: no size, chunks until an end); the next file goes as a replace if asked. */
+static int send_header(const char *name, uint32_t round, uint64_t size, bool growing)
 {
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
-	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
-	int r;
 
 	fm.name = (char *)name;
-	fm.size = len;
+	fm.size = size;
 	fm.has_mode = fm.has_round = 1;
 	fm.mode = 0600;
 	fm.round = round;
 	if (replace_next)
 		fm.has_replace = fm.replace = 1;
 	replace_next = false;
+	if (growing)
+		fm.has_growing = fm.growing = 1;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
 	fr.file = &fm;
-	r = send_frame(&fr);
-	if (r < 0 || !fm.size)
-		return r;
+	return send_frame(&fr);
+}
+
+/* One chunk (end: the last of a growing file). */
+static int send_chunk(const void *data, size_t len, bool end)
+{
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
+
 	ch.data.data = (uint8_t *)data;
-	ch.data.len = fm.size;
+	ch.data.len = len;
+	if (end)
+		ch.has_end = ch.end = 1;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
 	fr.chunk = &ch;
 	return send_frame(&fr);
 }
 
+static int send_buf(const char *name, uint32_t round, const void *data, size_t len)
+{
+	int r = send_header(name, round, len, false);
+
+	if (r < 0 || !len)
+		return r;
+	return send_chunk(data, len, false);
+}
+
 /* name as a growing file: its chunks (each a text; "" alone is an empty chunk), then the end (empty) */
 static int send_growing(const char *name, uint32_t round, uint64_t size, const char *const *chunks, bool end)
 {
-	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
-	Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
-	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
-	int r;
+	int r = send_header(name, round, size, true);
 
-	fm.name = (char *)name;
-	fm.size = size;
-	fm.has_mode = fm.has_round = fm.has_growing = 1;
-	fm.mode = 0600;
-	fm.round = round;
-	fm.growing = true;
-	fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
-	fr.file = &fm;
-	r = send_frame(&fr);
-	fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
-	fr.chunk = &ch;
-	for (; r >= 0 && *chunks; chunks++) {
-		ch.data.data = (uint8_t *)*chunks;
-		ch.data.len = strlen(*chunks);
-		r = send_frame(&fr);
-	}
+	for (; r >= 0 && *chunks; chunks++)
+		r = send_chunk(*chunks, strlen(*chunks), false);
 	if (r < 0 || !end)
 		return r;
-	ch.data.data = NULL;
-	ch.data.len = 0;
-	ch.has_end = ch.end = 1;
-	return send_frame(&fr);
+	return send_chunk(NULL, 0, true);
 }
 
 static int send_file(const char *name, uint32_t round, const char *text)
@@ -319,23 +317,8 @@ int main(int argc, char **argv)
 
 			(void)send_growing("pages-1.img", 0, 0, c1, true);
 		} else if (strcmp(scen, "end-plain") == 0) {
-			Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
-			Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
-			Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
-
-			fm.name = (char *)"pages-1.img";
-			fm.size = 10;
-			fm.has_round = 1;
-			fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
-			fr.file = &fm;
-			ch.data.data = (uint8_t *)"pages";
-			ch.data.len = 5;
-			ch.has_end = ch.end = 1;
-			if (send_frame(&fr) == 0) {
-				fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
-				fr.chunk = &ch;
-				(void)send_frame(&fr);
-			}
+			if (send_header("pages-1.img", 0, 10, false) == 0)
+				(void)send_chunk("pages", 5, true);
 		} else if (strncmp(scen, "growing-bytes:", 14) == 0) {
 			/* the test image's pages-1.img is "pages\n": the same size, other bytes */
 			static const char *const c1[] = { "pag", "ez\n", NULL };
