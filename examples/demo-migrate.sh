@@ -47,9 +47,20 @@ step "here: cryo migrate --dry-run $id tls://$MIG_IP_DST:$MIG_PORT (both ends' f
 rt_migrate --dry-run "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/dry.out" 2>&1 || fail "dry run: $(cat "$T/dry.out")"
 mig_receive_wait 30
 grep -E '^(here|destination):|dry run' "$T/dry.out"
-# pre-copy needs the kernel's soft-dirty tracking here
+# pre-copy needs the kernel's soft-dirty tracking here; else post-copy
+# (--lazy) where both ends can (its dry run says why not where not)
 precopy=()
-grep -q '^here:.*soft-dirty yes' "$T/dry.out" && precopy=(--pre-copy 3)
+if grep -q '^here:.*soft-dirty yes' "$T/dry.out"; then
+	precopy=(--pre-copy 3)
+else
+	mig_receive "$T/r.out" --verify-key "$T/mig.key"
+	if rt_migrate --dry-run --lazy "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/dry.out" 2>&1; then
+		precopy=(--lazy)
+	else
+		echo "no --lazy either: $(grep -o 'lazy: .*' "$T/dry.out" | head -1 | head -c 300)"
+	fi
+	mig_receive_wait 30
+fi
 mig_receive "$T/r.out" --verify-key "$T/mig.key"
 
 step "here: cryo migrate ${precopy[*]} --sign-key KEY $id tls://$MIG_IP_DST:$MIG_PORT"

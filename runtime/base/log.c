@@ -45,6 +45,11 @@ void cryo_log_close(void)
 	log_fd = STDERR_FILENO;
 }
 
+bool cryo_log_debugging(void)
+{
+	return log_debug;
+}
+
 bool cryo_log_to_file(void)
 {
 	return log_fd != STDERR_FILENO;

@@ -29,6 +29,8 @@ int cryo_log_init(const char *path, enum cryo_log_format format, bool debug);
 void cryo_log_close(void);
 /* True when diagnostics go to a --log file rather than to stderr. */
 bool cryo_log_to_file(void);
+/* True with --debug (the programs cryo runs may be told to be verbose too). */
+bool cryo_log_debugging(void);
 
 void cryo_log(enum cryo_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -50,6 +50,7 @@ int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_t
 		if (timings->n < CRYO_STEP_MAX) {
 			struct cryo_step_timing *tm = &timings->t[timings->n++];
 
+			tm->table = t->name;
 			tm->step = s->name;
 			tm->start_usec = start - timings->t0;
 			tm->usec = cryo_now_us() - start;
@@ -72,4 +73,30 @@ int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_t
 			t->steps[j].undo(ctx);
 		}
 	return r;
+}
+
+void cryo_step_timings_append(struct cryo_step_timings *outer, const struct cryo_step_timings *inner)
+{
+	size_t i;
+
+	for (i = 0; i < inner->n && outer->n < CRYO_STEP_MAX; i++) {
+		struct cryo_step_timing *tm = &outer->t[outer->n++];
+
+		*tm = inner->t[i];
+		tm->start_usec += inner->t0 - outer->t0;
+	}
+}
+
+void cryo_step_timings_add(struct cryo_step_timings *t, const char *table, const char *step, int64_t start_us,
+			   int64_t usec)
+{
+	struct cryo_step_timing *tm;
+
+	if (t->n >= CRYO_STEP_MAX)
+		return;
+	tm = &t->t[t->n++];
+	tm->table = table;
+	tm->step = step;
+	tm->start_usec = start_us - t->t0;
+	tm->usec = usec;
 }

@@ -24,7 +24,11 @@
  *
  * Timing. The runner records when each step started and how long it ran
  * (microseconds) into a struct cryo_step_timings the caller owns: the
- * checkpoint copies it into the manifest (`cryo inspect` shows it).
+ * checkpoint copies it into the manifest (`cryo inspect` shows it), a
+ * migration reports the steps of its downtime on both hosts. A run nested
+ * in a step of another (migrate's checkpoint, receive's restore) hands
+ * its timings up with cryo_step_timings_append(): each entry names its
+ * table.
  */
 #ifndef CRYO_STEP_H
 #define CRYO_STEP_H
@@ -56,9 +60,10 @@ struct cryo_step_table {
 	void (*on_fail)(void *ctx, size_t failed, struct cryo_error *err);
 };
 
-#define CRYO_STEP_MAX 32
+#define CRYO_STEP_MAX 48
 
 struct cryo_step_timing {
+	const char *table;        /* the table's name (static) */
 	const char *step;         /* points into the table */
 	int64_t start_usec;       /* since the run started */
 	int64_t usec;
@@ -77,6 +82,20 @@ struct cryo_step_timings {
  */
 int cryo_step_run(const struct cryo_step_table *t, void *ctx, struct cryo_step_timings *timings,
 		  struct cryo_error *err);
+
+/*
+ * Add the timings of a run nested in one of outer's steps to outer (as
+ * far as CRYO_STEP_MAX allows), their starts moved to outer's t0. They
+ * come before the step they ran in, which ends after them.
+ */
+void cryo_step_timings_append(struct cryo_step_timings *outer, const struct cryo_step_timings *inner);
+
+/*
+ * A part of a step timed by the step itself (checkpoint's hash and sync
+ * inside `manifest`): started at start_us (cryo_now_us()), took usec.
+ */
+void cryo_step_timings_add(struct cryo_step_timings *t, const char *table, const char *step, int64_t start_us,
+			   int64_t usec);
 
 /* true if CRYO_FAULT names table:step or step. */
 bool cryo_step_fault(const struct cryo_step_table *t, const char *step);

@@ -151,6 +151,33 @@ static void print_facts(const char *end, const struct cryo_migrate_facts *f)
 	       f->userfaultfd ? "yes" : "NO");
 }
 
+/*
+ * Where the downtime went, a line per step of either host (timeline.h):
+ * when it started (ms since the freeze) and how long it took; a step
+ * nested in another (checkpoint's in migrate's) is indented.
+ */
+static void print_steps(FILE *out, const struct cryo_migrate_timeline *tl)
+{
+	size_t i, j;
+
+	if (!tl->n)
+		return;
+	fprintf(out, "downtime by step (ms since the freeze; here: this host, there: the destination):\n");
+	fprintf(out, "  %9s %9s  %-5s %s\n", "at", "took", "host", "step");
+	for (i = 0; i < tl->n; i++) {
+		const struct cryo_migrate_timed *t = &tl->t[i];
+		int depth = 0;
+
+		/* inside an earlier step of the same host that lasts past its start */
+		for (j = 0; j < i; j++)
+			if (tl->t[j].dest == t->dest && strcmp(tl->t[j].table, t->table) != 0 &&
+			    tl->t[j].start_us <= t->start_us && tl->t[j].start_us + tl->t[j].usec >= t->start_us + t->usec)
+				depth = 1;
+		fprintf(out, "  %9.1f %9.1f  %-5s %*s%s:%s\n", (double)t->start_us / 1e3, (double)t->usec / 1e3,
+			t->dest ? "there" : "here", depth * 2, "", t->table, t->step);
+	}
+}
+
 int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -295,13 +322,15 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	if (o.dry_run) {
 		printf("dry run: both ends are ready\n");
 	} else if (cli->log_json) {
+		_cleanup_free_ char *steps = cryo_migrate_timeline_json(&res.steps);
+
 		printf("{\"migrated\":\"%s\",\"dest\":\"%s\",\"downtime_usec\":%" PRIu64 ",\"total_usec\":%" PRIu64
 		       ",\"bytes\":%" PRIu64 ",\"pages_bytes\":%" PRIu64 ",\"precopy_rounds\":%u,\"precopy_bytes\":%" PRIu64
 		       ",\"first_round_pages\":%" PRIu64 ",\"early_bytes\":%" PRIu64 ",\"early_files\":%u"
-		       ",\"resent_files\":%u,\"lazy_bytes\":%" PRIu64 "}\n",
+		       ",\"resent_files\":%u,\"lazy_bytes\":%" PRIu64 ",\"downtime_steps\":%s}\n",
 		       o.id, o.dest, res.downtime_us, res.total_us, res.bytes, res.pages_bytes, res.precopy_rounds,
 		       res.precopy_bytes, res.first_round_pages, res.early_bytes, res.early_files, res.resent_files,
-		       res.lazy_bytes);
+		       res.lazy_bytes, steps ? steps : "[]");
 	} else {
 		printf("migrated `%s` to %s: downtime %.1f ms, total %.1f ms, %.1f MiB sent", o.id, o.dest,
 		       (double)res.downtime_us / 1e3, (double)res.total_us / 1e3,
@@ -316,6 +345,7 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 		if (o.lazy)
 			printf(" (lazy: %.1f MiB of page stream after it ran there)", (double)res.lazy_bytes / 1048576.0);
 		printf("\n");
+		print_steps(stdout, &res.steps);
 	}
 	cryo_migrate_result_done(&res);
 	return 0;

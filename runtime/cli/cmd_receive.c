@@ -172,8 +172,14 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 	}
 	if (res.dry_run)
 		fprintf(stderr, "cryo receive: dry run for `%s` answered\n", res.id ? res.id : "?");
-	else
+	else if (pc.json) {
+		_cleanup_free_ char *steps = cryo_migrate_timeline_json(&res.steps);
+
+		fprintf(stderr, "{\"received\":\"%s\",\"downtime_usec\":%" PRIu64 ",\"downtime_steps\":%s}\n", res.id,
+			res.downtime_us, steps ? steps : "[]");
+	} else {
 		fprintf(stderr, "cryo receive: `%s` runs here; downtime %.1f ms\n", res.id, (double)res.downtime_us / 1e3);
+	}
 	cryo_receive_result_done(&res);
 	return 0;
 }

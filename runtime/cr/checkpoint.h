@@ -89,6 +89,11 @@ struct cryo_checkpoint_opts {
 	 */
 	int (*post_dump)(void *userdata);
 	void *post_dump_data;
+	/*
+	 * Its steps' timings, also when it fails (migrate's downtime report,
+	 * step.h): t0 is when the checkpoint started. NULL = not wanted.
+	 */
+	struct cryo_step_timings *ret_timings;
 };
 
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err);

@@ -88,7 +88,7 @@ static void add_common(struct args *a, const struct cryo_criu_opts *o, const cha
 	add(a, "%s", o->work_dir ? o->work_dir : o->image_dir);
 	add(a, "-o");
 	add(a, "%s", log);
-	add(a, "-v4");
+	add(a, "-v%d", cryo_criu_log_level());
 	if (!cryo_criu_in_path("iptables-restore"))
 		add(a, "--network-lock=nftables");
 	if (o->flags.ext_unix_sk)
@@ -274,22 +274,16 @@ int cryo_criu_cli_lazy_dump(const struct cryo_criu_opts *o, unsigned port, struc
 	return r;
 }
 
-int cryo_criu_cli_lazy_daemon(const struct cryo_criu_opts *o, unsigned port, struct cryo_criu_proc *ret,
-			      struct cryo_error *err)
+int cryo_criu_cli_lazy_daemon_start(const struct cryo_criu_opts *o, unsigned port, struct cryo_criu_proc *ret,
+				    struct cryo_error *err)
 {
 	struct args a = { 0 };
 	_cleanup_free_ char *log = NULL;
-	_cleanup_close_ int wfd = -1;
-	int64_t deadline = cryo_now_ms() + READY_TIMEOUT_MS;
-	unsigned wait_ms = 10;
 	int r;
 
 	r = cryo_criu_prepare_env(err);
 	if (r < 0)
 		return r;
-	wfd = open(o->work_dir ? o->work_dir : o->image_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (wfd < 0)
-		return cryo_error_set(err, errno, "criu lazy-pages: open its work dir");
 	log = log_of(o, "lazy-pages.log");
 	add(&a, "%s", criu_bin());
 	add(&a, "lazy-pages");
@@ -302,32 +296,51 @@ int cryo_criu_cli_lazy_daemon(const struct cryo_criu_opts *o, unsigned port, str
 	add(&a, "%s", o->work_dir ? o->work_dir : o->image_dir);
 	add(&a, "-o");
 	add(&a, "lazy-pages.log");
-	add(&a, "-v4");
+	add(&a, "-v%d", cryo_criu_log_level());
 	r = spawn(&a, -1, "lazy-pages", log, ret, err);
 	args_done(&a);
-	if (r < 0)
-		return r;
+	return r;
+}
+
+/* its socket is there within a few ms of its start: looked for this often */
+#define DAEMON_POLL_MS 5
+
+int cryo_criu_cli_lazy_daemon_ready(const char *work_dir, struct cryo_criu_proc *p, struct cryo_error *err)
+{
+	_cleanup_close_ int wfd = -1;
+	int64_t deadline = cryo_now_ms() + READY_TIMEOUT_MS;
+	int r;
+
+	wfd = open(work_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (wfd < 0)
+		return cryo_error_set(err, errno, "criu lazy-pages: open its work dir");
 	/* no status fd for it: its socket appears once it listens */
 	for (;;) {
 		struct stat s;
-		struct pollfd p = { .fd = ret->pidfd, .events = POLLIN };
+		struct pollfd pf = { .fd = p->pidfd, .events = POLLIN };
 
 		if (fstatat(wfd, "lazy-pages.socket", &s, 0) == 0 && S_ISSOCK(s.st_mode))
 			return 0;
-		if (poll(&p, 1, (int)wait_ms) > 0) {
-			r = cryo_criu_proc_wait(ret, 0, err);
+		if (poll(&pf, 1, DAEMON_POLL_MS) > 0) {
+			r = cryo_criu_proc_wait(p, 0, err);
 			if (r >= 0)
 				r = cryo_error_setx(err, EIO, "criu lazy-pages exited before it listened");
-			cryo_criu_proc_kill(ret);
+			cryo_criu_proc_kill(p);
 			return r;
 		}
 		if (cryo_now_ms() > deadline) {
-			cryo_criu_proc_kill(ret);
+			cryo_criu_proc_kill(p);
 			return cryo_error_setx(err, ETIMEDOUT, "criu lazy-pages: no socket after %d ms", READY_TIMEOUT_MS);
 		}
-		if (wait_ms < 200)
-			wait_ms *= 2;
 	}
+}
+
+int cryo_criu_cli_lazy_daemon(const struct cryo_criu_opts *o, unsigned port, struct cryo_criu_proc *ret,
+			      struct cryo_error *err)
+{
+	int r = cryo_criu_cli_lazy_daemon_start(o, port, ret, err);
+
+	return r < 0 ? r : cryo_criu_cli_lazy_daemon_ready(o->work_dir ? o->work_dir : o->image_dir, ret, err);
 }
 
 static int read_pid_file(const char *path, pid_t *ret)
@@ -375,6 +388,14 @@ int cryo_criu_cli_lazy_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, s
 	add(&a, "--lazy-pages");
 	add(&a, "-d");
 	add(&a, "--pidfile=%s", pidfile);
+	/* CRIU connects to the daemon's socket at once: it must be there */
+	if (o->lazy_ready) {
+		r = o->lazy_ready(o->lazy_wait_userdata, err);
+		if (r < 0) {
+			args_done(&a);
+			return r;
+		}
+	}
 	r = spawn(&a, -1, "restore", log, &p, err);
 	args_done(&a);
 	if (r < 0)
@@ -500,6 +521,41 @@ static int run_probe(const char *dir, char **ret_why, struct cryo_error *err)
 	return 1;
 }
 
+/*
+ * A lazy dump's page server reads the pages a restore asks for through a
+ * pipe it sizes to 819 pages (criu/include/page-pipe.h: PIPE_MAX_SIZE)
+ * without checking that it got them: in a smaller pipe its tee() of a
+ * larger request comes back short ("page-pipe: tee: 65536") and the
+ * restore fails. Without CAP_SYS_RESOURCE a pipe can't grow past
+ * fs.pipe-max-size (1 MiB by default). NULL when a pipe that large can be
+ * had, else why not (malloc'd).
+ */
+#define CRIU_PAGE_SERVER_PIPE_BYTES (819 * 4096)
+
+static char *page_server_pipe_short(void)
+{
+	_cleanup_free_ char *max = NULL;
+	char *why = NULL;
+	size_t len = 0;
+	int p[2], r, e;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return NULL; /* the probe will say */
+	r = fcntl(p[0], F_SETPIPE_SZ, CRIU_PAGE_SERVER_PIPE_BYTES);
+	e = errno;
+	close(p[0]);
+	close(p[1]);
+	if (r >= 0 || e != EPERM)
+		return NULL;
+	(void)cryo_read_file_at(AT_FDCWD, "/proc/sys/fs/pipe-max-size", 64, &max, &len);
+	if (asprintf(&why,
+		     "CRIU's lazy page server needs pipes of %d bytes, fs.pipe-max-size is %.*s and cryo runs "
+		     "without CAP_SYS_RESOURCE (sysctl fs.pipe-max-size=4194304 lets it)",
+		     CRIU_PAGE_SERVER_PIPE_BYTES, max ? (int)strcspn(max, "\n") : 1, max ? max : "?") < 0)
+		return NULL;
+	return why;
+}
+
 int cryo_criu_cli_lazy_probe(const char *state_root, char **ret_why, struct cryo_error *err)
 {
 	struct cryo_criu_version v;
@@ -514,6 +570,10 @@ int cryo_criu_cli_lazy_probe(const char *state_root, char **ret_why, struct cryo
 	r = cryo_criu_get_version(&v, err);
 	if (r < 0)
 		return r;
+	/* before the kept answer: it changes with the sysctl */
+	*ret_why = page_server_pipe_short();
+	if (*ret_why)
+		return 0;
 	(void)uname(&u);
 	if (asprintf(&key, "%s criu-%d ", u.release, v.code) < 0)
 		return cryo_error_set(err, ENOMEM, "lazy probe");

@@ -52,6 +52,14 @@ int cryo_criu_cli_lazy_dump(const struct cryo_criu_opts *o, unsigned port, struc
  */
 int cryo_criu_cli_lazy_daemon(const struct cryo_criu_opts *o, unsigned port, struct cryo_criu_proc *ret,
 			      struct cryo_error *err);
+/*
+ * The same in two halves: start it (it reads the image and listens
+ * meanwhile: the caller does something else), then wait for its socket
+ * in work_dir (the work dir it was started with).
+ */
+int cryo_criu_cli_lazy_daemon_start(const struct cryo_criu_opts *o, unsigned port, struct cryo_criu_proc *ret,
+				    struct cryo_error *err);
+int cryo_criu_cli_lazy_daemon_ready(const char *work_dir, struct cryo_criu_proc *p, struct cryo_error *err);
 
 /* `criu restore --lazy-pages -d` (o as for cryo_criu_restore): *ret_pid is the restored root. */
 int cryo_criu_cli_lazy_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cryo_error *err);

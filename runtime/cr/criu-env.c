@@ -84,6 +84,11 @@ static char *log_errors(const char *path, unsigned max_lines, bool skip_exits)
 	return out;
 }
 
+int cryo_criu_log_level(void)
+{
+	return cryo_log_debugging() ? CRYO_CRIU_LOG_LEVEL_DEBUG : 3;
+}
+
 char *cryo_criu_log_errors(const char *path, unsigned max_lines)
 {
 	char *s = log_errors(path, max_lines, true);

@@ -20,8 +20,17 @@
 
 #include "error.h"
 
-/* CRIU's log level (4, like runc) and how many Error lines a message quotes */
-#define CRYO_CRIU_LOG_LEVEL 4
+/*
+ * CRIU's log level: 3 (what it does, step by step, and every warning and
+ * error), 4 with cryo's --debug (runc's level: also a line or two per
+ * page run it reads or writes). Level 4 is not free: a restore of the
+ * counter workload (tests/tools) wrote 180000 lines (9 MB) in one write()
+ * each, 2.4 s of the 9 s a pre-copied 64 MiB container was down in the VM
+ * harness (CRIU 3.17), 0.1-0.2 s of each 64 MiB restore on the host.
+ */
+#define CRYO_CRIU_LOG_LEVEL_DEBUG 4
+int cryo_criu_log_level(void);
+/* how many Error lines a message quotes */
 #define CRYO_CRIU_LOG_ERRORS_MAX_LINES 4
 
 /* runc's --manage-cgroups-mode values */
@@ -114,6 +123,8 @@ struct cryo_criu_opts {
 	bool lazy_pages;
 	/* with lazy_pages: waits until pidfd (CRIU's restore) is readable, serving its pages meanwhile */
 	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err);
+	/* with lazy_pages, NULL or called before CRIU starts: returns once the daemon listens */
+	int (*lazy_ready)(void *userdata, struct cryo_error *err);
 	void *lazy_wait_userdata;
 	/*
 	 * restore (libcriu): asked at CRIU's post-restore notification, when

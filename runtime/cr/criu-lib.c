@@ -120,7 +120,7 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, bool skip_l
 			return cryo_error_set(err, errno, "open work dir `%s`", o->work_dir);
 		criu_local_set_work_dir_fd(co, work);
 	}
-	criu_local_set_log_level(co, CRYO_CRIU_LOG_LEVEL);
+	criu_local_set_log_level(co, cryo_criu_log_level());
 	r = criu_local_set_log_file(co, log_name);
 	if (r < 0)
 		return cryo_error_set(err, -r, "libcriu: log file");

@@ -105,7 +105,7 @@ int cryo_criu_check_host(struct cryo_criu_host *ret, struct cryo_error *err)
 		return r;
 	}
 	/* over our own RPC: libcriu's check crashes criu 3.17 (see criu-rpc.h) */
-	r = cryo_criu_rpc_check(dfd, "check.log", CRYO_CRIU_LOG_LEVEL, &cerr);
+	r = cryo_criu_rpc_check(dfd, "check.log", cryo_criu_log_level(), &cerr);
 	h.check_ok = r == 0;
 	if (!h.check_ok) {
 		if (asprintf(&log, "%s/check.log", dir) < 0)

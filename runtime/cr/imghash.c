@@ -49,6 +49,7 @@ struct entry {
 	bool pending;
 	bool busy;               /* a thread reads it (and owns g) */
 	bool growing;            /* created while watched, appended to: hash as it grows */
+	bool created;            /* its creation was seen (and told) */
 	struct growing g;        /* (g.sha != NULL: started) */
 	uint8_t sha[CRYO_DIGEST_LEN];
 	uint64_t size;
@@ -135,7 +136,7 @@ static void grow_drop(struct entry *e)
 static void lost(struct cryo_imghash *h)
 {
 	if (!h->overflow && h->closed)
-		h->closed(h->dirfd, NULL, h->closed_data);
+		h->closed(h->dirfd, NULL, CRYO_IMGHASH_CLOSED, h->closed_data);
 	h->overflow = true;
 }
 
@@ -151,7 +152,7 @@ static void touched(struct cryo_imghash *h, const char *name)
 	e->gen++;
 	e->pending = true;
 	if (h->closed)
-		h->closed(h->dirfd, name, h->closed_data);
+		h->closed(h->dirfd, name, CRYO_IMGHASH_CLOSED, h->closed_data);
 }
 
 /*
@@ -164,7 +165,7 @@ static void created(struct cryo_imghash *h, const char *name)
 {
 	struct entry *e;
 
-	if (!h->grow || !cryo_image_is_pages(name))
+	if ((!h->grow && !h->closed) || !cryo_image_is_pages(name))
 		return;
 	e = find_or_add(h, name);
 	if (!e) {
@@ -172,7 +173,12 @@ static void created(struct cryo_imghash *h, const char *name)
 		return;
 	}
 	/* a name seen before (closed, moved in) is not a fresh append */
-	if (e->gen == 0 && !e->growing) {
+	if (e->gen != 0 || e->created)
+		return;
+	e->created = true;
+	if (h->closed)
+		h->closed(h->dirfd, name, CRYO_IMGHASH_GROWING, h->closed_data);
+	if (h->grow) {
 		e->growing = true;
 		e->g.gen = e->gen;
 	}

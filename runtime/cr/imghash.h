@@ -50,18 +50,33 @@ int cryo_imghash_start(int dirfd, enum cryo_digest_alg alg, unsigned flags, stru
 		       struct cryo_error *err);
 
 /*
- * A file was closed by a writer (or moved in, or was there at the
- * start): called for each such event, from the hashing thread (or the
- * caller's, in start and finish), before the file is hashed. Keep it
- * short, take your own lock. dirfd is the watched dir (valid until
- * cryo_imghash_free; dup it to keep it). name NULL: events were lost,
- * nothing said so far about any file can be trusted. A file can be
- * closed, and so reported, again: a file read after a report is what
- * its writers left, unless a later report names it. Once the writer is
- * done and cryo_imghash_finish() returned, every close was reported.
- * Used to send each file of a dump while CRIU writes the next.
+ * What a writer did to a file of the watched dir:
+ *
+ *   CLOSED   closed it after writing (or moved it in, or it was there at
+ *            the start);
+ *   GROWING  created a CRIU page image (cryo_image_is_pages): CRIU
+ *            appends to it, in order, through one fd, until its close
+ *            (then CLOSED), so what is below its size is final until
+ *            then; told once, when it is created.
  */
-typedef void (*cryo_imghash_closed_fn)(int dirfd, const char *name, void *userdata);
+enum cryo_imghash_event {
+	CRYO_IMGHASH_CLOSED,
+	CRYO_IMGHASH_GROWING,
+};
+
+/*
+ * Called for each such event, from the hashing thread (or the caller's,
+ * in start and finish), before the file is hashed. Keep it short, take
+ * your own lock. dirfd is the watched dir (valid until cryo_imghash_free;
+ * dup it to keep it). name NULL: events were lost, nothing said so far
+ * about any file can be trusted. A file can be closed, and so reported,
+ * again: a file read after a report is what its writers left, unless a
+ * later report names it. Once the writer is done and
+ * cryo_imghash_finish() returned, every close was reported. Used to send
+ * each file of a dump while CRIU writes the next, a page image even as
+ * CRIU writes it.
+ */
+typedef void (*cryo_imghash_closed_fn)(int dirfd, const char *name, enum cryo_imghash_event ev, void *userdata);
 
 /* cryo_imghash_start(), telling fn of each file hashed. */
 int cryo_imghash_start_notify(int dirfd, enum cryo_digest_alg alg, unsigned flags, cryo_imghash_closed_fn fn,

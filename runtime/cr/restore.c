@@ -533,6 +533,7 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.ret_pts_master = &c->pts_master;
 	co.lazy_pages = o->lazy_pages;
 	co.lazy_wait = o->lazy_wait;
+	co.lazy_ready = o->lazy_ready;
 	co.lazy_wait_userdata = o->lazy_wait_userdata;
 	if (c->spec->network.present) {
 		/* CRIU makes the pair again, its host end named as the config names it */
@@ -703,7 +704,8 @@ static int step_state(void *ctx, struct cryo_error *err)
 	c->st->status = c->froze ? CRYO_STATUS_PAUSED : CRYO_STATUS_RUNNING;
 	if (!c->st->bundle || !c->st->rootfs || !c->st->cgroup_path || !c->st->freezer_backend)
 		return cryo_error_set(err, ENOMEM, "restore");
-	r = cryo_state_save(o->root, c->st, err);
+	/* a lifecycle state (state.h): after a host crash the tasks are gone and refresh says stopped */
+	r = cryo_state_save_ext(o->root, c->st, false, err);
 	if (r < 0)
 		return r;
 	if (o->pid_file) {
@@ -837,6 +839,8 @@ int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_sta
 		return r;
 	c.image = o->image_path ? o->image_path : "checkpoint";
 	r = cryo_step_run(&cryo_restore_step_table, &c, &c.timings, err);
+	if (o->ret_timings)
+		*o->ret_timings = c.timings;
 	if (r < 0) {
 		/*
 		 * A page image found damaged while the steps after verify ran is

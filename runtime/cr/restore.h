@@ -64,7 +64,10 @@ struct cryo_restore_opts {
 	/* migrate --lazy: the memory comes from CRIU's lazy-pages daemon on work_path (criu-cli.h) */
 	bool lazy_pages;
 	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err); /* see cryo_criu_opts */
+	int (*lazy_ready)(void *userdata, struct cryo_error *err);           /* see cryo_criu_opts */
 	void *lazy_wait_userdata;
+	/* its steps' timings, also when it fails (receive's downtime report, step.h); NULL = not wanted */
+	struct cryo_step_timings *ret_timings;
 };
 
 /*

@@ -340,6 +340,17 @@ int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **re
 	return r;
 }
 
+/*
+ * Atomic (a cryo killed mid-write leaves the old entry or the new), not
+ * synced: the journal is for a holder that dies, not a host that does.
+ * After a host crash every hold is of another boot, so stale, whether its
+ * entry reached the disk or not (the state root is a tmpfs by default
+ * anyway), and what it held is gone with the boot: no frozen cgroup,
+ * filesystem or link is left to undo, and a staging dir is removed by the
+ * next checkpoint to that place. An fsync here was paid inside frozen
+ * windows (a migration's destination takes a hold on the copy it restored
+ * before the source may commit), and waits for every writer of the disk.
+ */
 static int save_at(int dfd, const struct cryo_hold_rec *rec)
 {
 	char file[PATH_MAX], *json = NULL;
@@ -349,7 +360,7 @@ static int save_at(int dfd, const struct cryo_hold_rec *rec)
 	if (r < 0)
 		return r;
 	snprintf(file, sizeof(file), "%s.json", rec->name);
-	r = cryo_write_file_atomic_at(dfd, file, json, strlen(json), 0600, true);
+	r = cryo_write_file_atomic_at(dfd, file, json, strlen(json), 0600, false);
 	free(json);
 	return r;
 }

@@ -281,6 +281,8 @@ static int on_peer_frame(void *userdata, const Cryo__MigrateFrame *f, struct cry
 		}
 		p->dest->committed = true;
 		p->dest->frozen_usec = f->commit->has_frozen_usec ? f->commit->frozen_usec : 0;
+		p->dest->since_freeze_usec = f->commit->has_since_freeze_usec ? f->commit->since_freeze_usec :
+										 p->dest->frozen_usec;
 		return 1;
 	}
 	return cryo_error_setx(err, EBADMSG, "an unexpected frame (kind %d) in the page stream", (int)f->body_case);
@@ -403,7 +405,16 @@ int cryo_lazy_dest_start(struct cryo_lazy_dest *d, const char *image_dir, const 
 	r = cryo_lazy_listen_local(&d->listen_fd, &d->port, err);
 	if (r < 0)
 		return r;
-	return cryo_criu_cli_lazy_daemon(&o, d->port, &d->daemon, err);
+	return cryo_criu_cli_lazy_daemon_start(&o, d->port, &d->daemon, err);
+}
+
+int cryo_lazy_dest_ready(void *userdata, struct cryo_error *err)
+{
+	struct cryo_lazy_dest *d = userdata;
+
+	if (!d->work)
+		return cryo_error_setx(err, EINVAL, "lazy pages: no daemon started");
+	return cryo_criu_cli_lazy_daemon_ready(d->work, &d->daemon, err);
 }
 
 int cryo_lazy_dest_pull(struct cryo_lazy_dest *d, struct cryo_transport *t, int64_t idle_ms, bool *peer_failed,
@@ -441,24 +452,26 @@ void cryo_lazy_dest_done(struct cryo_lazy_dest *d)
 	if (d->listen_fd >= 0)
 		close(d->listen_fd);
 	d->listen_fd = -1;
+	free(d->work);
+	d->work = NULL;
 }
 
-int cryo_lazy_dest_restore_opts(struct cryo_lazy_dest *d, struct cryo_transport *t, const char *in_dir,
-				const char *img_dir, char **ret_work, struct cryo_error *err)
+int cryo_lazy_dest_begin(struct cryo_lazy_dest *d, struct cryo_transport *t, const char *in_dir, const char *img_dir,
+			 struct cryo_error *err)
 {
-	_cleanup_free_ char *work = NULL;
 	int r;
 
-	if (asprintf(&work, "%s/lazy-work", in_dir) < 0)
+	if (asprintf(&d->work, "%s/lazy-work", in_dir) < 0) {
+		d->work = NULL;
 		return cryo_error_set(err, ENOMEM, "lazy pages");
-	if (mkdir(work, 0700) < 0 && errno != EEXIST)
-		return cryo_error_set(err, errno, "create `%s`", work);
-	r = cryo_lazy_dest_start(d, img_dir, work, err);
+	}
+	if (mkdir(d->work, 0700) < 0 && errno != EEXIST)
+		return cryo_error_set(err, errno, "create `%s`", d->work);
+	r = cryo_lazy_dest_start(d, img_dir, d->work, err);
 	if (r < 0)
 		return r;
 	d->relay.t = t;
 	d->relay.idle_timeout_ms = t->io_timeout_ms;
-	*ret_work = TAKE_PTR(work);
 	return 0;
 }
 

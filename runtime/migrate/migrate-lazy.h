@@ -108,16 +108,21 @@ struct cryo_lazy_dest {
 	unsigned port;
 	struct cryo_criu_proc daemon;
 	uint64_t frozen_usec;        /* the source's frozen time until our copy ran (from its commit) */
+	uint64_t since_freeze_usec;  /* the source's time from its freeze to its commit */
 	uint64_t bytes;              /* page stream bytes received */
 	struct cryo_lazy_relay relay; /* across the restore and the pages phase */
 	char *restore_peer_phase;    /* the source failed while CRIU restored: its phase */
 	bool restore_peer_failed;
 	bool committed;              /* the source's commit came (go) */
+	char *work;                  /* the daemon's work dir (the restore's too), once begun */
 };
 
 void cryo_lazy_dest_init(struct cryo_lazy_dest *d);
 
-/* Listen on 127.0.0.1 and start `criu lazy-pages` on image_dir / work_dir, pulling from there. */
+/*
+ * Listen on 127.0.0.1 and start `criu lazy-pages` on image_dir / work_dir,
+ * pulling from there; it gets ready (reads the image, listens) meanwhile.
+ */
 int cryo_lazy_dest_start(struct cryo_lazy_dest *d, const char *image_dir, const char *work_dir,
 			 struct cryo_error *err);
 
@@ -132,11 +137,15 @@ int cryo_lazy_dest_pull(struct cryo_lazy_dest *d, struct cryo_transport *t, int6
 void cryo_lazy_dest_done(struct cryo_lazy_dest *d);
 
 /*
- * The destination's restore: start the daemon on img_dir with its work
- * dir <in_dir>/lazy-work (*ret_work, the restore's work dir too).
+ * The destination's restore, begun as soon as the image is verified:
+ * start the daemon on img_dir with its work dir <in_dir>/lazy-work
+ * (d->work, the restore's work dir too). It gets ready while the
+ * restore's first steps run (rootfs, cgroup): cryo_lazy_dest_ready
+ * (cryo_restore_opts.lazy_ready) waits for it before CRIU starts.
  */
-int cryo_lazy_dest_restore_opts(struct cryo_lazy_dest *d, struct cryo_transport *t, const char *in_dir,
-				const char *img_dir, char **ret_work, struct cryo_error *err);
+int cryo_lazy_dest_begin(struct cryo_lazy_dest *d, struct cryo_transport *t, const char *in_dir, const char *img_dir,
+			 struct cryo_error *err);
+int cryo_lazy_dest_ready(void *userdata, struct cryo_error *err);
 
 /*
  * The restore's wait for CRIU (cryo_restore_opts.lazy_wait): relay the

@@ -53,6 +53,7 @@
 #include "error.h"
 #include "protocol.h"
 #include "step.h"
+#include "timeline.h"
 #include "transport.h"
 
 /* What one end tells the other in preflight (and the dry run reports). */
@@ -92,6 +93,7 @@ struct cryo_migrate_result {
 	unsigned early_files;         /* files sent while CRIU was still dumping */
 	unsigned resent_files;        /* of those: sent again, changed after they went */
 	uint64_t lazy_bytes;          /* --lazy: the page stream, both ways, after the copy ran there */
+	struct cryo_migrate_timeline steps; /* the downtime's steps, here and there (timeline.h) */
 };
 
 void cryo_migrate_result_done(struct cryo_migrate_result *r);
@@ -121,6 +123,7 @@ struct cryo_receive_result {
 	struct cryo_migrate_facts local, remote;
 	uint64_t downtime_us;         /* estimate: the source's frozen time + ours until thawed */
 	unsigned precopy_rounds;      /* pre-copy rounds received */
+	struct cryo_migrate_timeline steps; /* our steps of the downtime (timeline.h) */
 };
 
 void cryo_receive_result_done(struct cryo_receive_result *r);
@@ -137,7 +140,8 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 extern const struct cryo_step_table cryo_migrate_step_table;
 extern const struct cryo_step_table cryo_receive_step_table;
 
-/* The state annotation where the destination stores the downtime. */
+/* The state annotations where the destination stores the downtime, and its steps (JSON, timeline.h). */
 #define CRYO_MIGRATE_DOWNTIME_ANNOTATION "org.cryo.migrate.downtime_usec"
+#define CRYO_MIGRATE_STEPS_ANNOTATION "org.cryo.migrate.downtime_steps"
 
 #endif

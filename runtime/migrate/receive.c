@@ -64,6 +64,9 @@ struct rctx {
 	enum cryo_digest_alg digest; /* how the source's manifests hash: so are arrivals hashed */
 	int64_t commit_at;
 	uint64_t frozen_usec;
+	uint64_t since_freeze_usec;  /* the source's time from its freeze to its commit */
+	int64_t final_at;           /* the first frame of the final dump came */
+	struct cryo_step_timings timings;  /* our steps (t0: the run's start), restore's nested in */
 	struct cryo_error fail;
 	struct cryo_lazy_dest lz;   /* --lazy: restore with CRIU's lazy pages, pull them (migrate-lazy.h) */
 };
@@ -335,7 +338,8 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	_cleanup_close_ int fd = -1;
 	_cleanup_(cryo_hash_freep) struct cryo_hash *h = NULL;
 	struct cryo_known_digest *k, *old = NULL;
-	uint64_t left = fm->size;
+	bool growing = fm->has_growing && fm->growing;
+	uint64_t left = fm->size, size = 0;
 	int r;
 
 	/* `parent` is CRIU's link to the previous round: ours to make, never the peer's */
@@ -348,6 +352,10 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 		/* its old bytes go: they count no more */
 		*budget += old->size;
 	}
+	/* a growing file (its size to come) counts against the budget chunk by chunk */
+	if (growing && (fm->size || old || fm->round))
+		return cryo_error_setx(err, EBADMSG, "`%s`: a growing file must be new, of the final dump, of size 0",
+				       fm->name);
 	if (fm->size > *budget)
 		return cryo_error_setx(err, ENOSPC, "file `%s` of %" PRIu64 " bytes: not that much space here", fm->name,
 				       fm->size);
@@ -371,9 +379,10 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	r = cryo_hash_new(&h, c->digest, err);
 	if (r < 0)
 		return r;
-	while (left > 0) {
+	while (left > 0 || growing) {
 		Cryo__MigrateFrame *f = NULL;
 		const uint8_t *p;
+		bool last;
 		size_t n;
 
 		r = cryo_migrate_recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_CHUNK, &c->res->peer_phase, &f, err);
@@ -383,12 +392,26 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 			return r;
 		}
 		n = f->chunk->data.len;
-		if (n == 0 || n > left) {
+		last = f->chunk->has_end && f->chunk->end;
+		if (growing) {
+			/* chunks until the one that ends it (maybe empty), within the budget */
+			if ((n == 0 && !last) || n > *budget) {
+				cryo_migrate_frame_free(f);
+				return n ? cryo_error_setx(err, ENOSPC, "file `%s`: more than %" PRIu64 " bytes: not that much space here",
+							   fm->name, size + *budget)
+					 : cryo_error_setx(err, EBADMSG, "`%s`: an empty chunk", fm->name);
+			}
+			*budget -= n;
+			growing = !last;
+		} else if (n == 0 || n > left || last) {
 			cryo_migrate_frame_free(f);
-			return cryo_error_setx(err, EBADMSG, "`%s`: more data than announced", fm->name);
+			return cryo_error_setx(err, EBADMSG, "`%s`: %s", fm->name,
+					       last ? "the end of a file that is not growing" : "more data than announced");
+		} else {
+			left -= n;
 		}
 		p = f->chunk->data.data;
-		left -= n;
+		size += n;
 		*got += n;
 		r = cryo_hash_update(h, p, n, err);
 		if (r < 0) {
@@ -412,7 +435,7 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	}
 	if (old) {
 		/* what the verify compares now: the new bytes */
-		old->size = fm->size;
+		old->size = size;
 		old->alg = c->digest;
 		return cryo_hash_final(h, old->sha, err);
 	}
@@ -424,7 +447,7 @@ static int receive_file(struct rctx *c, const Cryo__MigrateFile *fm, uint64_t *g
 	k->name = strdup(fm->name);
 	if (!k->name)
 		return cryo_error_set(err, ENOMEM, "receive `%s`", fm->name);
-	k->size = fm->size;
+	k->size = size;
 	c->n_known++;
 	return 0;
 }
@@ -545,12 +568,17 @@ static int rstep_transfer(void *ctx, struct cryo_error *err)
 				cryo_migrate_frame_free(f);
 				return cryo_error_setx(err, EBADMSG, "more than %u files", CRYO_MANIFEST_MAX_FILES);
 			}
+			if (!c->final_at && !(f->file->has_round && f->file->round))
+				c->final_at = cryo_now_us();
 			r = enter_round(c, f->file->has_round ? f->file->round : 0, err);
 			if (r >= 0)
 				r = receive_file(c, f->file, &got, &budget, err);
 			break;
 		case CRYO__MIGRATE_FRAME__BODY_DONE:
 			r = end_round(c, f->done, err);
+			if (r > 0 && c->final_at)
+				cryo_step_timings_add(&c->timings, "receive", "final-dump", c->final_at,
+						      cryo_now_us() - c->final_at);
 			if (r > 0) {
 				cryo_migrate_frame_free(f);
 				c->res->precopy_rounds = c->rounds_done;
@@ -655,6 +683,9 @@ static int rstep_verify(void *ctx, struct cryo_error *err)
 	r = check_foreign_spec(c->spec, err);
 	if (r < 0)
 		return r;
+	/* --lazy: CRIU's daemon may read the image now; it gets ready while the bundle and rootfs are made */
+	if (c->lazy)
+		return cryo_lazy_dest_begin(&c->lz, c->t, c->in_dir, c->img_dir, err);
 	return 0;
 }
 
@@ -681,7 +712,8 @@ static int rstep_bundle(void *ctx, struct cryo_error *err)
 	bfd = openat(bdfd, c->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (bfd < 0)
 		return cryo_error_set(err, errno, "open `%s`", c->bundle);
-	r = cryo_write_new_file_at(bfd, "config.json", c->m->config_json, strlen(c->m->config_json), 0600);
+	/* not synced, as the rootfs it comes with is not: the restored container lives and dies with this boot */
+	r = cryo_write_new_file_unsynced_at(bfd, "config.json", c->m->config_json, strlen(c->m->config_json), 0600);
 	if (r < 0)
 		return cryo_error_set(err, -r, "write `%s/config.json`", c->bundle);
 	r = cryo_mkdir_p(rootfs, 0755);
@@ -775,18 +807,16 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.verify_key = c->o->verify_key,
 		.preverified = true,
 	};
-	_cleanup_free_ char *work = NULL;
+	struct cryo_step_timings inner = { 0 };
 	pid_t pid = 0;
 	int r;
 
 	if (c->lazy) {
 		/* it runs at once, pulling its memory (kept paused only if it was paused) */
-		r = cryo_lazy_dest_restore_opts(&c->lz, c->t, c->in_dir, c->img_dir, &work, err);
-		if (r < 0)
-			return r;
-		ro.work_path = work;
+		ro.work_path = c->lz.work;
 		ro.lazy_pages = true;
 		ro.lazy_wait = cryo_lazy_dest_restore_wait;
+		ro.lazy_ready = cryo_lazy_dest_ready;
 		ro.lazy_wait_userdata = &c->lz;
 		ro.paused = c->was_paused;
 	}
@@ -799,8 +829,10 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 	/* the source waits meanwhile (with --lazy the page stream is busy enough) */
 	if (!c->lazy)
 		(void)cryo_transport_keepalive_start(c->t, "restore", NULL);
+	ro.ret_timings = &inner;
 	r = cryo_restore(&ro, &pid, NULL, err);
 	cryo_transport_keepalive_stop(c->t);
+	cryo_step_timings_append(&c->timings, &inner);
 	if (r < 0 && c->lz.restore_peer_failed) {
 		/* the source's failure report came while CRIU restored (--lazy) */
 		c->peer_failed = true;
@@ -842,9 +874,17 @@ static void rundo_restore(void *ctx)
 	c->restored = false;
 }
 
+/*
+ * The state says it runs, and what its migration cost (annotations are
+ * strings, as OCI has them). Not synced: should this host crash, the
+ * container is gone with it (cryo_state_save_ext), and the source waits
+ * for our confirmation meanwhile.
+ */
 static int record_downtime(struct rctx *c, uint64_t downtime_us, struct cryo_error *err)
 {
 	struct cryo_state *st = NULL;
+	_cleanup_free_ char *steps = cryo_migrate_timeline_json(&c->res->steps);
+	char us[24];
 	int r;
 
 	r = cryo_state_load(c->o->root, c->id, &st, err);
@@ -852,12 +892,38 @@ static int record_downtime(struct rctx *c, uint64_t downtime_us, struct cryo_err
 		return r;
 	if (!st->annotations)
 		st->annotations = json_object_new_object();
-	if (st->annotations)
-		json_object_object_add(st->annotations, CRYO_MIGRATE_DOWNTIME_ANNOTATION,
-				       json_object_new_int64((int64_t)downtime_us));
+	snprintf(us, sizeof(us), "%" PRIu64, downtime_us);
+	if (st->annotations) {
+		json_object_object_add(st->annotations, CRYO_MIGRATE_DOWNTIME_ANNOTATION, json_object_new_string(us));
+		if (steps)
+			json_object_object_add(st->annotations, CRYO_MIGRATE_STEPS_ANNOTATION, json_object_new_string(steps));
+	}
 	st->status = c->was_paused ? CRYO_STATUS_PAUSED : CRYO_STATUS_RUNNING;
-	r = cryo_state_save(c->o->root, st, err);
+	r = cryo_state_save_ext(c->o->root, st, false, err);
 	cryo_state_free(st);
+	return r;
+}
+
+/* The commit's result: running (or paused), the downtime, our steps of it. */
+static int send_committed(struct rctx *c, uint64_t downtime, struct cryo_error *err)
+{
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateResult res = CRYO__MIGRATE_RESULT__INIT;
+	int r;
+
+	res.status = 0;
+	res.phase = (char *)"commit";
+	res.message = (char *)(c->was_paused ? "paused" : "running");
+	res.has_downtime_usec = 1;
+	res.downtime_usec = downtime;
+	if (cryo_migrate_timeline_to_result(&c->res->steps, &res) < 0) {
+		/* the report is a help: the result goes without it */
+		cryo_migrate_timeline_result_free(&res);
+	}
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_RESULT;
+	fr.result = &res;
+	r = cryo_transport_send(c->t, &fr, err);
+	cryo_migrate_timeline_result_free(&res);
 	return r;
 }
 
@@ -870,6 +936,7 @@ static int recv_commit(struct rctx *c, struct cryo_error *err)
 	if (c->lazy) {
 		c->commit_at = cryo_now_us();
 		c->frozen_usec = c->lz.frozen_usec;
+		c->since_freeze_usec = c->lz.since_freeze_usec;
 		return 0;
 	}
 	r = cryo_migrate_recv_expect(c->t, rtimeout(c), CRYO__MIGRATE_FRAME__BODY_COMMIT, &c->res->peer_phase, &f, err);
@@ -885,6 +952,7 @@ static int recv_commit(struct rctx *c, struct cryo_error *err)
 		return cryo_error_setx(err, ECANCELED, "the source called it off");
 	}
 	c->frozen_usec = f->commit->frozen_usec;
+	c->since_freeze_usec = f->commit->has_since_freeze_usec ? f->commit->since_freeze_usec : c->frozen_usec;
 	cryo_migrate_frame_free(f);
 	return 0;
 }
@@ -910,12 +978,15 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	}
 	downtime = c->frozen_usec + (c->lazy ? 0 : (uint64_t)(cryo_now_us() - c->commit_at));
 	c->res->downtime_us = downtime;
+	/* our steps on the source's time line: it froze since_freeze before its commit came */
+	cryo_step_timings_add(&c->timings, "receive", "commit", c->commit_at, cryo_now_us() - c->commit_at);
+	cryo_migrate_timeline_add(&c->res->steps, true, &c->timings, c->commit_at - (int64_t)c->since_freeze_usec, 0);
 	r = record_downtime(c, downtime, err);
 	if (r < 0) {
 		cryo_warn("receive `%s`: %s", c->id, err->msg);
 		cryo_error_clear(err);
 	}
-	r = cryo_migrate_send_result(c->t, 0, "commit", c->was_paused ? "paused" : "running", downtime, err);
+	r = send_committed(c, downtime, err);
 	if (r < 0) {
 		/* the source will call it in doubt and keep its copy paused: ours runs */
 		cryo_warn("receive `%s`: running, but the confirmation did not reach the source: %s", c->id, err->msg);
@@ -977,7 +1048,8 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 	cryo_lazy_dest_init(&c.lz);
 	if (!o->bundle_dir || o->bundle_dir[0] != '/')
 		return cryo_error_setx(err, EINVAL, "receive: --bundle-dir must be an absolute path");
-	r = cryo_step_run(&cryo_receive_step_table, &c, NULL, err);
+	c.timings.t0 = cryo_now_us();
+	r = cryo_step_run(&cryo_receive_step_table, &c, &c.timings, err);
 	if (r >= 0) {
 		/* the image served its purpose; CRIU's restore log is in the state dir */
 		rundo_stage(&c);

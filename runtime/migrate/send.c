@@ -201,6 +201,8 @@ struct early_file {
 	bool sent;                      /* its header went: the destination has a file of that name */
 	bool stale;                     /* told of again after it was taken */
 	bool whole;                     /* sent as read: not padded, size and mtime unchanged meanwhile */
+	bool growing;                   /* told of as a page image CRIU appends to: sent as it grows */
+	bool closed;                    /* (growing) its close came: its size is final */
 	uint64_t size;                  /* announced (and sent) */
 	struct timespec mtime;          /* when it was read */
 };
@@ -237,8 +239,8 @@ static bool never_early(const char *name)
 	return strcmp(name, CRYO_MANIFEST_NAME) == 0 || strcmp(name, CRYO_SIGNATURE_NAME) == 0;
 }
 
-/* imghash: a writer closed a file (name NULL: events were lost) */
-void cryo_migrate_early_closed(int dirfd, const char *name, void *userdata)
+/* imghash: a writer closed a file, or began a page image (name NULL: events were lost) */
+void cryo_migrate_early_closed(int dirfd, const char *name, enum cryo_imghash_event ev, void *userdata)
 {
 	struct early *e = userdata;
 	size_t i;
@@ -248,10 +250,19 @@ void cryo_migrate_early_closed(int dirfd, const char *name, void *userdata)
 		e->dirfd = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
 	if (!name) {
 		e->lost = true;
+		pthread_cond_broadcast(&e->cond);
 		goto out;
 	}
 	for (i = 0; i < e->n; i++)
 		if (strcmp(e->v[i].name, name) == 0) {
+			if (ev == CRYO_IMGHASH_GROWING)
+				goto out;
+			if (e->v[i].growing && !e->v[i].closed) {
+				/* the end of its growth, which the thread sending it waits for */
+				e->v[i].closed = true;
+				pthread_cond_broadcast(&e->cond);
+				goto out;
+			}
 			/* written again: if it went (or is going), what went may be old */
 			if (e->v[i].taken)
 				e->v[i].stale = true;
@@ -268,9 +279,10 @@ void cryo_migrate_early_closed(int dirfd, const char *name, void *userdata)
 	}
 	memset(&e->v[e->n], 0, sizeof(e->v[e->n]));
 	e->v[e->n].name = strdup(name);
+	e->v[e->n].growing = ev == CRYO_IMGHASH_GROWING;
 	if (e->v[e->n].name)
 		e->n++;
-	pthread_cond_signal(&e->cond);
+	pthread_cond_broadcast(&e->cond);
 out:
 	pthread_mutex_unlock(&e->lock);
 }
@@ -307,6 +319,129 @@ static int early_send_one(struct mctx *c, size_t i, const char *name, int dirfd,
 	return 0;
 }
 
+/* how long the sender of a growing page image waits for more of it */
+#define GROWING_POLL_MS 2
+
+/* (locked) the growth of v[i] ended: closed, or nothing more will be told */
+static bool growth_ended(const struct early *e, size_t i)
+{
+	return e->v[i].closed || e->lost || e->closing || e->cancel;
+}
+
+static void wait_growth(struct early *e, size_t i)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += GROWING_POLL_MS * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&e->lock);
+	if (!growth_ended(e, i))
+		(void)pthread_cond_timedwait(&e->cond, &e->lock, &ts);
+	pthread_mutex_unlock(&e->lock);
+}
+
+/*
+ * Send v[i], a page image CRIU is still appending to, as it grows: what
+ * is below its size is final (imghash.h), so it goes at once, and once
+ * its close came (its size final) the rest and the end. Without this a
+ * dump's largest files went only after CRIU closed them (the transfer
+ * step of a plain 256 MiB migration: 2.6 s after the dump). A file that
+ * shrank is not an append: what went is marked not whole and the
+ * transfer step sends it again, whole.
+ */
+static int early_send_growing(struct mctx *c, size_t i, const char *name, int dirfd, uint8_t *buf)
+{
+	struct early *e = c->early;
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
+	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+	uint64_t off = 0;
+	bool ended, shrank = false;
+	int r;
+
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return 0; /* gone or not a file: the transfer step sends what is there */
+	r = cryo_migrate_check_peer(c, 100, &e->err);
+	if (r < 0)
+		return r;
+	fm.name = (char *)name;
+	fm.size = 0;
+	fm.has_mode = fm.has_round = fm.has_growing = 1;
+	fm.mode = st.st_mode & 0777;
+	fm.round = 0;
+	fm.growing = true;
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
+	fr.file = &fm;
+	pthread_mutex_lock(&e->lock);
+	e->v[i].sent = true;
+	pthread_mutex_unlock(&e->lock);
+	r = cryo_transport_send(c->t, &fr, &e->err);
+	if (r < 0)
+		return r;
+	fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
+	fr.chunk = &ch;
+	for (;;) {
+		if (early_cancelled(c))
+			return cryo_error_setx(&e->err, ECANCELED, "send `%s`: called off", name);
+		/* ended before the size is read: then the size is the final one */
+		pthread_mutex_lock(&e->lock);
+		ended = growth_ended(e, i);
+		pthread_mutex_unlock(&e->lock);
+		if (fstat(fd, &st) < 0)
+			return cryo_error_set(&e->err, errno, "stat `%s`", name);
+		if ((uint64_t)st.st_size < off) {
+			shrank = true;
+			break;
+		}
+		while (off < (uint64_t)st.st_size) {
+			uint64_t left = (uint64_t)st.st_size - off;
+			ssize_t n = pread(fd, buf, left > CRYO_MIGRATE_CHUNK_SIZE ? CRYO_MIGRATE_CHUNK_SIZE : (size_t)left,
+					  (off_t)off);
+
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n < 0)
+				return cryo_error_set(&e->err, errno, "read `%s`", name);
+			if (n == 0) {
+				shrank = true;
+				break;
+			}
+			ch.data.data = buf;
+			ch.data.len = (size_t)n;
+			r = cryo_transport_send(c->t, &fr, &e->err);
+			if (r < 0)
+				return r;
+			off += (uint64_t)n;
+			e->bytes += (uint64_t)n;
+			if (early_cancelled(c))
+				return cryo_error_setx(&e->err, ECANCELED, "send `%s`: called off", name);
+		}
+		if (shrank || ended)
+			break;
+		wait_growth(e, i);
+	}
+	ch.data.data = NULL;
+	ch.data.len = 0;
+	ch.has_end = ch.end = 1;
+	r = cryo_transport_send(c->t, &fr, &e->err);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&e->lock);
+	e->v[i].size = off;
+	e->v[i].mtime = st.st_mtim;
+	e->v[i].whole = !shrank && e->v[i].closed && fstat(fd, &st) == 0 && (uint64_t)st.st_size == off &&
+			same_time(&st.st_mtim, &e->v[i].mtime);
+	pthread_mutex_unlock(&e->lock);
+	return 0;
+}
+
 static void *early_worker(void *arg)
 {
 	struct mctx *c = arg;
@@ -319,6 +454,7 @@ static void *early_worker(void *arg)
 	}
 	for (;;) {
 		const char *name;
+		bool growing;
 		size_t i;
 		int dirfd;
 
@@ -334,8 +470,9 @@ static void *early_worker(void *arg)
 		e->v[i].taken = true;
 		name = e->v[i].name; /* its string stays where it is */
 		dirfd = e->dirfd;
+		growing = e->v[i].growing;
 		pthread_mutex_unlock(&e->lock);
-		e->r = early_send_one(c, i, name, dirfd, buf);
+		e->r = growing ? early_send_growing(c, i, name, dirfd, buf) : early_send_one(c, i, name, dirfd, buf);
 		if (e->r < 0)
 			break;
 	}
@@ -386,7 +523,7 @@ int cryo_migrate_early_join(struct mctx *c, bool cancel, struct cryo_error *err)
 	e->closing = true;
 	if (cancel)
 		__atomic_store_n(&e->cancel, true, __ATOMIC_RELAXED);
-	pthread_cond_signal(&e->cond);
+	pthread_cond_broadcast(&e->cond);
 	pthread_mutex_unlock(&e->lock);
 	pthread_join(e->tid, NULL);
 	e->running = false;

@@ -315,19 +315,22 @@ static int step_freeze(void *ctx, struct cryo_error *err)
 	unsigned flags = cryo_freezer_backend_of(c->fz) == CRYO_FREEZER_V1 ? CRYO_FREEZER_THAW_RETRY : 0;
 	int r;
 
-	c->frozen_at = cryo_now_us();
-	if (c->was_paused)
+	if (c->was_paused) {
+		c->frozen_at = cryo_now_us();
 		return 0;
+	}
 	/*
 	 * A journal hold, not the kmod's: before the commit the hold must be
 	 * given up while the cgroup stays frozen, and the kmod can only end
-	 * its hold by thawing.
+	 * its hold by thawing. Taken before the freeze (its watchdog's start
+	 * is not downtime: the container runs meanwhile).
 	 */
 	r = cryo_hold_acquire(c->o->root, c->o->id, CRYO_HOLD_CGROUP_THAW, cryo_freezer_path(c->fz),
 			      cryo_freezer_backend_names[cryo_freezer_backend_of(c->fz)], (uint64_t)deadline,
 			      CRYO_HOLD_UNDO_ON_EXIT, cryo_freezer_hold_undo, &c->hold, err);
 	if (r < 0)
 		return r;
+	c->frozen_at = cryo_now_us();
 	r = cryo_freezer_freeze(c->fz, CRYO_MIGRATE_FREEZE_TIMEOUT_MS, flags, err);
 	if (r < 0)
 		return r;
@@ -548,6 +551,7 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 		/* sent and removed: a syncfs would only wait for the disk (and every other writer of it) */
 		.transient = true,
 	};
+	struct cryo_step_timings inner = { 0 };
 	int r;
 
 	r = prepare_out(c, err);
@@ -557,6 +561,7 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 		return cryo_error_set(err, ENOMEM, "parent image");
 	co.image_path = c->out_dir;
 	co.parent_path = parent;
+	co.ret_timings = &inner;
 	if (c->link_hold) {
 		co.post_dump = net_down;
 		co.post_dump_data = c;
@@ -580,6 +585,7 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 	(void)cryo_transport_keepalive_start(c->t, "checkpoint", NULL);
 	r = cryo_checkpoint(&co, err);
 	cryo_transport_keepalive_stop(c->t);
+	cryo_step_timings_append(&c->timings, &inner);
 	if (r < 0)
 		(void)cryo_migrate_early_join(c, true, NULL);
 	if (r < 0 || !c->o->lazy)
@@ -627,8 +633,11 @@ static int step_remote_restore(void *ctx, struct cryo_error *err)
 	if (c->o->lazy) {
 		/* CRIU's restore there may pull pages already: served meanwhile */
 		r = cryo_lazy_source_await_restore(&c->lazy, c->t, mtimeout(c), &c->peer_failed, &c->res->peer_phase, err);
-		if (r >= 0)
-			c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at); /* it runs there (its memory still here) */
+		if (r >= 0) {
+			/* it runs there (its memory still here) */
+			c->running_at = cryo_now_us();
+			c->res->downtime_us = (uint64_t)(c->running_at - c->frozen_at);
+		}
 		return r;
 	}
 	r = mrecv(c, CRYO__MIGRATE_FRAME__BODY_RESULT, &f, err);
@@ -689,8 +698,9 @@ static int step_commit(void *ctx, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	cm.go = true;
-	cm.has_frozen_usec = 1;
-	cm.frozen_usec = c->o->lazy ? c->res->downtime_us : (uint64_t)(cryo_now_us() - c->frozen_at);
+	cm.has_frozen_usec = cm.has_since_freeze_usec = 1;
+	cm.since_freeze_usec = (uint64_t)(cryo_now_us() - c->frozen_at);
+	cm.frozen_usec = c->o->lazy ? c->res->downtime_us : cm.since_freeze_usec;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_COMMIT;
 	fr.commit = &cm;
 	/* from here on, a silence means the destination may be running it */
@@ -722,10 +732,14 @@ static int step_confirm(void *ctx, struct cryo_error *err)
 		cryo_migrate_frame_free(f);
 		return r;
 	}
-	cryo_migrate_frame_free(f);
 	c->confirmed = true;
-	if (!c->o->lazy)
-		c->res->downtime_us = (uint64_t)(cryo_now_us() - c->frozen_at);
+	if (!c->o->lazy) {
+		c->running_at = cryo_now_us();
+		c->res->downtime_us = (uint64_t)(c->running_at - c->frozen_at);
+	}
+	/* where the destination's part of the downtime went */
+	cryo_migrate_timeline_from_result(&c->res->steps, f->result);
+	cryo_migrate_frame_free(f);
 	return 0;
 }
 
@@ -838,7 +852,11 @@ int cryo_migrate(const struct cryo_migrate_opts *o, struct cryo_migrate_result *
 	if (r < 0)
 		return r;
 	c.t0 = cryo_now_us();
-	r = cryo_step_run(&cryo_migrate_step_table, &c, NULL, err);
+	c.timings.t0 = c.t0;
+	r = cryo_step_run(&cryo_migrate_step_table, &c, &c.timings, err);
+	/* ours, from the freeze until the copy there ran (the destination's came with its confirmation) */
+	if (c.frozen_at)
+		cryo_migrate_timeline_add(&res->steps, false, &c.timings, c.frozen_at, c.running_at);
 	if (r < 0 && c.st && res->in_doubt) {
 		c.st->status = CRYO_STATUS_PAUSED;
 		(void)cryo_state_save(o->root, c.st, NULL);

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "freezer.h"
 #include "hold.h"
+#include "imghash.h"
 #include "migrate.h"
 #include "migrate-lazy.h"
 #include "network.h"
@@ -36,6 +37,8 @@ struct mctx {
 	bool image_made;
 	bool commit_sent, confirmed, peer_failed;
 	int64_t frozen_at, t0;
+	int64_t running_at;      /* when the copy there ran (its confirmation, --lazy: its restore) */
+	struct cryo_step_timings timings;  /* our steps (t0: the run's start), the final checkpoint's nested in */
 	char *base_rel;          /* .migrate-out/<id>: every image of this run */
 	char *out_dir;           /* <root>/.migrate-out/<id>/img: the final dump */
 	char *out_rel;           /* .migrate-out/<id>/img */
@@ -64,7 +67,7 @@ int cryo_migrate_send_image(struct mctx *c, const char *dir, uint32_t round, con
 
 /* The early sender: started before CRIU dumps, fed by early_closed (imghash's callback), joined after. */
 int cryo_migrate_early_start(struct mctx *c, struct cryo_error *err);
-void cryo_migrate_early_closed(int dirfd, const char *name, void *userdata);
+void cryo_migrate_early_closed(int dirfd, const char *name, enum cryo_imghash_event ev, void *userdata);
 /* cancel: stop at once (a failure); else wait until what was queued went */
 int cryo_migrate_early_join(struct mctx *c, bool cancel, struct cryo_error *err);
 void cryo_migrate_early_free(struct mctx *c);

@@ -26,7 +26,7 @@
 #include "migrate.pb-c.h"
 #include "error.h"
 
-#define CRYO_MIGRATE_PROTOCOL_VERSION 1
+#define CRYO_MIGRATE_PROTOCOL_VERSION 2
 /* file data travels in chunks of this size */
 #define CRYO_MIGRATE_CHUNK_SIZE (256U << 10)
 /* the largest frame body a receiver accepts: a full chunk plus framing */

@@ -16,28 +16,39 @@
 #             memory once: the case pre-copy is for)
 #   lazy      the same with --lazy (post-copy): downtime = frozen here ->
 #             running there before its memory arrived; total = until every
-#             page went and it committed. Where --lazy is refused (a
-#             --dry-run --lazy says so), its columns are `-`.
+#             page went and it committed
 #
-# Prints medians and the ratios migrate/local, pre-copy/local and
-# lazy/local, then the medians of the local checkpoint and restore and of
-# each phase of the plain migration: the source's (its JSON progress
-# records) and the destination's (dst_<phase>). Every run is checked:
-# the workload keeps counting afterwards.
+# Prints, per size, each round and then the medians with the ratios
+# migrate/local, pre-copy/local and lazy/local, each beside its worst
+# round (the largest per-round ratio: a round's runs are made seconds
+# apart, interleaved, so noise hits both sides of a ratio alike); then
+# the medians of the local checkpoint and restore, and of each step of
+# the downtime on both hosts (migrate's downtime_steps, timeline.h:
+# `here` the source, `there` the destination, nested steps included), for
+# the plain and the lazy migration. Every run is checked: the workload
+# keeps counting afterwards.
 #
 #   tests/bench/migrate.sh [REPS] [MEM_MIB...]      (default 3, 64 256)
+#   tests/bench/migrate.sh 5 64 256 1024             (issue 29's goals)
 #
-# CRYO_BENCH_PRECOPY=0 leaves out the pre-copy column (a kernel without
-# soft-dirty tracking refuses --pre-copy, as this host's 6.18 does).
+# A mode this host can't do is a column of `-`, with its --dry-run's
+# reason: --pre-copy needs soft-dirty tracking (not on this host's 6.18),
+# --lazy needs userfaultfd and CRIU's lazy pages working here. Where
+# fs.pipe-max-size is below what CRIU's lazy page server needs and cryo
+# runs without CAP_SYS_RESOURCE (this host), CRYO_BENCH_PIPE_MAX=1 raises
+# it to 4 MiB for the run (restored at exit). CRYO_BENCH_PRECOPY=0 /
+# CRYO_BENCH_LAZY=0 leave a column out.
 # CRYO_BENCH_WRAP="perf record -a -o FILE --" runs each migrate under it.
 #
 # Where CRIU works on the host (CRYO_CRIU=/opt/cryo-criu4/sbin/criu with
 # CRIU_FAULT=130) it runs here; otherwise it re-runs itself in the VM
 # (CRYO_VM_MEM=3072). Absolute times are the machine's: read the ratios.
-# CRYO_BENCH_TIMEOUT_MS: both ends' --timeout (a 1 GiB dump under TCG
-# outlasts the 2-minute default), e.g. 1800000; CRYO_BENCH_FREEZE_DEADLINE_MS:
-# migrate's --freeze-deadline (its 5-minute default thaws a 1 GiB plain
-# migration under TCG before the commit: the safety net, not a result).
+# On the host, hold the host lock with `flock -o` (its fd must not reach
+# the containers). CRYO_BENCH_TIMEOUT_MS: both ends' --timeout (a 1 GiB
+# dump under TCG outlasts the 2-minute default), e.g. 1800000;
+# CRYO_BENCH_FREEZE_DEADLINE_MS: migrate's --freeze-deadline (its 5-minute
+# default thaws a 1 GiB plain migration under TCG before the commit: the
+# safety net, not a result).
 : "${CRYO_VM_MEM:=3072}" "${CRYO_VM_TIMEOUT:=3000}" "${CRYO_BENCH_TIMEOUT_MS:=}" "${CRYO_BENCH_FREEZE_DEADLINE_MS:=}"
 export CRYO_VM_MEM CRYO_VM_TIMEOUT CRYO_BENCH_TIMEOUT_MS CRYO_BENCH_FREEZE_DEADLINE_MS
 if [ -z "${CRYO_CRIU:-}" ]; then
@@ -55,11 +66,16 @@ reps=${1:-3}
 sizes=${*:-64 256}
 mig_hosts_setup
 mig_tls_certs "$T/pki"
+if [ "${CRYO_BENCH_PIPE_MAX:-0}" = 1 ] && [ "$(cat /proc/sys/fs/pipe-max-size)" -lt 4194304 ]; then
+	at_exit "echo $(cat /proc/sys/fs/pipe-max-size) >/proc/sys/fs/pipe-max-size"
+	echo 4194304 >/proc/sys/fs/pipe-max-size || fail "raise fs.pipe-max-size"
+	log "fs.pipe-max-size raised to 4194304 for this run (CRIU's lazy page server)"
+fi
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-ms_since() { echo $(( $(now_ms) - $1 )); }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
-# one migration of $id (options: $@); sets down and total (ms)
+# one migration of $id (options: $@); sets down and total (ms), its steps in $T/steps.last
 migrate_once() {
 	MIG_DST_OPTS="--log-format json" mig_receive "$T/r.out" --allow-unsigned ${CRYO_BENCH_TIMEOUT_MS:+--timeout "$CRYO_BENCH_TIMEOUT_MS"}
 	${CRYO_BENCH_WRAP:-} "$CRYO_BIN" --root "$RTROOT" --log-format json migrate ${CRYO_BENCH_TIMEOUT_MS:+--timeout "$CRYO_BENCH_TIMEOUT_MS"} \
@@ -72,23 +88,15 @@ migrate_once() {
 	wl_wait_above "$D" $((c + 10))
 	wl_status "$D" | grep -q ' ok ' || fail "after migrate $*: $(wl_status "$D")"
 	read -r down total <<<"$(python3 -c 'import json,sys; m=json.load(open(sys.argv[1])); print(m["downtime_usec"]/1e3, m["total_usec"]/1e3)' "$T/m.json")"
-	# the phases, "phase ms" lines: the source's, then the destination's as dst_<phase>
+	# "host:table:step ms" lines, and what went while CRIU dumped
 	python3 -c '
 import json, sys
-def phases(path, prefix):
-    for line in open(path):
-        try:
-            p = json.loads(line)["progress"]
-        except (ValueError, KeyError):
-            continue
-        if p["done"]:
-            print(prefix + p["phase"], p["elapsed_ms"])
-phases(sys.argv[1], "")
-m = json.load(open(sys.argv[2]))
+m = json.load(open(sys.argv[1]))
+for s in m.get("downtime_steps", []):
+    print("%s:%s %s" % ("here" if s["host"] == "source" else "there", s["step"], s["ms"]))
 print("sent_MiB", round(m["bytes"] / 1048576, 1))
 print("early_MiB", round(m.get("early_bytes", 0) / 1048576, 1))
-print("resent_files", m.get("resent_files", 0))
-phases(sys.argv[3], "dst_")' "$T/m.err" "$T/m.json" "$T/r.out" >"$T/phases.last"
+print("resent_files", m.get("resent_files", 0))' "$T/m.json" >"$T/steps.last"
 	check rt_dst delete --force "$id"
 	rm -rf "${MIG_BUNDLES:?}/$id"
 	check rt delete --force "$id"
@@ -99,10 +107,30 @@ start() {
 	wl_wait_above "$S" 10
 }
 
-# --lazy where both ends can (the first --dry-run --lazy probes CRIU's lazy pages on both)
-lazy_ok=""
+# Can both ends do it (a dry run)? 1 or 0; the reason why not is logged.
+probe() { # --pre-copy N | --lazy
+	mig_receive "$T/r.out" --allow-unsigned
+	if rt migrate --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" --ca "$MIG_PKI/ca.crt" --dry-run \
+		"$@" "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/probe.out" 2>&1; then
+		echo 1
+	else
+		log "no $1 column: $(grep '^cryo' "$T/probe.out" | head -c 400)" >&2
+		echo 0
+	fi
+	mig_receive_wait 30
+}
 
-printf '%-6s %-4s %10s %10s %10s %10s %10s %10s %10s %9s %9s %9s\n' MiB rep local_ms mig_down mig_total pre_down \
+pre_ok=${CRYO_BENCH_PRECOPY:-} lazy_ok=${CRYO_BENCH_LAZY:-}
+
+# "name ms" lines of $1 as median per name (first-seen order)
+medians() {
+	local name
+	for name in $(awk '!seen[$1]++ { print $1 }' "$1"); do
+		printf ' %s %s' "$name" "$(awk -v p="$name" '$1 == p { print $2 }' "$1" | median)"
+	done
+}
+
+printf '%-6s %-4s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s\n' MiB rep local_ms mig_down mig_total pre_down \
 	pre_total lazy_down lazy_total down/loc pre/loc lazy/loc
 for mib in $sizes; do
 	id=mb-$mib-$$
@@ -111,9 +139,11 @@ for mib in $sizes; do
 	cp "$WL_BIN" "$B/rootfs-dir/counter"
 	S=$B/rootfs-dir/status
 	D=$MIG_BUNDLES/$id/rootfs-dir/status
-	: >"$T/l" ; : >"$T/d" ; : >"$T/t" ; : >"$T/pd" ; : >"$T/pt" ; : >"$T/ph" ; : >"$T/ld" ; : >"$T/lt"
+	for f in l d t pd pt ld lt rd rpd rld ph lph; do : >"$T/$f"; done
 	for rep in $(seq "$reps"); do
 		start
+		[ -n "$pre_ok" ] || pre_ok=$(probe --pre-copy 3)
+		[ -n "$lazy_ok" ] || lazy_ok=$(probe --lazy)
 		# local checkpoint + restore: the container is down for both
 		rm -rf "$T/img"
 		t0=$(now_ms)
@@ -122,51 +152,45 @@ for mib in $sizes; do
 		rt restore -d --bundle "$B" --image-path "$T/img" "$id" </dev/null >"$T/out" 2>&1 || fail "restore: $(cat "$T/out")"
 		t2=$(now_ms)
 		local_ms=$((t2 - t0))
-		printf 'local_checkpoint %s\nlocal_restore %s\n' $((t1 - t0)) $((t2 - t1)) >"$T/local.last"
+		printf 'local:checkpoint %s\nlocal:restore %s\n' $((t1 - t0)) $((t2 - t1)) >>"$T/ph"
 		c=$(wl_count "$S")
 		wl_wait_above "$S" $((c + 10))
 		migrate_once
 		echo "$local_ms" >>"$T/l"; echo "$down" >>"$T/d"; echo "$total" >>"$T/t"
-		cat "$T/local.last" "$T/phases.last" >>"$T/ph"
-		plain_down=$down plain_total=$total
-		if [ "${CRYO_BENCH_PRECOPY:-1}" != 0 ]; then
+		ratio "$down" "$local_ms" >>"$T/rd"; echo >>"$T/rd"
+		cat "$T/steps.last" >>"$T/ph"
+		plain_down=$down plain_total=$total pre_down=- pre_total=- down=- total=-
+		if [ "$pre_ok" = 1 ]; then
 			start
 			migrate_once --pre-copy 3
-		else
-			down=0 total=0
-		fi
-		echo "$down" >>"$T/pd"; echo "$total" >>"$T/pt"
-		pre_down=$down pre_total=$total down=- total=-
-		if [ "$lazy_ok" != 0 ]; then
-			start
-		fi
-		if [ -z "$lazy_ok" ]; then
-			mig_receive "$T/r.out" --allow-unsigned
-			rt migrate --cert "$MIG_PKI/client.crt" --key "$MIG_PKI/client.key" --ca "$MIG_PKI/ca.crt" --dry-run \
-				--lazy "$id" "tls://$MIG_IP_DST:$MIG_PORT" >"$T/lz.out" 2>&1 && lazy_ok=1 || lazy_ok=0
-			mig_receive_wait 30
-			if [ "$lazy_ok" = 0 ]; then
-				log "no --lazy column: $(grep '^cryo' "$T/lz.out" | head -c 400)"
-				check rt delete --force "$id"
-			fi
+			echo "$down" >>"$T/pd"; echo "$total" >>"$T/pt"
+			ratio "$down" "$local_ms" >>"$T/rpd"; echo >>"$T/rpd"
+			pre_down=$down pre_total=$total down=- total=-
 		fi
 		if [ "$lazy_ok" = 1 ]; then
+			start
 			migrate_once --lazy
 			echo "$down" >>"$T/ld"; echo "$total" >>"$T/lt"
+			ratio "$down" "$local_ms" >>"$T/rld"; echo >>"$T/rld"
+			cat "$T/steps.last" >>"$T/lph"
 		fi
-		printf '%-6s %-4s %10s %10s %10s %10s %10s %10s %10s\n' "$mib" "$rep" "$local_ms" "$plain_down" "$plain_total" \
+		printf '%-6s %-4s %9s %9s %9s %9s %9s %9s %9s\n' "$mib" "$rep" "$local_ms" "$plain_down" "$plain_total" \
 			"$pre_down" "$pre_total" "$down" "$total"
 	done
-	l=$(median <"$T/l"); d=$(median <"$T/d"); t=$(median <"$T/t"); pd=$(median <"$T/pd"); pt=$(median <"$T/pt")
-	ld=-; lt=-; lr=-
-	if [ "$lazy_ok" = 1 ]; then
-		ld=$(median <"$T/ld"); lt=$(median <"$T/lt"); lr=$(awk -v a="$ld" -v b="$l" 'BEGIN { printf "%.2f", a / b }')
-	fi
-	printf '%-6s %-4s %10s %10s %10s %10s %10s %10s %10s %9.2f %9.2f %9s\n' "$mib" med "$l" "$d" "$t" "$pd" "$pt" "$ld" "$lt" \
-		"$(awk -v a="$d" -v b="$l" 'BEGIN { print a / b }')" "$(awk -v a="$pd" -v b="$l" 'BEGIN { print a / b }')" "$lr"
-	printf '%-6s plain migrate, median ms per phase:' "$mib"
-	for phase in $(awk '!seen[$1]++ { print $1 }' "$T/ph"); do
-		printf ' %s %s' "$phase" "$(awk -v p="$phase" '$1 == p { print $2 }' "$T/ph" | median)"
+	l=$(median <"$T/l")
+	cols=() worst=()
+	for k in "d t rd" "pd pt rpd" "ld lt rld"; do
+		read -r dn tn rn <<<"$k"
+		if [ -s "$T/$dn" ]; then
+			cols+=("$(median <"$T/$dn")" "$(median <"$T/$tn")")
+			worst+=("$(ratio "$(median <"$T/$dn")" "$l")/$(sort -n "$T/$rn" | tail -1)")
+		else
+			cols+=(- -)
+			worst+=(-)
+		fi
 	done
-	printf '\n'
+	printf '%-6s %-4s %9s %9s %9s %9s %9s %9s %9s %8s %8s %8s\n' "$mib" med "$l" "${cols[@]}" "${worst[@]}"
+	printf '%-6s (ratios: median of the runs / worst round)\n' "$mib"
+	printf '%-6s plain, median ms per step:%s\n' "$mib" "$(medians "$T/ph")"
+	[ -s "$T/lph" ] && printf '%-6s lazy, median ms per step:%s\n' "$mib" "$(medians "$T/lph")"
 done

@@ -70,11 +70,19 @@ echo "$out" | grep -q "failed at transfer" && echo "$out" | grep -qi "timed out"
 nothing_left quiet
 log "busy source: alive frames carried the receiver past its --timeout; a quiet one timed out"
 
-# --lazy asked of a receiver whose CRIU can't serve lazy pages (this
-# host's 6.18 kernel with CRIU 4): refused at preflight with CRIU's reason
+# --lazy asked of a receiver whose CRIU can't serve lazy pages: refused
+# at preflight with the reason: pipes too small for CRIU's page server
+# (this host: fs.pipe-max-size 1 MiB, no CAP_SYS_RESOURCE), said before
+# any probe, or CRIU's own reason from the probe
 out=$("$PEER" lazy-hello "$id" "$CRYO_BIN" --root "$R" receive --stdio --bundle-dir "$B" --verify-key "$T/ed.pub" 2>&1) &&
 	rc=0 || rc=$?
-if [ "$rc" = 3 ]; then
+if [ "$rc" = 3 ] && echo "$out" | grep -q 'preflight refused: .*lazy page server needs pipes of'; then
+	echo "$out" | grep -q "fs.pipe-max-size is $(cat /proc/sys/fs/pipe-max-size) and cryo runs without CAP_SYS_RESOURCE" ||
+		fail "lazy hello: $out"
+	[ ! -e "$R/.lazy-probe" ] || fail "lazy hello: a probe ran (and was kept) though the pipes said no: $(cat "$R/.lazy-probe")"
+	nothing_left "lazy hello"
+	log "lazy hello: $(echo "$out" | grep -o 'preflight refused.*' | head -c 300)"
+elif [ "$rc" = 3 ]; then
 	echo "$out" | grep -q 'preflight refused: CRIU.s lazy migration does not work on this host (kernel .*): criu ' ||
 		fail "lazy hello: $out"
 	nothing_left "lazy hello"
@@ -127,6 +135,15 @@ attack replace-thrice "sent \`pages-1.img\` a third time"
 attack "final-extra:$T/dump" "unexpected file \`pages-9.img\`" verify
 # sent right, then replaced by other bytes: the replace's bytes are the ones verified
 attack "final-replaced:$T/dump" "file \`pages-1.img\` is corrupted" verify
+# a page image sent while CRIU appends to it (growing: chunks until an
+# end): only in the final dump, new, of no announced size, no empty chunk
+# but its end, no end in a file that is not growing; its bytes are hashed
+# as they come and verified like the rest
+attack growing-round "a growing file must be new, of the final dump, of size 0"
+attack growing-sized "a growing file must be new, of the final dump, of size 0"
+attack growing-empty "\`pages-1.img\`: an empty chunk"
+attack end-plain "the end of a file that is not growing"
+attack "growing-bytes:$T/dump" "file \`pages-1.img\` is corrupted" verify
 # a receive killed in the middle of a transfer: its staged images are
 # journalled, and `cryo recover` removes them
 "$PEER" stall "$id" "$CRYO_BIN" --root "$R" receive --stdio --bundle-dir "$B" --verify-key "$T/ed.pub" \

@@ -279,7 +279,27 @@ grep '^migrated' "$T/m.out" | sed 's/^/# /'
 sshd_log_since | grep -q "Accepted publickey for root from $MIG_IP_SRC" || fail "sshd did not log the key login: $(sshd_log_since)"
 rt state "$id" | grep -q '"status":"stopped"' || fail "the source is not stopped: $(rt state "$id")"
 rt_dst state "$id" | grep -q '"status":"running"' || fail "not running on the destination: $(rt_dst state "$id")"
-rt_dst state "$id" | grep -q '"org.cryo.migrate.downtime_usec"' || fail "no downtime stored: $(rt_dst state "$id")"
+rt_dst state "$id" | grep -q '"org.cryo.migrate.downtime_usec":"[0-9]*"' || fail "no downtime stored: $(rt_dst state "$id")"
+# where the downtime went: both hosts' steps printed, the source's own
+# back to back from the freeze to the confirmation (they add up to the
+# downtime), the destination's CRIU restore among them and kept in its state
+python3 - "$T/m.out" "$(rt_dst state "$id")" <<'PY' || fail "downtime steps: $(cat "$T/m.out")"
+import json, re, sys
+out = open(sys.argv[1]).read()
+down = float(re.search(r"downtime ([0-9.]+) ms", out).group(1))
+steps = re.findall(r"^ +(-?[0-9.]+) +([0-9.]+)  (here|there) +([a-z-]+):([a-z-]+)$", out, re.M)
+top = [(float(a), float(t)) for a, t, h, tab, s in steps if h == "here" and tab == "migrate"]
+names = {(h, tab, s) for a, t, h, tab, s in steps}
+for want in (("here", "checkpoint", "criu-dump"), ("there", "restore", "criu-restore"), ("there", "receive", "commit")):
+    assert want in names, want
+total = sum(t for a, t in top)
+assert 0.9 * down <= total <= down + 1, (total, down)
+ann = json.loads(sys.argv[2])["annotations"]["org.cryo.migrate.downtime_steps"]
+kept = {s["step"] for s in json.loads(ann)}
+assert {"restore:criu-restore", "receive:commit"} <= kept, kept
+print("# downtime %.1f ms: the source's steps add up to %.1f; criu-dump %s, criu-restore there %s" % (down, total,
+      [t for a, t, h, tab, s in steps if s == "criu-dump"][0], [t for a, t, h, tab, s in steps if s == "criu-restore"][0]))
+PY
 wl_wait_above "$D" $((before + 50))
 wl_status "$D" | grep -q ' ok ' || fail "after migration: $(wl_status "$D")"
 [ -z "$(ls -A "$RTROOT/.migrate-out" 2>/dev/null)" ] || fail "the source's image was left"

@@ -34,6 +34,16 @@
  *   final-extra:DIR   a file the manifest does not list, sent early, then DIR's files as the final dump
  *   final-replaced:DIR  DIR's files as the final dump, then its pages-1.img again as a
  *                  replace with other bytes of the same size (sent, then "rewritten")
+ *
+ * A page image goes while CRIU still appends to it (`growing`: no size,
+ * chunks until one with `end`):
+ *
+ *   growing-round  a growing file in pre-copy round 1
+ *   growing-sized  a growing file that announces a size
+ *   growing-empty  a growing file with an empty chunk that is not its end
+ *   end-plain      a file of known size whose chunk says `end`
+ *   growing-bytes:DIR  DIR's files as the final dump, pages-1.img growing, in
+ *                  two chunks and an empty end, with other bytes of the same size
  */
 #include <dirent.h>
 #include <errno.h>
@@ -68,31 +78,61 @@ static int send_frame(Cryo__MigrateFrame *fr)
 
 static bool replace_next; /* the next file goes as a replace */
 
-static int send_buf(const char *name, uint32_t round, const void *data, size_t len)
+/* A file's header (growing: no size, chunks until an end); the next file goes as a replace if asked. */
+static int send_header(const char *name, uint32_t round, uint64_t size, bool growing)
 {
 	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 	Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
-	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
-	int r;
 
 	fm.name = (char *)name;
-	fm.size = len;
+	fm.size = size;
 	fm.has_mode = fm.has_round = 1;
 	fm.mode = 0600;
 	fm.round = round;
 	if (replace_next)
 		fm.has_replace = fm.replace = 1;
 	replace_next = false;
+	if (growing)
+		fm.has_growing = fm.growing = 1;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_FILE;
 	fr.file = &fm;
-	r = send_frame(&fr);
-	if (r < 0 || !fm.size)
-		return r;
+	return send_frame(&fr);
+}
+
+/* One chunk (end: the last of a growing file). */
+static int send_chunk(const void *data, size_t len, bool end)
+{
+	Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
+	Cryo__MigrateChunk ch = CRYO__MIGRATE_CHUNK__INIT;
+
 	ch.data.data = (uint8_t *)data;
-	ch.data.len = fm.size;
+	ch.data.len = len;
+	if (end)
+		ch.has_end = ch.end = 1;
 	fr.body_case = CRYO__MIGRATE_FRAME__BODY_CHUNK;
 	fr.chunk = &ch;
 	return send_frame(&fr);
+}
+
+static int send_buf(const char *name, uint32_t round, const void *data, size_t len)
+{
+	int r = send_header(name, round, len, false);
+
+	if (r < 0 || !len)
+		return r;
+	return send_chunk(data, len, false);
+}
+
+/* name as a growing file: its chunks (each a text; "" alone is an empty chunk), then the end (empty) */
+static int send_growing(const char *name, uint32_t round, uint64_t size, const char *const *chunks, bool end)
+{
+	int r = send_header(name, round, size, true);
+
+	for (; r >= 0 && *chunks; chunks++)
+		r = send_chunk(*chunks, strlen(*chunks), false);
+	if (r < 0 || !end)
+		return r;
+	return send_chunk(NULL, 0, true);
 }
 
 static int send_file(const char *name, uint32_t round, const char *text)
@@ -264,6 +304,28 @@ int main(int argc, char **argv)
 				if (send_file("pages-1.img", 0, "pagez\n") == 0)
 					(void)send_done(0, true);
 			}
+		} else if (strcmp(scen, "growing-round") == 0) {
+			static const char *const c1[] = { "pages", NULL };
+
+			(void)send_growing("pages-1.img", 1, 0, c1, true);
+		} else if (strcmp(scen, "growing-sized") == 0) {
+			static const char *const c1[] = { "pages", NULL };
+
+			(void)send_growing("pages-1.img", 0, 5, c1, true);
+		} else if (strcmp(scen, "growing-empty") == 0) {
+			static const char *const c1[] = { "pa", "", "ges", NULL };
+
+			(void)send_growing("pages-1.img", 0, 0, c1, true);
+		} else if (strcmp(scen, "end-plain") == 0) {
+			if (send_header("pages-1.img", 0, 10, false) == 0)
+				(void)send_chunk("pages", 5, true);
+		} else if (strncmp(scen, "growing-bytes:", 14) == 0) {
+			/* the test image's pages-1.img is "pages\n": the same size, other bytes */
+			static const char *const c1[] = { "pag", "ez\n", NULL };
+
+			if (send_growing("pages-1.img", 0, 0, c1, true) == 0 && send_path(scen + 14, "core-1.img", 0) == 0 &&
+			    send_path(scen + 14, "manifest.pb", 0) == 0 && send_path(scen + 14, "manifest.sig", 0) == 0)
+				(void)send_done(0, true);
 		} else if (strcmp(scen, "stall") == 0) {
 			Cryo__MigrateFrame fr = CRYO__MIGRATE_FRAME__INIT;
 			Cryo__MigrateFile fm = CRYO__MIGRATE_FILE__INIT;
