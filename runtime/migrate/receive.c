@@ -721,31 +721,6 @@ static int freeze_restored(struct rctx *c, bool freeze, struct cryo_error *err)
 	return r;
 }
 
-/*
- * Until the source commits, the paused copy here must not outlive this
- * receive: killed by a watchdog the moment we die (or by `cryo recover`),
- * so a receive killed before the commit leaves no container behind while
- * the source resumes. (A kill between CRIU's restore and this hold is not
- * covered: a paused copy would stay until deleted.)
- */
-static int hold_restored(struct rctx *c, struct cryo_error *err)
-{
-	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
-	_cleanup_(cryo_freezer_closep) struct cryo_freezer *fz = NULL;
-	char name[160];
-	int r;
-
-	r = cryo_state_load(c->o->root, c->id, &st, err);
-	if (r >= 0)
-		r = cryo_freezer_open_for(st->freezer_backend, st->cgroup_v2, st->cgroup_v1_freezer, &fz, err);
-	if (r < 0)
-		return r;
-	snprintf(name, sizeof(name), "%s@received", c->id);
-	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_CGROUP_KILL, cryo_freezer_path(fz),
-				 cryo_freezer_backend_names[cryo_freezer_backend_of(fz)], 0, CRYO_HOLD_UNDO_ON_EXIT,
-				 cryo_freezer_kill_undo, &c->kill_hold, err);
-}
-
 static void release_restored_hold(struct rctx *c)
 {
 	struct cryo_error e = CRYO_ERROR_INIT;
@@ -758,9 +733,14 @@ static void release_restored_hold(struct rctx *c)
 /*
  * Restore from the staged image into our bundle, and keep it frozen
  * until the source commits: it must not run here while the source may
- * still resume. Restore freezes it as its last step before the state is
- * written (ro.paused); CRIU gives no way to keep the tasks stopped, so
- * they run for the moment between CRIU's end and that freeze.
+ * still resume. Restore has CRIU leave the tasks stopped and freezes the
+ * cgroup before it lets them go (ro.paused): not one instruction of
+ * theirs runs here before the commit. And until the commit the copy must
+ * not outlive this receive: restore's kill hold, taken on the cgroup
+ * before CRIU makes a task, is handed to us (ro.ret_kill_hold): its
+ * watchdog kills them the moment we die (or `cryo recover` does), so a
+ * receive killed at any point before the commit leaves no copy behind
+ * while the source resumes.
  */
 static int rstep_restore(void *ctx, struct cryo_error *err)
 {
@@ -774,6 +754,7 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.paused = true,
 		.verify_key = c->o->verify_key,
 		.preverified = true,
+		.ret_kill_hold = &c->kill_hold,
 	};
 	_cleanup_free_ char *work = NULL;
 	pid_t pid = 0;
@@ -809,9 +790,6 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->restored = true;
-	r = hold_restored(c, err);
-	if (r < 0)
-		return r;
 	return cryo_migrate_send_result(c->t, 0, "restore", c->lazy ? "restored, running" : "restored, frozen", 0, err);
 }
 
