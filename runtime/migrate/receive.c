@@ -61,6 +61,7 @@ struct rctx {
 	struct cryo_hold *kill_hold;    /* the paused copy dies with us until the commit */
 	bool restored, committed, peer_failed;
 	bool lazy;                  /* post-copy (the source asked, we can) */
+	bool lazy_copy_stopped;     /* --lazy: a copy that may have run here was killed: the source hears so */
 	enum cryo_digest_alg digest; /* how the source's manifests hash: so are arrivals hashed */
 	int64_t commit_at;
 	uint64_t frozen_usec;
@@ -93,6 +94,18 @@ static void rundo_accept(void *ctx)
 {
 	struct rctx *c = ctx;
 
+	/*
+	 * --lazy: the source waits to hear that the copy that ran here is
+	 * stopped before it resumes its own: said even when it failed first
+	 * (then the report below is not sent).
+	 */
+	if (c->lazy_copy_stopped && c->peer_failed && c->t) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (cryo_migrate_send_result(c->t, -ECANCELED, c->res->failed_phase, "the copy here is stopped", 0, &e) < 0)
+			cryo_debug("receive: could not tell the source its copy here is stopped: %s", e.msg);
+		cryo_error_clear(&e);
+	}
 	cryo_migrate_tell_peer_and_close(&c->t, c->peer_failed, &c->fail, c->res->failed_phase, "receive");
 }
 
@@ -185,6 +198,8 @@ static int rstep_preflight(void *ctx, struct cryo_error *err)
 	c->digest = f->hello->has_digest ? (enum cryo_digest_alg)f->hello->digest : CRYO_DIGEST_SHA256;
 	cryo_migrate_hello_to_facts(f->hello, &c->res->remote);
 	cryo_migrate_local_facts(&c->res->local, c->dry_run);
+	/* (--lazy: a copy here that heard nothing of the source for this long is stopped) */
+	c->res->local.timeout_ms = (uint32_t)rtimeout(c);
 	c->res->local.free_bytes = free_bytes_at(c->o->root);
 	if (c->o->bundle_dir) {
 		uint64_t b = free_bytes_at(c->o->bundle_dir);
@@ -777,9 +792,11 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		ro.criu.shell_job = c->m->criu->shell_job;
 		ro.criu.file_locks = c->m->criu->file_locks;
 	}
-	/* the source waits meanwhile (with --lazy the page stream is busy enough) */
-	if (!c->lazy)
-		(void)cryo_transport_keepalive_start(c->t, "restore", NULL);
+	/*
+	 * The source waits meanwhile. With --lazy too: its tasks stay stopped
+	 * until the restore's end, and nothing faults a page in before.
+	 */
+	(void)cryo_transport_keepalive_start(c->t, "restore", NULL);
 	r = cryo_restore(&ro, &pid, NULL, err);
 	cryo_transport_keepalive_stop(c->t);
 	if (r < 0 && c->lz.restore_peer_failed) {
@@ -817,6 +834,7 @@ static void rundo_restore(void *ctx)
 	if (cryo_container_delete(c->o->root, c->id, true, &e) < 0)
 		cryo_error_warn_clear(&e, "receive `%s`: undo: delete the restored container", c->id);
 	cryo_lazy_dest_done(&c->lz);
+	c->lazy_copy_stopped = c->lazy;
 	c->restored = false;
 }
 
