@@ -235,7 +235,8 @@ static int relay_loop(struct cryo_lazy_relay *r, uint8_t *buf, struct cryo_error
 				return ret;
 		}
 		if (pending || p[ip].revents) {
-			ret = from_peer(r, idle, err);
+			/* a frame begun: read within the idle timeout, and within the peer's, if sooner */
+			ret = from_peer(r, r->peer_timeout_ms > 0 && wait < idle ? (wait > 0 ? wait : 1) : idle, err);
 			if (ret < 0)
 				return ret;
 			last_peer = cryo_now_ms();
@@ -376,13 +377,13 @@ void cryo_lazy_source_done(struct cryo_lazy_source *s)
 	s->sock = -1;
 }
 
-#define FENCE_MARGIN_MS 2000
+#define FENCE_MARGIN_MS 5000
 
 int64_t cryo_lazy_fence_ms(uint32_t dest_timeout_ms)
 {
 	int64_t t = dest_timeout_ms ? (int64_t)dest_timeout_ms : CRYO_MIGRATE_TIMEOUT_MS;
 
-	return 2 * t + FENCE_MARGIN_MS;
+	return t + FENCE_MARGIN_MS;
 }
 
 int64_t cryo_lazy_source_fence(struct cryo_transport **t, bool peer_failed, const struct cryo_error *fail,

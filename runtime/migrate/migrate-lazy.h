@@ -110,11 +110,12 @@ void cryo_lazy_source_done(struct cryo_lazy_source *s);
 
 /*
  * How long the source waits for a copy on the destination that may run
- * to have stopped, when the destination does not say so: twice its
- * --timeout (dest_timeout_ms, from its hello; 0 = not said, the default
- * then) and a margin. The copy there stops once it heard nothing of the
- * source for its --timeout (the relay's peer_timeout_ms), a frame
- * already on its way when it last heard included.
+ * to have stopped, when the destination does not say so: its --timeout
+ * (dest_timeout_ms, from its hello; 0 = not said, the default then) and
+ * a margin of 5 s. The copy there stops once it heard nothing of the
+ * source for its --timeout (the relay's peer_timeout_ms, which also
+ * bounds the read of a frame begun); the last it heard of the source was
+ * before the source lost it.
  */
 int64_t cryo_lazy_fence_ms(uint32_t dest_timeout_ms);
 

@@ -350,7 +350,7 @@ static void undo_freeze(void *ctx)
 							 c->lazy_fence_ms, &told);
 
 		if (!told)
-			cryo_warn("migrate `%s`: the destination did not say its copy stopped: resuming here %lld ms after, when it stopped on its own (twice its --timeout)",
+			cryo_warn("migrate `%s`: the destination did not say its copy stopped: resuming here %lld ms after, when it stopped on its own (its --timeout and 5 s)",
 				  c->o->id, (long long)waited);
 	}
 	if (!c->was_paused && c->fz && cryo_freezer_thaw(c->fz, CRYO_MIGRATE_THAW_TIMEOUT_MS, 0, &e) < 0) {

@@ -12,7 +12,8 @@
 # The self-checking counter (rewrites its status file every 20 ms while
 # it runs) is checkpointed, then:
 #  - restored with cryo stopped (CRYO_PAUSE_AT) before each step after
-#    CRIU's: every task of the container is stopped (T) and the status
+#    CRIU's (CI: the first and the last; CRYO_LONG=1: each): every task
+#    of the container is stopped (T) and the status
 #    file does not change in 0.4 s; once cryo goes on, the counter counts
 #    on with its checks passing;
 #  - paused, checkpointed, restored --keep-paused, with the cgroup2 and
@@ -21,7 +22,9 @@
 #    them in the freezer was not lost);
 #  - cryo SIGKILLed at the state step: the watchdog kills every restored
 #    task at once (none left running nor stopped), `cryo recover` leaves no
-#    journal entry, and the image restores again.
+#    journal entry, and the image restores again;
+#  - a task stopped (SIGSTOP) when dumped is stopped after the restore
+#    while the others run; continued, the counter counts on.
 # Needs a CRIU that works here (CRYO_CRIU, see `cryo check`).
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
@@ -99,6 +102,8 @@ checkpoint "$T/img"
 steps=$("$CRYO_BIN" features | python3 -c 'import json,sys; print(" ".join(json.load(sys.stdin)["org.cryo"]["steps"]["restore"]))')
 after=$(echo "$steps" | tr ' ' '\n' | sed -n '/^criu-restore$/,$p' | tail -n +2)
 [ -n "$after" ] || fail "no step after criu-restore in the restore table: $steps"
+# CI: the first and the last of them (CRYO_LONG=1: every one)
+[ "${CRYO_LONG:-0}" = 1 ] || after=$(printf '%s\n' $after | sed -n '1p;$p')
 for step in $after; do
 	restore_bg CRYO_PAUSE_AT="restore:$step" -- --image-path "$T/img"
 	wait_cryo_stopped "$rpid" "paused at $step"
@@ -151,4 +156,30 @@ timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$B" --image-path "
 	fail "restore after the kill: $(cat "$T/rs.out")"
 counts_on "restored after the killed restore"
 log "restore killed after CRIU: its tasks gone ${took} ms after, nothing in the journal; the image restores again"
+
+# --- a task stopped when it was dumped is stopped after the restore, the others run
+# the counter's sender: the task whose parent is in the container too
+sender() {
+	local p pp all
+	all=" $(procs | tr '\n' ' ') "
+	for p in $(procs); do
+		pp=$(awk '{ print $4 }' "/proc/$p/stat" 2>/dev/null)
+		case "$all" in *" $pp "*) echo "$p"; return 0 ;; esac
+	done
+	return 1
+}
+s=$(sender) || fail "stopped task: no sender in the container"
+kill -STOP "$s"
+checkpoint "$T/img-stopped"
+timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --bundle "$B" --image-path "$T/img-stopped" "$id" </dev/null >"$T/rs.out" 2>&1 ||
+	fail "restore of a tree with a stopped task: $(cat "$T/rs.out")"
+s=$(sender) || fail "stopped task: no sender after the restore"
+for _ in $(seq 20); do [ "$(task_state "$s")" = T ] && break; sleep 0.05; done
+[ "$(task_state "$s")" = T ] || fail "the task stopped when dumped is $(task_state "$s") after the restore"
+for p in $(procs); do
+	[ "$p" = "$s" ] || [ "$(task_state "$p")" != T ] || fail "task $p, running when dumped, is stopped after the restore"
+done
+kill -CONT "$s"
+counts_on "the stopped task continued"
+log "a task stopped when dumped: stopped after the restore, the others ran; continued, the counter counts on"
 echo "PASS restore_leave_stopped"

@@ -62,14 +62,11 @@ soak_run() {
 	return $rc
 }
 
-# processes of this test's cryo and CRIU (watchdogs included: their
-# command line is the cryo that forked them), their fds and memory
+# cryo's and CRIU's processes (watchdogs included), their fds and memory:
+# every one on the host (the host lock keeps others' tests away meanwhile)
 _soak_procs() {
-	local p comm
-	for p in $(pgrep -f -- "$T" 2>/dev/null); do
-		comm=$(cat "/proc/$p/comm" 2>/dev/null) || continue
-		case $comm in cryo*|criu*) echo "$p" ;; esac
-	done
+	local c
+	for c in cryo cryo-fsfreeze criu; do pgrep -x "$c"; done
 }
 
 soak_resources() {
