@@ -23,6 +23,8 @@ PKGS=(
 	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 iputils-ping procps kmod
 	# migrate over ssh:// against a real sshd (tests/host/migrate_ssh.sh starts its own; the service is not started)
 	openssh-client openssh-server
+	# tests/soak/faults.sh: I/O errors on demand from a FUSE filesystem (tests/tools/cryo-test-faultfs.c)
+	libfuse3-dev
 	# CRIU locks the network of --tcp-established dumps with iptables-restore (runc needs it too)
 	iptables
 	# peers for benchmarks

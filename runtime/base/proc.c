@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
@@ -78,4 +81,103 @@ int cryo_proc_cgroups(pid_t pid, char **ret_v2, char **ret_v1_freezer, struct cr
 	*ret_v2 = TAKE_PTR(v2);
 	*ret_v1_freezer = TAKE_PTR(v1);
 	return 0;
+}
+
+/* Append the pids listed (space-separated) in one children file. */
+static int add_children(const char *path, pid_t **v, size_t *n, size_t *cap, struct cryo_error *err)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+	char *p, *end;
+	int r;
+
+	r = cryo_read_file_at(AT_FDCWD, path, 1 << 20, &buf, &len);
+	if (r == -ENOENT || r == -ESRCH)
+		return 0; /* the thread or process ended */
+	if (r < 0)
+		return cryo_error_set(err, -r, "read `%s`", path);
+	for (p = buf; p && *p;) {
+		long pid = strtol(p, &end, 10);
+
+		if (end == p)
+			break;
+		p = end;
+		if (pid <= 0)
+			continue;
+		if (*n == CRYO_PROC_TREE_MAX)
+			return cryo_error_setx(err, E2BIG, "more than %d processes in the tree", CRYO_PROC_TREE_MAX);
+		if (*n == *cap) {
+			pid_t *nv = realloc(*v, (*cap * 2) * sizeof(**v));
+
+			if (!nv)
+				return cryo_error_set(err, ENOMEM, "process tree");
+			*v = nv;
+			*cap *= 2;
+		}
+		(*v)[(*n)++] = (pid_t)pid;
+	}
+	return 0;
+}
+
+int cryo_proc_tree(pid_t root, pid_t **ret, size_t *ret_n, struct cryo_error *err)
+{
+	_cleanup_free_ pid_t *v = NULL;
+	size_t n = 0, cap = 64, i;
+	int r;
+
+	v = malloc(cap * sizeof(*v));
+	if (!v)
+		return cryo_error_set(err, ENOMEM, "process tree");
+	v[n++] = root;
+	/* breadth first: v grows while it is walked */
+	for (i = 0; i < n; i++) {
+		char path[64];
+		struct dirent *e;
+		DIR *d;
+
+		snprintf(path, sizeof(path), "/proc/%d/task", (int)v[i]);
+		d = opendir(path);
+		if (!d) {
+			if (errno == ENOENT || errno == ESRCH)
+				continue;
+			return cryo_error_set(err, errno, "open `%s`", path);
+		}
+		r = 0;
+		while (r >= 0 && (e = readdir(d))) {
+			char file[128];
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(file, sizeof(file), "/proc/%d/task/%.20s/children", (int)v[i], e->d_name);
+			r = add_children(file, &v, &n, &cap, err);
+		}
+		closedir(d);
+		if (r < 0)
+			return r;
+	}
+	*ret = TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
+#define STOP_SIGNALS ((1ULL << (SIGSTOP - 1)) | (1ULL << (SIGTSTP - 1)) | (1ULL << (SIGTTIN - 1)) | (1ULL << (SIGTTOU - 1)))
+
+/* The mask of one "Name:\t<hex>" line of /proc/PID/status, 0 if absent. */
+static unsigned long long status_mask(const char *status, const char *name)
+{
+	const char *p = strstr(status, name);
+
+	return p ? strtoull(p + strlen(name), NULL, 16) : 0;
+}
+
+bool cryo_proc_stop_pending(pid_t pid)
+{
+	_cleanup_free_ char *buf = NULL;
+	char path[64];
+	size_t len = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (cryo_read_file_at(AT_FDCWD, path, 1 << 16, &buf, &len) < 0)
+		return false;
+	return ((status_mask(buf, "\nShdPnd:") | status_mask(buf, "\nSigPnd:")) & STOP_SIGNALS) != 0;
 }

@@ -3,6 +3,8 @@
 #ifndef CRYO_PROC_H
 #define CRYO_PROC_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <sys/types.h>
 
 #include "error.h"
@@ -18,5 +20,21 @@ int cryo_proc_cgroups(pid_t pid, char **ret_v2, char **ret_v1_freezer, struct cr
 /* Mount point of the cgroup2 hierarchy and of the v1 freezer, or NULL. */
 const char *cryo_cgroup2_mountpoint(void);
 const char *cryo_cgroup_v1_freezer_mountpoint(void);
+
+/*
+ * root and every process below it (the children of each of its threads,
+ * from /proc/PID/task/TID/children, and theirs), root first, each parent
+ * before its children; at most CRYO_PROC_TREE_MAX. The tree must not
+ * change meanwhile (its tasks stopped or held): a child forked during
+ * the walk may be missed.
+ */
+#define CRYO_PROC_TREE_MAX 65536
+int cryo_proc_tree(pid_t root, pid_t **ret, size_t *ret_n, struct cryo_error *err);
+
+/*
+ * Whether a stop signal (SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU) is pending
+ * for pid, sent to the process or to one of its threads.
+ */
+bool cryo_proc_stop_pending(pid_t pid);
 
 #endif

@@ -386,6 +386,8 @@ int cryo_criu_cli_lazy_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, s
 	if (o->cgroup_root)
 		add(&a, "--cgroup-root=%s", o->cgroup_root);
 	add(&a, "--lazy-pages");
+	if (o->leave_stopped)
+		add(&a, "--leave-stopped");
 	add(&a, "-d");
 	add(&a, "--pidfile=%s", pidfile);
 	/* CRIU connects to the daemon's socket at once: it must be there */

@@ -136,6 +136,24 @@ struct cryo_criu_opts {
 	void *post_restore_gate_userdata;
 	bool *ret_gate_ran;
 	/*
+	 * restore: CRIU lets the tasks go stopped (SIGSTOP), as its
+	 * --leave-stopped does: none runs an instruction of its own before
+	 * the caller, its own setup done, sends them SIGCONT. The command
+	 * line back end passes --leave-stopped. libcriu has no setter for
+	 * it (neither 3.17 nor 4.1), so its back end does at CRIU's
+	 * pre-resume notification what CRIU does just before it with
+	 * leave-stopped: a SIGSTOP to every process of the tree while CRIU
+	 * still holds them all; the restore fails (and CRIU kills the tree)
+	 * if that notification does not come. A task stopped when it was
+	 * dumped is stopped again by CRIU itself (a stop signal pending at
+	 * that point): libcriu's back end lists those in
+	 * *ret_stopped_before (malloc'd, may be NULL), for the caller to
+	 * leave stopped.
+	 */
+	bool leave_stopped;
+	pid_t **ret_stopped_before;
+	size_t *ret_n_stopped_before;
+	/*
 	 * dump: called at CRIU's post-dump notification, when the image is
 	 * written and the tasks and their connections are still locked
 	 * (before CRIU ends or resumes them); nonzero fails the dump.

@@ -17,6 +17,7 @@
 #include "cgroup.h"
 #include "criu-lib.h"
 #include "log.h"
+#include "proc.h"
 #include "util.h"
 
 static enum criu_cg_mode to_criu_cg_mode(enum cryo_criu_cg_mode m)
@@ -205,22 +206,70 @@ static int open_session(const struct cryo_criu_opts *o, const char *what, const 
 static int pts_master = -1;
 static bool pts_master_expected;
 static const struct cryo_criu_opts *notify_opts;
+/* restore: the tree's root (post-restore tells it), whether leave_stopped was done */
+static pid_t restored_root;
+static bool left_stopped;
+
+/*
+ * leave_stopped over libcriu (see criu-env.h): every process of the
+ * tree gets SIGSTOP while CRIU still holds them all (each stopped by
+ * ptrace at its rt_sigreturn), as CRIU's own leave-stopped does a step
+ * earlier; they stop as CRIU lets them go, before an instruction of
+ * their own. A stop signal already pending is CRIU's for a task that was
+ * stopped when dumped: it stays stopped after the caller's SIGCONT.
+ */
+static int stop_tree(const struct cryo_criu_opts *o)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	_cleanup_free_ pid_t *pids = NULL, *before = NULL;
+	size_t n = 0, nb = 0, i;
+
+	if (restored_root <= 0) {
+		cryo_warn("criu restore: leave stopped: no post-restore notification named the tree's root");
+		return -1;
+	}
+	if (cryo_proc_tree(restored_root, &pids, &n, &e) < 0) {
+		cryo_error_warn_clear(&e, "criu restore: leave stopped");
+		return -1;
+	}
+	before = calloc(n, sizeof(*before));
+	if (!before)
+		return -1;
+	for (i = 0; i < n; i++) {
+		if (cryo_proc_stop_pending(pids[i]))
+			before[nb++] = pids[i];
+		if (kill(pids[i], SIGSTOP) < 0 && errno != ESRCH) {
+			cryo_warn("criu restore: leave stopped: SIGSTOP %d: %s", (int)pids[i], strerror(errno));
+			return -1;
+		}
+	}
+	if (o->ret_stopped_before && o->ret_n_stopped_before) {
+		*o->ret_stopped_before = nb ? TAKE_PTR(before) : NULL;
+		*o->ret_n_stopped_before = nb;
+	}
+	left_stopped = true;
+	return 0;
+}
 
 static int notify_cb(char *action, criu_notify_arg_t na)
 {
 	int fd;
 
-	(void)na;
 	if (action && strcmp(action, "post-dump") == 0 && notify_opts && notify_opts->post_dump) {
 		if (notify_opts->ret_post_dump_ran)
 			*notify_opts->ret_post_dump_ran = true;
 		return notify_opts->post_dump(notify_opts->post_dump_userdata) == 0 ? 0 : -1;
 	}
-	if (action && strcmp(action, "post-restore") == 0 && notify_opts && notify_opts->post_restore_gate) {
+	if (action && strcmp(action, "post-restore") == 0) {
+		restored_root = criu_notify_pid(na);
+		if (!notify_opts || !notify_opts->post_restore_gate)
+			return 0;
 		if (notify_opts->ret_gate_ran)
 			*notify_opts->ret_gate_ran = true;
 		return notify_opts->post_restore_gate(notify_opts->post_restore_gate_userdata) == 0 ? 0 : -1;
 	}
+	if (action && strcmp(action, "pre-resume") == 0)
+		return notify_opts && notify_opts->leave_stopped ? stop_tree(notify_opts) : 0;
 	if (!action || strcmp(action, "orphan-pts-master") != 0)
 		return 0;
 	fd = criu_get_orphan_pts_master_fd();
@@ -432,9 +481,29 @@ int cryo_criu_lib_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct
 
 	pts_master = -1;
 	pts_master_expected = o->expect_pts_master;
+	restored_root = 0;
+	left_stopped = false;
 	notify_opts = o;
 	r = criu_local_restore_child(co);
 	notify_opts = NULL;
+	/* CRIU resumed the tree without the notification that stops it: it runs */
+	if (r > 0 && o->leave_stopped && !left_stopped) {
+		_cleanup_free_ pid_t *pids = NULL;
+		size_t n = 0, i;
+
+		/* its tree, listed before the root goes (the init of its pid namespace takes the rest along) */
+		if (cryo_proc_tree(r, &pids, &n, NULL) < 0)
+			n = 0;
+		kill(r, SIGKILL);
+		for (i = 0; i < n; i++)
+			kill(pids[i], SIGKILL);
+		(void)waitpid(r, NULL, 0);
+		if (pts_master >= 0)
+			close(pts_master);
+		pts_master = -1;
+		return cryo_error_setx(err, EPROTO,
+				       "criu restore: CRIU resumed the tasks without its pre-resume notification: they could not be left stopped");
+	}
 	if (r <= 0) {
 		bool refused = pts_master == -2;
 

@@ -19,11 +19,13 @@
 #include "extmounts.h"
 #include "extns.h"
 #include "freezer.h"
+#include "hold.h"
 #include "hooks.h"
 #include "image.h"
 #include "log.h"
 #include "manifest.h"
 #include "network.h"
+#include "proc.h"
 #include "restore.h"
 #include "sign.h"
 #include "snapshot.h"
@@ -124,6 +126,15 @@ struct ctx {
 	char **ext;
 	struct cryo_extns ext_ns;  /* the new sandbox's namespaces the tasks go into */
 	struct cryo_freezer *fz;
+	/*
+	 * The restored tasks die with this restore until it is done (or,
+	 * for receive, until its caller lets them live): from before CRIU
+	 * makes them (hold-tasks) to resume, or handed to the caller.
+	 */
+	struct cryo_hold *kill_hold;
+	/* the tasks CRIU left stopped as they were dumped: resume leaves them so */
+	pid_t *stopped_before;
+	size_t n_stopped_before;
 	struct cryo_state *st;
 	struct cryo_cgroup_paths cg;
 	struct cryo_step_timings timings;
@@ -478,6 +489,39 @@ static void undo_cgroup(void *ctx)
 	c->cgroup_created = false;
 }
 
+/*
+ * Before CRIU puts a task in the cgroup: a hold whose watchdog kills
+ * every task there the moment this restore dies (or `cryo recover` does,
+ * after), until resume lets them go. A restore killed at any point
+ * leaves no copy running, nor one stopped for good, behind; receive
+ * keeps the hold past the restore, until the source commits.
+ */
+static int step_hold_tasks(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	char name[160];
+	int r;
+
+	r = cryo_freezer_open_for(c->freezer_backend, c->cg.v2, c->cg.v1_freezer, &c->fz, err);
+	if (r < 0)
+		return r;
+	snprintf(name, sizeof(name), "%s@restore", c->o->id);
+	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_CGROUP_KILL, cryo_freezer_path(c->fz),
+				 cryo_freezer_backend_names[cryo_freezer_backend_of(c->fz)], 0, CRYO_HOLD_UNDO_ON_EXIT,
+				 cryo_freezer_kill_undo, &c->kill_hold, err);
+}
+
+static void undo_hold_tasks(void *ctx)
+{
+	struct ctx *c = ctx;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	/* (criu-restore's undo killed the tasks already) */
+	if (c->kill_hold && cryo_hold_release(c->kill_hold, &e) < 0)
+		cryo_error_warn_clear(&e, "restore `%s`: undo: release the hold", c->o->id);
+	c->kill_hold = NULL;
+}
+
 /* The new master to the console socket, named as create names it (its index in the container's devpts). */
 static int send_master(struct ctx *c, struct cryo_error *err)
 {
@@ -535,6 +579,10 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	co.lazy_wait = o->lazy_wait;
 	co.lazy_ready = o->lazy_ready;
 	co.lazy_wait_userdata = o->lazy_wait_userdata;
+	/* nothing of them runs before this restore's own setup is done: resume sends them SIGCONT */
+	co.leave_stopped = true;
+	co.ret_stopped_before = &c->stopped_before;
+	co.ret_n_stopped_before = &c->n_stopped_before;
 	if (c->spec->network.present) {
 		/* CRIU makes the pair again, its host end named as the config names it */
 		r = cryo_network_wait_name_free(&c->spec->network, NETWORK_NAME_WAIT_MS, err);
@@ -653,9 +701,7 @@ static int step_pause_or_run(void *ctx, struct cryo_error *err)
 	enum cryo_freezer_state s;
 	int r;
 
-	r = cryo_freezer_open_for(c->freezer_backend, c->cg.v2, c->cg.v1_freezer, &c->fz, err);
-	if (r < 0)
-		return r;
+	/* (the tasks are stopped: frozen, they stay so when resume sends them SIGCONT) */
 	if (c->o->paused || (was_paused && c->o->keep_paused)) {
 		r = cryo_freezer_freeze(c->fz, 5000, 0, err);
 		if (r < 0)
@@ -778,6 +824,44 @@ static int step_hooks(void *ctx, struct cryo_error *err)
 	return 0;
 }
 
+static bool stopped_before(const struct ctx *c, pid_t pid)
+{
+	size_t i;
+
+	for (i = 0; i < c->n_stopped_before; i++)
+		if (c->stopped_before[i] == pid)
+			return true;
+	return false;
+}
+
+/*
+ * Everything is in place (network, cgroup, state, hooks): the tasks CRIU
+ * left stopped go on (into the freezer, when the container comes back
+ * paused), except those that were stopped when dumped. The hold that
+ * would kill them is released, or handed to the caller.
+ */
+static int step_resume(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+	_cleanup_free_ pid_t *pids = NULL;
+	size_t n = 0, i;
+	int r;
+
+	r = cryo_proc_tree(c->pid, &pids, &n, err);
+	if (r < 0)
+		return r;
+	for (i = 0; i < n; i++)
+		if (!stopped_before(c, pids[i]) && kill(pids[i], SIGCONT) < 0 && errno != ESRCH)
+			return cryo_error_set(err, errno, "SIGCONT pid %d", (int)pids[i]);
+	if (c->o->ret_kill_hold) {
+		*c->o->ret_kill_hold = TAKE_PTR(c->kill_hold);
+		return 0;
+	}
+	r = cryo_hold_release(c->kill_hold, err);
+	c->kill_hold = NULL;
+	return r;
+}
+
 /*
  * The plan. verify and check-bundle only read; from claim-id on each step
  * changes the host and its undo takes the change back: no state dir, no
@@ -789,10 +873,12 @@ static const struct cryo_step restore_steps[] = {
 	{ "claim-id", step_claim_id, undo_claim_id },
 	{ "stage-rootfs", step_stage_rootfs, undo_stage_rootfs },
 	{ "cgroup", step_cgroup, undo_cgroup },
+	{ "hold-tasks", step_hold_tasks, undo_hold_tasks },
 	{ "criu-restore", step_criu_restore, undo_criu_restore },
 	{ "pause-or-run", step_pause_or_run, undo_pause_or_run },
 	{ "state", step_state, undo_state },
 	{ "hooks", step_hooks, NULL },
+	{ "resume", step_resume, NULL },
 };
 
 const struct cryo_step_table cryo_restore_step_table = {
@@ -819,6 +905,8 @@ static void ctx_done(struct ctx *c)
 	cryo_cgroup_paths_free(&c->cg);
 	cryo_snapshot_undo_free(c->snap);
 	cryo_freezer_close(c->fz);
+	cryo_hold_free(c->kill_hold);
+	free(c->stopped_before);
 	free(c->bundle);
 	free(c->rootfs);
 	free(c->work);

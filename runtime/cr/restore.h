@@ -2,8 +2,8 @@
 /*
  * `cryo restore`: checkpoint in reverse, a step table (step.h):
  *
- *   verify → check-bundle → claim-id → stage-rootfs → cgroup
- *          → criu-restore → pause-or-run → state → hooks
+ *   verify → check-bundle → claim-id → stage-rootfs → cgroup → hold-tasks
+ *          → criu-restore → pause-or-run → state → hooks → resume
  *
  * An image is untrusted data. The image dir must not be writable by
  * another user; its manifest and every file's digest are verified before
@@ -13,10 +13,16 @@
  * the image's config.json is only compared with it (different
  * namespaces, mounts or root.readonly are refused). The rootfs snapshot
  * is put back only into that bundle (snapshot.h). CRIU then restores the
- * tree into the rootfs; a container paused at checkpoint comes back
- * running unless keep_paused; the state is written, the poststart hooks
- * run. When a step fails, the undos leave no state dir, no cgroup cryo
- * made, no process and the bundle's rootfs as it was.
+ * tree into the rootfs and leaves it stopped (SIGSTOP, CRIU's
+ * leave-stopped): no restored task runs an instruction before the
+ * container is whole. A container paused at checkpoint comes back
+ * running unless keep_paused (then, or with `paused`, it is frozen while
+ * its tasks are still stopped); the state is written, the poststart
+ * hooks run, and only then does resume let the tasks go (SIGCONT). From
+ * before CRIU makes a task until resume, the tasks die with the restore
+ * (a kill hold on the cgroup): a restore killed at any step leaves none
+ * running or stopped. When a step fails, the undos leave no state dir,
+ * no cgroup cryo made, no process and the bundle's rootfs as it was.
  *
  * A container with a terminal (process.terminal) was dumped without its
  * pty's master, which lives outside (runc's way, criu.h): the restore
@@ -39,6 +45,7 @@
 
 #include "criu.h"
 #include "error.h"
+#include "hold.h"
 #include "step.h"
 
 struct cryo_restore_opts {
@@ -68,6 +75,14 @@ struct cryo_restore_opts {
 	void *lazy_wait_userdata;
 	/* its steps' timings, also when it fails (receive's downtime report, step.h); NULL = not wanted */
 	struct cryo_step_timings *ret_timings;
+	/*
+	 * The restored tasks die with the restore until its last step (a
+	 * CRYO_HOLD_CGROUP_KILL hold on the cgroup, taken before CRIU makes
+	 * them). Set: the hold is handed over here at the end instead of
+	 * released, and the tasks die with the caller until it releases it
+	 * (receive, until the source commits).
+	 */
+	struct cryo_hold **ret_kill_hold;
 };
 
 /*

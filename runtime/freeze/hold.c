@@ -206,6 +206,8 @@ static int rec_to_json(const struct cryo_hold_rec *rec, char **ret)
 	json_object_object_add(o, "watchdogPid", json_object_new_int(rec->watchdog_pid));
 	json_object_object_add(o, "watchdogStartTime", json_object_new_uint64(rec->watchdog_start));
 	json_object_object_add(o, "deadlineMonotonicMs", json_object_new_int64(rec->deadline_ms));
+	if (rec->exit_delay_ms > 0)
+		json_object_object_add(o, "exitDelayMs", json_object_new_int64(rec->exit_delay_ms));
 	json_object_object_add(o, "bootId", json_object_new_string(rec->boot_id));
 	json_object_object_add(o, "nonce", json_object_new_string(rec->nonce));
 	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -282,6 +284,8 @@ static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct
 		rec->watchdog_start = (uint64_t)i64;
 	if (r == 0)
 		r = get_int(o, "deadlineMonotonicMs", &rec->deadline_ms);
+	if (r == 0 && json_object_object_get_ex(o, "exitDelayMs", &v))
+		r = get_int(o, "exitDelayMs", &rec->exit_delay_ms);
 	if (r == 0 && json_object_object_get_ex(o, "undoOnExit", &v) && json_object_get_boolean(v))
 		rec->flags |= CRYO_HOLD_UNDO_ON_EXIT;
 	if (r == 0 && json_object_object_get_ex(o, "kmod", &v) && json_object_get_boolean(v))
@@ -365,8 +369,8 @@ static int save_at(int dfd, const struct cryo_hold_rec *rec)
 	return r;
 }
 
-/* Does the entry called name still carry this nonce? */
-static bool entry_is(int dfd, const char *name, const char *nonce)
+/* Does the entry called name still carry this nonce? Its exit delay in *ret_exit_delay_ms (may be NULL). */
+static bool entry_is_delay(int dfd, const char *name, const char *nonce, int64_t *ret_exit_delay_ms)
 {
 	struct cryo_hold_rec *cur = NULL;
 	bool same;
@@ -374,8 +378,15 @@ static bool entry_is(int dfd, const char *name, const char *nonce)
 	if (load_at(dfd, name, &cur, NULL) < 0 || !cur)
 		return false;
 	same = strcmp(cur->nonce, nonce) == 0;
+	if (same && ret_exit_delay_ms)
+		*ret_exit_delay_ms = cur->exit_delay_ms;
 	cryo_hold_rec_free(cur);
 	return same;
+}
+
+static bool entry_is(int dfd, const char *name, const char *nonce)
+{
+	return entry_is_delay(dfd, name, nonce, NULL);
 }
 
 /* A zombie is dead for us: PID 1 of a sandbox may reap orphans late. */
@@ -459,6 +470,7 @@ static void watchdog_fire(struct watchdog_args *a)
 static void hold_watchdog_main(void *data, int ready_fd)
 {
 	struct watchdog_args *a = data;
+	int64_t deadline = a->rec->deadline_ms, exit_delay = 0;
 	int holder = -1, sfd;
 	sigset_t mask;
 
@@ -485,10 +497,10 @@ static void hold_watchdog_main(void *data, int ready_fd)
 
 	for (;;) {
 		struct pollfd p[2] = { { .fd = sfd, .events = POLLIN }, { .fd = holder, .events = POLLIN } };
-		int64_t left = a->rec->deadline_ms > 0 ? a->rec->deadline_ms - cryo_now_ms() : -1;
+		int64_t left = deadline > 0 ? deadline - cryo_now_ms() : -1;
 		int r;
 
-		if (a->rec->deadline_ms > 0 && left <= 0) {
+		if (deadline > 0 && left <= 0) {
 			watchdog_fire(a);
 			_exit(0);
 		}
@@ -501,13 +513,23 @@ static void hold_watchdog_main(void *data, int ready_fd)
 			if (read(sfd, &si, sizeof(si)) < 0) {
 				/* spurious: look at the journal anyway */
 			}
-			/* a release removed our entry: done; anything else: keep guarding */
-			if (!entry_is(a->dfd, a->rec->name, a->rec->nonce))
+			/* a release removed our entry: done; anything else (an exit delay set): keep guarding */
+			if (!entry_is_delay(a->dfd, a->rec->name, a->rec->nonce, &exit_delay))
 				_exit(0);
 		}
 		if (r > 0 && holder >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
-			watchdog_fire(a);
-			_exit(0);
+			/* (the entry, again: a delay set just before the holder died) */
+			if (!entry_is_delay(a->dfd, a->rec->name, a->rec->nonce, &exit_delay))
+				_exit(0);
+			if (exit_delay <= 0) {
+				watchdog_fire(a);
+				_exit(0);
+			}
+			/* the holder is gone: the undo waits its delay (or the deadline, if sooner) */
+			if (deadline <= 0 || cryo_now_ms() + exit_delay < deadline)
+				deadline = cryo_now_ms() + exit_delay;
+			close(holder);
+			holder = -1;
 		}
 	}
 }
@@ -675,6 +697,32 @@ static int drop_entry(int dfd, const struct cryo_hold_rec *rec, struct cryo_erro
 	}
 	close(lfd);
 	return r;
+}
+
+int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1, lfd = -1;
+	int r;
+
+	if (!(h->rec->flags & CRYO_HOLD_UNDO_ON_EXIT) || (h->rec->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_NO_WATCHDOG)))
+		return cryo_error_setx(err, EINVAL, "hold `%s`: an exit delay needs a watchdog that undoes on exit",
+				       h->rec->name);
+	r = open_holds_dir(h->root, false, &dfd, err);
+	if (r < 0)
+		return r;
+	lfd = lock_dir(dfd);
+	if (lfd < 0)
+		return cryo_error_set(err, lfd, "lock `%s/%s`", h->root, HOLDS_DIR);
+	if (!entry_is(dfd, h->rec->name, h->rec->nonce))
+		return cryo_error_setx(err, ETIME, "hold `%s`: its watchdog undid it already", h->rec->name);
+	h->rec->exit_delay_ms = delay_ms > 0 ? delay_ms : 0;
+	r = save_at(dfd, h->rec);
+	if (r < 0)
+		return cryo_error_set(err, r, "hold `%s`: write journal entry", h->rec->name);
+	/* the watchdog reads it again (before it looks at a holder that died meanwhile) */
+	if (h->watchdog_pidfd >= 0 && pidfd_signal(h->watchdog_pidfd, SIGUSR1) < 0)
+		return cryo_error_set(err, errno, "hold `%s`: tell its watchdog", h->rec->name);
+	return 0;
 }
 
 int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err)

@@ -101,6 +101,7 @@ struct cryo_hold_rec {
 	pid_t watchdog_pid;
 	uint64_t watchdog_start;
 	int64_t deadline_ms;     /* CLOCK_MONOTONIC; 0 = none */
+	int64_t exit_delay_ms;   /* UNDO_ON_EXIT: the undo waits this long after the holder died (0 = at once) */
 	char *boot_id;           /* the journal of another boot is stale */
 	char *nonce;             /* identifies this hold across release/undo races */
 	char *root;              /* the state dir whose journal has it (not stored) */
@@ -131,6 +132,18 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
  * window was lost. Accepts NULL.
  */
 int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err);
+
+/*
+ * From now on, the watchdog of h (a CRYO_HOLD_UNDO_ON_EXIT hold with a
+ * watchdog) undoes delay_ms after the holder died, or at the deadline if
+ * that comes first, instead of at once: for a state change that is only
+ * safe to undo once something elsewhere has surely ended (migrate
+ * --lazy: the source resumes only once the copy on the destination
+ * stopped). `cryo recover` undoes such a hold at once: it is run by
+ * hand, once the operator knows. -ETIME when the watchdog undid it
+ * already.
+ */
+int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_error *err);
 
 /*
  * Is h still holding? -ETIME once its deadline passed or its watchdog

@@ -185,12 +185,24 @@ static int accept_local(struct cryo_lazy_relay *r, struct cryo_error *err)
 static int relay_loop(struct cryo_lazy_relay *r, uint8_t *buf, struct cryo_error *err)
 {
 	int64_t idle = r->idle_timeout_ms > 0 ? r->idle_timeout_ms : DEFAULT_IDLE_TIMEOUT_MS;
+	int64_t last_peer = cryo_now_ms();
 	int ret;
 
 	for (;;) {
 		struct pollfd p[3];
 		int np = 0, ip = -1, il = -1, iw = -1, n;
+		int64_t wait = idle;
 		bool pending;
+
+		if (r->peer_timeout_ms > 0) {
+			int64_t left = last_peer + r->peer_timeout_ms - cryo_now_ms();
+
+			if (left <= 0)
+				return cryo_error_setx(err, ETIMEDOUT, "lazy pages: nothing from %s for %" PRId64 " ms",
+						       r->t->peer, r->peer_timeout_ms);
+			if (left < wait)
+				wait = left;
+		}
 
 		if (r->watched && (r->end_on_watch || r->sock < 0 || r->local_eof))
 			return 0;
@@ -208,12 +220,12 @@ static int relay_loop(struct cryo_lazy_relay *r, uint8_t *buf, struct cryo_error
 			p[np] = (struct pollfd){ .fd = r->watch_fd, .events = POLLIN };
 			iw = np++;
 		}
-		n = poll(p, (nfds_t)np, pending ? 0 : (int)idle);
+		n = poll(p, (nfds_t)np, pending ? 0 : (int)wait);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return cryo_error_set(err, errno, "lazy pages: poll");
-		if (n == 0 && !pending)
+		if (n == 0 && !pending && wait == idle)
 			return cryo_error_setx(err, ETIMEDOUT, "lazy pages: nothing moved for %" PRId64 " ms", idle);
 		if (iw >= 0 && p[iw].revents)
 			r->watched = true;
@@ -223,9 +235,11 @@ static int relay_loop(struct cryo_lazy_relay *r, uint8_t *buf, struct cryo_error
 				return ret;
 		}
 		if (pending || p[ip].revents) {
-			ret = from_peer(r, idle, err);
+			/* a frame begun: read within the idle timeout, and within the peer's, if sooner */
+			ret = from_peer(r, r->peer_timeout_ms > 0 && wait < idle ? (wait > 0 ? wait : 1) : idle, err);
 			if (ret < 0)
 				return ret;
+			last_peer = cryo_now_ms();
 			if (ret > 0)
 				return 0;
 		}
@@ -365,6 +379,48 @@ void cryo_lazy_source_done(struct cryo_lazy_source *s)
 	s->sock = -1;
 }
 
+#define FENCE_MARGIN_MS 5000
+
+int64_t cryo_lazy_fence_ms(uint32_t dest_timeout_ms)
+{
+	int64_t t = dest_timeout_ms ? (int64_t)dest_timeout_ms : CRYO_MIGRATE_TIMEOUT_MS;
+
+	return t + FENCE_MARGIN_MS;
+}
+
+int64_t cryo_lazy_source_fence(struct cryo_transport **t, bool peer_failed, const struct cryo_error *fail,
+			       const char *phase, int64_t fence_ms, bool *ret_told)
+{
+	int64_t t0 = cryo_now_ms(), deadline = t0 + fence_ms, left;
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	*ret_told = peer_failed;
+	if (*t && !peer_failed) {
+		if (cryo_migrate_send_result(*t, -(fail->status ? fail->status : EIO), phase,
+					     fail->msg ? fail->msg : "failed", 0, &e) < 0)
+			cryo_error_clear(&e);
+		/* its answer, once its copy is gone; page and alive frames still on their way are passed over */
+		while ((left = deadline - cryo_now_ms()) > 0) {
+			Cryo__MigrateFrame *f = NULL;
+
+			if (cryo_transport_recv(*t, left, &f, &e) < 0)
+				break;
+			*ret_told = f->body_case == CRYO__MIGRATE_FRAME__BODY_RESULT && f->result->status < 0;
+			cryo_migrate_frame_free(f);
+			if (*ret_told)
+				break;
+		}
+		cryo_error_clear(&e);
+	}
+	cryo_transport_close(*t);
+	*t = NULL;
+	/* the connection is gone, or silent: the copy there stops on its own by the deadline */
+	left = deadline - cryo_now_ms();
+	if (!*ret_told && left > 0)
+		cryo_sleep_ms(left);
+	return cryo_now_ms() - t0;
+}
+
 void cryo_lazy_dest_init(struct cryo_lazy_dest *d)
 {
 	*d = (struct cryo_lazy_dest){ .listen_fd = -1, .daemon = CRYO_CRIU_PROC_INIT };
@@ -429,6 +485,8 @@ int cryo_lazy_dest_pull(struct cryo_lazy_dest *d, struct cryo_transport *t, int6
 	r->listen_fd = d->listen_fd;
 	r->watch_fd = -1;
 	r->idle_timeout_ms = idle_ms;
+	/* the copy runs: it stops (the undo kills it) once the source went quiet for that long */
+	r->peer_timeout_ms = idle_ms;
 	r->on_frame = on_peer_frame;
 	r->userdata = &pr;
 	ret = cryo_lazy_relay_run(r, err);

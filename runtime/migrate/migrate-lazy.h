@@ -38,6 +38,12 @@ struct cryo_lazy_relay {
 	int watch_fd;          /* e.g. a pidfd of CRIU's dump: readable = the relay ends once the local stream did; -1 = none */
 	int64_t idle_timeout_ms; /* nothing moved either way for this long: -ETIMEDOUT; 0 = 120000 */
 	/*
+	 * Nothing came from the peer for this long, whatever moved locally:
+	 * -ETIMEDOUT (0 = no such bound). The destination's lease: its copy
+	 * runs only while it hears from the source (docs/reliability.md).
+	 */
+	int64_t peer_timeout_ms;
+	/*
 	 * A frame that is not a relay frame: > 0 ends the relay (0 is
 	 * returned), 0 goes on, < 0 fails it. NULL: such a frame is a
 	 * protocol error. The frame is freed by the relay.
@@ -101,6 +107,30 @@ int cryo_lazy_source_serve(struct cryo_lazy_source *s, struct cryo_transport *t,
 
 /* Kill the dump if it still runs (the source's tasks stay whole: CRIU never took their pages). */
 void cryo_lazy_source_done(struct cryo_lazy_source *s);
+
+/*
+ * How long the source waits for a copy on the destination that may run
+ * to have stopped, when the destination does not say so: its --timeout
+ * (dest_timeout_ms, from its hello; 0 = not said, the default then) and
+ * a margin of 5 s. The copy there stops once it heard nothing of the
+ * source for its --timeout (the relay's peer_timeout_ms, which also
+ * bounds the read of a frame begun); the last it heard of the source was
+ * before the source lost it.
+ */
+int64_t cryo_lazy_fence_ms(uint32_t dest_timeout_ms);
+
+/*
+ * A lazy migration failed on the source after the copy on the
+ * destination may have started to run: before the source resumes, that
+ * copy must be stopped, or the container would run on both hosts. The
+ * destination says so in a failure report once it stopped it (peer_failed:
+ * it said so already); else the source reports its own failure (fail,
+ * phase) and waits for that answer, at most fence_ms, after which the
+ * copy has stopped on its own. The transport is closed after. Returns
+ * how long it waited (ms); *ret_told: the destination said so.
+ */
+int64_t cryo_lazy_source_fence(struct cryo_transport **t, bool peer_failed, const struct cryo_error *fail,
+			       const char *phase, int64_t fence_ms, bool *ret_told);
 
 /* The destination: the lazy-pages daemon, the port it pulls from, and the commit that ends the stream. */
 struct cryo_lazy_dest {

@@ -143,6 +143,10 @@ static int facts_to_hello(const struct cryo_migrate_facts *f, const char *id, bo
 		h->has_criu_check = 1;
 		h->criu_check = f->criu_check_ok;
 	}
+	if (f->timeout_ms) {
+		h->has_timeout_ms = 1;
+		h->timeout_ms = f->timeout_ms;
+	}
 	if (!h->container_id || !h->kernel_release || !h->criu_version || !h->cryo_version || !h->cgroup_layout ||
 	    !h->freezer_backend || !h->rootfs_kind)
 		return -ENOMEM;
@@ -175,6 +179,7 @@ void cryo_migrate_hello_to_facts(const Cryo__MigrateHello *h, struct cryo_migrat
 	f->lazy = h->lazy;
 	f->criu_checked = h->has_criu_check;
 	f->criu_check_ok = h->criu_check;
+	f->timeout_ms = h->has_timeout_ms ? h->timeout_ms : 0;
 }
 
 int cryo_migrate_send_hello(struct cryo_transport *t, const struct cryo_migrate_facts *f, const char *id,

@@ -39,6 +39,7 @@ struct cryo_migrate_facts {
 	bool soft_dirty, userfaultfd;
 	bool criu_checked, criu_check_ok; /* `criu check` (dry run only) */
 	bool lazy;                   /* source: --lazy asked for; destination: it can (migrate-lazy.h) */
+	uint32_t timeout_ms;         /* destination: its --timeout, after which a lazy copy that heard nothing is stopped (0 = not said) */
 };
 
 struct cryo_migrate_progress {

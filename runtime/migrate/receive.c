@@ -61,6 +61,7 @@ struct rctx {
 	struct cryo_hold *kill_hold;    /* the paused copy dies with us until the commit */
 	bool restored, committed, peer_failed;
 	bool lazy;                  /* post-copy (the source asked, we can) */
+	bool lazy_copy_stopped;     /* --lazy: a copy that may have run here was killed: the source hears so */
 	enum cryo_digest_alg digest; /* how the source's manifests hash: so are arrivals hashed */
 	int64_t commit_at;
 	uint64_t frozen_usec;
@@ -96,6 +97,18 @@ static void rundo_accept(void *ctx)
 {
 	struct rctx *c = ctx;
 
+	/*
+	 * --lazy: the source waits to hear that the copy that ran here is
+	 * stopped before it resumes its own: said even when it failed first
+	 * (then the report below is not sent).
+	 */
+	if (c->lazy_copy_stopped && c->peer_failed && c->t) {
+		struct cryo_error e = CRYO_ERROR_INIT;
+
+		if (cryo_migrate_send_result(c->t, -ECANCELED, c->res->failed_phase, "the copy here is stopped", 0, &e) < 0)
+			cryo_debug("receive: could not tell the source its copy here is stopped: %s", e.msg);
+		cryo_error_clear(&e);
+	}
 	cryo_migrate_tell_peer_and_close(&c->t, c->peer_failed, &c->fail, c->res->failed_phase, "receive");
 }
 
@@ -188,6 +201,8 @@ static int rstep_preflight(void *ctx, struct cryo_error *err)
 	c->digest = f->hello->has_digest ? (enum cryo_digest_alg)f->hello->digest : CRYO_DIGEST_SHA256;
 	cryo_migrate_hello_to_facts(f->hello, &c->res->remote);
 	cryo_migrate_local_facts(&c->res->local, c->dry_run);
+	/* (--lazy: a copy here that heard nothing of the source for this long is stopped) */
+	c->res->local.timeout_ms = (uint32_t)rtimeout(c);
 	c->res->local.free_bytes = free_bytes_at(c->o->root);
 	if (c->o->bundle_dir) {
 		uint64_t b = free_bytes_at(c->o->bundle_dir);
@@ -753,31 +768,6 @@ static int freeze_restored(struct rctx *c, bool freeze, struct cryo_error *err)
 	return r;
 }
 
-/*
- * Until the source commits, the paused copy here must not outlive this
- * receive: killed by a watchdog the moment we die (or by `cryo recover`),
- * so a receive killed before the commit leaves no container behind while
- * the source resumes. (A kill between CRIU's restore and this hold is not
- * covered: a paused copy would stay until deleted.)
- */
-static int hold_restored(struct rctx *c, struct cryo_error *err)
-{
-	_cleanup_(cryo_state_freep) struct cryo_state *st = NULL;
-	_cleanup_(cryo_freezer_closep) struct cryo_freezer *fz = NULL;
-	char name[160];
-	int r;
-
-	r = cryo_state_load(c->o->root, c->id, &st, err);
-	if (r >= 0)
-		r = cryo_freezer_open_for(st->freezer_backend, st->cgroup_v2, st->cgroup_v1_freezer, &fz, err);
-	if (r < 0)
-		return r;
-	snprintf(name, sizeof(name), "%s@received", c->id);
-	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_CGROUP_KILL, cryo_freezer_path(fz),
-				 cryo_freezer_backend_names[cryo_freezer_backend_of(fz)], 0, CRYO_HOLD_UNDO_ON_EXIT,
-				 cryo_freezer_kill_undo, &c->kill_hold, err);
-}
-
 static void release_restored_hold(struct rctx *c)
 {
 	struct cryo_error e = CRYO_ERROR_INIT;
@@ -790,9 +780,14 @@ static void release_restored_hold(struct rctx *c)
 /*
  * Restore from the staged image into our bundle, and keep it frozen
  * until the source commits: it must not run here while the source may
- * still resume. Restore freezes it as its last step before the state is
- * written (ro.paused); CRIU gives no way to keep the tasks stopped, so
- * they run for the moment between CRIU's end and that freeze.
+ * still resume. Restore has CRIU leave the tasks stopped and freezes the
+ * cgroup before it lets them go (ro.paused): not one instruction of
+ * theirs runs here before the commit. And until the commit the copy must
+ * not outlive this receive: restore's kill hold, taken on the cgroup
+ * before CRIU makes a task, is handed to us (ro.ret_kill_hold): its
+ * watchdog kills them the moment we die (or `cryo recover` does), so a
+ * receive killed at any point before the commit leaves no copy behind
+ * while the source resumes.
  */
 static int rstep_restore(void *ctx, struct cryo_error *err)
 {
@@ -806,6 +801,7 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.paused = true,
 		.verify_key = c->o->verify_key,
 		.preverified = true,
+		.ret_kill_hold = &c->kill_hold,
 	};
 	struct cryo_step_timings inner = { 0 };
 	pid_t pid = 0;
@@ -826,9 +822,11 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		ro.criu.shell_job = c->m->criu->shell_job;
 		ro.criu.file_locks = c->m->criu->file_locks;
 	}
-	/* the source waits meanwhile (with --lazy the page stream is busy enough) */
-	if (!c->lazy)
-		(void)cryo_transport_keepalive_start(c->t, "restore", NULL);
+	/*
+	 * The source waits meanwhile. With --lazy too: its tasks stay stopped
+	 * until the restore's end, and nothing faults a page in before.
+	 */
+	(void)cryo_transport_keepalive_start(c->t, "restore", NULL);
 	ro.ret_timings = &inner;
 	r = cryo_restore(&ro, &pid, NULL, err);
 	cryo_transport_keepalive_stop(c->t);
@@ -841,9 +839,6 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->restored = true;
-	r = hold_restored(c, err);
-	if (r < 0)
-		return r;
 	return cryo_migrate_send_result(c->t, 0, "restore", c->lazy ? "restored, running" : "restored, frozen", 0, err);
 }
 
@@ -871,6 +866,7 @@ static void rundo_restore(void *ctx)
 	if (cryo_container_delete(c->o->root, c->id, true, &e) < 0)
 		cryo_error_warn_clear(&e, "receive `%s`: undo: delete the restored container", c->id);
 	cryo_lazy_dest_done(&c->lz);
+	c->lazy_copy_stopped = c->lazy;
 	c->restored = false;
 }
 

@@ -346,6 +346,16 @@ static void undo_freeze(void *ctx)
 	/* in doubt or done: the container must not run here again */
 	if (c->res->in_doubt || c->confirmed)
 		return;
+	/* --lazy: not while the copy there may still run */
+	if (c->lazy_copy_may_run && !c->was_paused) {
+		bool told = false;
+		int64_t waited = cryo_lazy_source_fence(&c->t, c->peer_failed, &c->fail, c->res->failed_phase,
+							 c->lazy_fence_ms, &told);
+
+		if (!told)
+			cryo_warn("migrate `%s`: the destination did not say its copy stopped: resuming here %lld ms after, when it stopped on its own (its --timeout and 5 s)",
+				  c->o->id, (long long)waited);
+	}
 	if (!c->was_paused && c->fz && cryo_freezer_thaw(c->fz, CRYO_MIGRATE_THAW_TIMEOUT_MS, 0, &e) < 0) {
 		cryo_warn("migrate `%s`: undo: thaw: %s", c->o->id, e.msg);
 		c->res->resume_failed = true;
@@ -631,6 +641,18 @@ static int step_remote_restore(void *ctx, struct cryo_error *err)
 	int r;
 
 	if (c->o->lazy) {
+		/*
+		 * From here the copy there may run (once its restore is done):
+		 * this side resumes only once it stopped, and if we die, the
+		 * hold's watchdog thaws only when it surely did.
+		 */
+		c->lazy_copy_may_run = true;
+		c->lazy_fence_ms = cryo_lazy_fence_ms(c->res->remote.timeout_ms);
+		if (c->hold) {
+			r = cryo_hold_set_exit_delay(c->hold, c->lazy_fence_ms, err);
+			if (r < 0)
+				return r;
+		}
 		/* CRIU's restore there may pull pages already: served meanwhile */
 		r = cryo_lazy_source_await_restore(&c->lazy, c->t, mtimeout(c), &c->peer_failed, &c->res->peer_phase, err);
 		if (r >= 0) {

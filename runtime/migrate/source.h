@@ -47,6 +47,14 @@ struct mctx {
 	struct cryo_error fail;  /* the error that failed the run, for the abort frame */
 	struct early *early;     /* sends the final dump's files while CRIU writes it */
 	struct cryo_lazy_source lazy; /* --lazy: the dump serving the pages */
+	/*
+	 * --lazy: the copy there may run from its restore on. Until the
+	 * commit, the source resumes only once that copy is stopped
+	 * (cryo_lazy_source_fence), at most lazy_fence_ms after it lost the
+	 * destination; the freeze hold's watchdog waits as long if we die.
+	 */
+	bool lazy_copy_may_run;
+	int64_t lazy_fence_ms;
 	/* --tcp-established: the container's veth, its host end held down (step_net_lock) */
 	struct cryo_network_spec net;
 	struct cryo_hold *link_hold;

@@ -5,6 +5,9 @@
  * `.<name>.staging-<holder pid>`, or migration's `.migrate-in/<id>` and
  * `.migrate-out/<id>`; any other target in a journal entry is refused
  * and left alone.
+ *
+ * A watchdog that undoes when its holder dies does so at once, or, once
+ * the holder set an exit delay (migrate --lazy's freeze), that long after.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "hold.h"
@@ -100,10 +104,71 @@ static void test_staging_undo(void **state)
 	assert_int_equal(cryo_rm_rf_at(AT_FDCWD, base), 0);
 }
 
+/* The undo of the exit-delay test: a file named by the hold's target. */
+static int mark_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	(void)err;
+	return cryo_write_new_file_at(AT_FDCWD, rec->target, "undone", 6, 0600);
+}
+
+/* A holder that takes the hold, sets its exit delay (ms, 0 = none) and dies: how long until its undo ran. */
+static int64_t undo_after_death(int64_t delay_ms)
+{
+	char mark[PATH_MAX * 2];
+	struct stat st;
+	int64_t t0;
+	pid_t pid;
+
+	snprintf(mark, sizeof(mark), "%s/mark-%lld", base, (long long)delay_ms);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct cryo_error err = CRYO_ERROR_INIT;
+		struct cryo_hold *h = NULL;
+
+		if (cryo_hold_acquire(base, "web@test", CRYO_HOLD_CGROUP_KILL, mark, "v2", 0, CRYO_HOLD_UNDO_ON_EXIT,
+				      mark_undo, &h, &err) < 0)
+			_exit(2);
+		if (delay_ms && cryo_hold_set_exit_delay(h, delay_ms, &err) < 0)
+			_exit(3);
+		_exit(0);
+	}
+	assert_int_equal(tl_wait(pid), 0);
+	t0 = cryo_now_ms();
+	while (stat(mark, &st) < 0 && cryo_now_ms() - t0 < 8000)
+		cryo_sleep_ms(10);
+	assert_int_equal(stat(mark, &st), 0);
+	return cryo_now_ms() - t0;
+}
+
+static void test_exit_delay(void **state)
+{
+	char entry[PATH_MAX * 2];
+	struct stat st;
+	int64_t at_once, delayed;
+
+	(void)state;
+	snprintf(base, sizeof(base), "/tmp/cryo-test-hold.XXXXXX");
+	assert_non_null(mkdtemp(base));
+	/* (bounds wide apart: the machine may be busy) */
+	at_once = undo_after_death(0);
+	delayed = undo_after_death(2500);
+	assert_true(at_once < 1500);
+	assert_true(delayed >= 2450);
+	assert_true(delayed < 6000);
+	/* and the entry goes with the undo (right after it) */
+	snprintf(entry, sizeof(entry), "%s/.holds/web@test.json", base);
+	for (int i = 0; i < 200 && stat(entry, &st) == 0; i++)
+		cryo_sleep_ms(10);
+	assert_int_not_equal(stat(entry, &st), 0);
+	assert_int_equal(cryo_rm_rf_at(AT_FDCWD, base), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_staging_undo),
+		cmocka_unit_test(test_exit_delay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

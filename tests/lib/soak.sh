@@ -1,0 +1,160 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# shellcheck shell=bash
+# Sourced by tests/soak/*.sh after common.sh, bundle.sh and workload.sh:
+# how long a soak runs, what it counts, and the figures it reports.
+#
+#   CRYO_SOAK_CYCLES=N     rounds to run (each script has its own default:
+#                          a short slice for CI)
+#   CRYO_SOAK_SECONDS=S    or: run rounds until S seconds have passed (at
+#                          least one round); wins over CRYO_SOAK_CYCLES
+#   CRYO_SOAK_OUT=FILE     append this run's figures to FILE (one JSON
+#                          object per line; tests/soak/campaign.sh sums them)
+#
+#   soak_more ROUNDS_DONE      true while another round should run
+#   soak_count KEY [N]         add N (1) to the figure KEY
+#   soak_time KEY MS           a duration of KEY: count, sum and max kept
+#   soak_run KEY CMD...        run CMD, timed as KEY (ms); its status
+#   soak_resources             one line: what a round must not leave behind
+#   soak_baseline              take the current counts as the baseline
+#   soak_check_leaks WHAT      fail if a count differs from the baseline
+#   soak_records_ok FILE       the counter's records file holds exactly
+#                              records 1..n, each in its place (its checksum)
+#   soak_cg_runs CGDIR         true when that cgroup2 dir has a task that
+#                              runs (not frozen, not stopped)
+#   soak_pid COMM PATTERN      the first process called COMM whose command
+#                              line has PATTERN (not the shells around it)
+#
+# The figures are printed at exit ("# figures: ...") and written to
+# CRYO_SOAK_OUT, with "leaks" and "failed" set: a run that fails still
+# reports how far it got.
+
+: "${CRYO_SOAK_SECONDS:=0}"
+SOAK_T0=$(now_ms)
+declare -A SOAK_FIG=()
+SOAK_NAME=${TEST_NAME%.sh}
+SOAK_BASE=""
+
+soak_more() {
+	local done=$1 cycles=$2
+	if [ "${CRYO_SOAK_SECONDS:-0}" -gt 0 ]; then
+		[ "$done" -eq 0 ] || [ $(($(now_ms) - SOAK_T0)) -lt $((CRYO_SOAK_SECONDS * 1000)) ]
+	else
+		[ "$done" -lt "$cycles" ]
+	fi
+}
+
+soak_count() { SOAK_FIG[$1]=$(( ${SOAK_FIG[$1]:-0} + ${2:-1} )); }
+
+soak_time() {
+	local k=$1 ms=$2
+	soak_count "$k.n"
+	soak_count "$k.ms_sum" "$ms"
+	[ "$ms" -gt "${SOAK_FIG[$k.ms_max]:-0}" ] && SOAK_FIG[$k.ms_max]=$ms
+	return 0
+}
+
+soak_run() {
+	local k=$1 t0 rc=0
+	shift
+	t0=$(now_ms)
+	"$@" || rc=$?
+	soak_time "$k" $(($(now_ms) - t0))
+	return $rc
+}
+
+# cryo's and CRIU's processes (watchdogs included), their fds and memory:
+# every one on the host (the host lock keeps others' tests away meanwhile)
+_soak_procs() {
+	local c
+	for c in cryo cryo-fsfreeze criu; do pgrep -x "$c"; done
+}
+
+soak_resources() {
+	local procs p fds=0 rss=0 holds staging
+	procs=$(_soak_procs)
+	for p in $procs; do
+		fds=$((fds + $(ls "/proc/$p/fd" 2>/dev/null | wc -l)))
+		rss=$((rss + $(awk '/^VmRSS/ { print $2 }' "/proc/$p/status" 2>/dev/null || echo 0)))
+	done
+	holds=$(find "$T" -path '*/.holds/*.json' 2>/dev/null | wc -l)
+	staging=$( (find "$T" -maxdepth 4 \( -path '*/.migrate-in/*' -o -path '*/.migrate-out/*' -o -path '*/.restore/*' \
+		-o -name '.*.staging-*' \) -prune -print 2>/dev/null) | wc -l)
+	printf 'mounts %s loops %s cgroups %s veths %s holds %s staging %s procs %s fds %s rss_kb %s\n' \
+		"$(wc -l </proc/self/mountinfo)" \
+		"$(losetup -a -n 2>/dev/null | wc -l)" \
+		"$(find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | grep -vc '/process_api')" \
+		"$( (ip -o link show type veth; [ -n "${MIG_NS:-}" ] && ip -n "$MIG_NS" -o link show type veth) 2>/dev/null | wc -l)" \
+		"$holds" "$staging" "$(echo "$procs" | wc -w)" "$fds" "$rss"
+}
+
+soak_baseline() { SOAK_BASE=$(soak_resources); }
+
+# every count as at the baseline: nothing of a round is left behind
+soak_check_leaks() {
+	local now k b n
+	now=$(soak_resources)
+	set -- $SOAK_BASE
+	while [ $# -ge 2 ]; do
+		k=$1 b=$2
+		shift 2
+		n=$(echo "$now" | awk -v k="$k" '{ for (i = 1; i < NF; i += 2) if ($i == k) print $(i + 1) }')
+		case $k in
+		rss_kb) continue ;; # the processes differ from one moment to the next: counted, not compared
+		esac
+		if [ "$n" != "$b" ]; then
+			soak_count leaks
+			fail "$1: $k went from $b to $n (baseline: $SOAK_BASE; now: $now)"
+		fi
+	done
+}
+
+soak_records_ok() {
+	python3 - "$1" <<'PY'
+import sys
+data = open(sys.argv[1], "rb").read()
+if len(data) % 32:
+    sys.exit(f"records: {len(data)} bytes, not whole 32-byte records")
+for i in range(len(data) // 32):
+    want = b"record %020d\n" % (i + 1)
+    rec = data[i * 32:(i + 1) * 32]
+    if rec[:len(want)] != want:
+        sys.exit(f"records: record {i + 1} is {rec!r}")
+PY
+}
+
+soak_pid() {
+	local p
+	for p in $(pgrep -f -- "$2" 2>/dev/null); do
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$1" ] && { echo "$p"; return 0; }
+	done
+	return 1
+}
+
+soak_cg_runs() {
+	local cg=$1 t st
+	[ -d "$cg" ] || return 1
+	grep -q 'frozen 1' "$cg/cgroup.events" 2>/dev/null && return 1
+	for t in $(cat "$cg/cgroup.threads" 2>/dev/null); do
+		st=$(sed 's/.*) //' "/proc/$t/stat" 2>/dev/null | cut -d' ' -f1)
+		case $st in T|t|X|Z|"") ;; *) return 0 ;; esac
+	done
+	return 1
+}
+
+_soak_report() {
+	local k line="" json="" rc=$1
+	[ ${#SOAK_FIG[@]} -gt 0 ] || SOAK_FIG[rounds]=0
+	SOAK_FIG[seconds]=$(( ($(now_ms) - SOAK_T0) / 1000 ))
+	SOAK_FIG[leaks]=${SOAK_FIG[leaks]:-0}
+	SOAK_FIG[failed]=$([ "$rc" = 0 ] || [ "$rc" = 77 ] && echo 0 || echo 1)
+	for k in $(printf '%s\n' "${!SOAK_FIG[@]}" | sort); do
+		line="$line $k=${SOAK_FIG[$k]}"
+		json="$json\"$k\": ${SOAK_FIG[$k]}, "
+	done
+	echo "# figures ($SOAK_NAME):$line"
+	[ -n "${CRYO_SOAK_OUT:-}" ] && [ "$rc" != 77 ] &&
+		echo "{\"test\": \"$SOAK_NAME\", ${json%, }}" >>"$CRYO_SOAK_OUT"
+	return 0
+}
+# reported before common.sh's cleanup, which then exits with the test's status
+trap '_soak_rc=$?; _soak_report $_soak_rc; (exit $_soak_rc); _cleanup' EXIT
