@@ -463,27 +463,48 @@ static void undo_claim_id(void *ctx)
 	c->lock_fd = -1;
 }
 
+/*
+ * What the restore changed so far, in its hold's detail: should we die
+ * from here on (SIGKILL), the next restore of this id or `cryo recover`
+ * undoes it (cryo_restore_hold_undo()). Also after a failed step, whose
+ * partial work is there.
+ */
+static int journal_progress(struct ctx *c, int r, struct cryo_error *err)
+{
+	_cleanup_free_ char *snap = NULL;
+	struct cryo_error e = CRYO_ERROR_INIT;
+	struct json_object *o;
+	int k;
+
+	if (!c->hold)
+		return r;
+	o = json_object_new_object();
+	if (!o)
+		return r < 0 ? r : cryo_error_set(err, ENOMEM, "restore");
+	snap = cryo_snapshot_undo_json(c->snap);
+	if (snap)
+		json_object_object_add(o, "rootfs", json_tokener_parse(snap));
+	if (c->cgroup_created)
+		json_object_object_add(o, "cgroup", json_object_new_string(c->cgrel));
+	k = cryo_hold_set_detail(c->hold, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), &e);
+	json_object_put(o);
+	if (k < 0 && r >= 0) {
+		cryo_error_move(err, &e);
+		return cryo_error_prefix(err, "journal what the restore changed");
+	}
+	cryo_error_clear(&e);
+	return r;
+}
+
 static int step_stage_rootfs(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
-	_cleanup_free_ char *json = NULL;
 	int r;
 
 	if (!c->m->rootfs)
 		return 0;
 	r = cryo_snapshot_restore(c->image_fd, c->m->rootfs, c->m->bundle, c->bundle_fd, c->rootfs, &c->snap, err);
-	/* journalled, also half-done: should we die from here on, the next restore or `cryo recover` puts it back */
-	json = c->hold ? cryo_snapshot_undo_json(c->snap) : NULL;
-	if (json) {
-		struct cryo_error e = CRYO_ERROR_INIT;
-
-		if (cryo_hold_set_detail(c->hold, json, &e) < 0 && r >= 0) {
-			cryo_error_move(err, &e);
-			return cryo_error_prefix(err, "journal the staged rootfs");
-		}
-		cryo_error_clear(&e);
-	}
-	return r;
+	return journal_progress(c, r, err);
 }
 
 static void undo_stage_rootfs(void *ctx)
@@ -506,6 +527,7 @@ static int step_cgroup(void *ctx, struct cryo_error *err)
 			r = reuse_cgroup(c->cgrel, &c->cg, err);
 	} else if (r >= 0) {
 		c->cgroup_created = true;
+		r = journal_progress(c, r, err);
 	}
 	return r;
 }
@@ -782,6 +804,26 @@ static void keep_restore_log(const struct cryo_restore_opts *o, const char *work
 	remove_work_dir(o->root, o->id);
 }
 
+/* What journal_progress() recorded: the tasks CRIU restored go, with the cgroup, then the rootfs is put back. */
+static int undo_progress(const char *detail, struct cryo_error *err)
+{
+	struct json_object *o = json_tokener_parse(detail), *v;
+	int r = 0;
+
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return cryo_error_setx(err, EINVAL, "the restore's record is not a JSON object");
+	}
+	if (json_object_object_get_ex(o, "cgroup", &v) && json_object_is_type(v, json_type_string) &&
+	    cryo_cgroup_destroy(json_object_get_string(v), 5000, err) < 0)
+		r = cryo_error_prefix(err, "remove the restore's cgroup");
+	/* its tasks are gone: the rootfs is no longer busy */
+	if (r == 0 && json_object_object_get_ex(o, "rootfs", &v))
+		r = cryo_snapshot_undo_from_json(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), err);
+	json_object_put(o);
+	return r;
+}
+
 int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
 {
 	_cleanup_free_ char *id = NULL, *work = NULL, *state = NULL;
@@ -793,11 +835,11 @@ int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 		return cryo_error_setx(err, EINVAL, "hold `%s` names no container", rec->name);
 	if (asprintf(&state, "%s/%s/state.json", rec->root, id) < 0)
 		return cryo_error_set(err, ENOMEM, "undo");
-	/* a restore that wrote the container's state was done but for its hooks: its rootfs stays */
+	/* a restore that wrote the container's state was done but for its hooks: the container is `delete`'s */
 	if (rec->detail && access(state, F_OK) < 0)
-		r = cryo_snapshot_undo_from_json(rec->detail, err);
+		r = undo_progress(rec->detail, err);
 	work = default_work_dir(rec->root, id);
-	if (work && strcmp(work, rec->target) == 0)
+	if (r == 0 && work && strcmp(work, rec->target) == 0)
 		remove_work_dir(rec->root, id);
 	return r;
 }
