@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # Many at once (not a timed test): N containers checkpointed at once, then
-# restored at once, by cryo and by runc in the same run, on the same
-# bundles (each a 32 MiB loop-mounted ext4 rootfs running the
+# restored at once, by cryo and by runc in the same run, on bundles made
+# alike (each a 32 MiB loop-mounted ext4 rootfs running the
 # self-checking counter of tests/tools/cryo-test-counter.c with MEM MiB of
 # touched memory):
 #
@@ -76,9 +76,11 @@ batch() {
 }
 
 for i in $(seq "$max"); do
-	bundle_new "$T/b$i" /counter /status "$MEM"
-	cp "$CNT" "$T/b$i/rootfs/counter"
-	bundle_set "$T/b$i" "c['linux'].pop('resources', None)"
+	for s in c r; do
+		bundle_new "$T/b$s$i" /counter /status "$MEM"
+		cp "$CNT" "$T/b$s$i/rootfs/counter"
+		bundle_set "$T/b$s$i" "c['linux'].pop('resources', None)"
+	done
 done
 RUNC=(runc --root "$T/runc" --criu "$CRIU")
 runc_cleanup() {
@@ -90,29 +92,29 @@ at_exit runc_cleanup
 bench_cryo() { # N
 	local n=$1 i c=()
 	for i in $(seq "$n"); do
-		rt run -d --bundle "$T/b$i" "pb$i" </dev/null >"$T/run.out" 2>&1 || fail "cryo run: $(cat "$T/run.out")"
+		rt run -d --bundle "$T/bc$i" "pb$i" </dev/null >/dev/null 2>&1 || fail "cryo run pb$i failed"
 	done
-	for i in $(seq "$n"); do wait_counting "$T/b$i" 10; done
+	for i in $(seq "$n"); do wait_counting "$T/bc$i" 10; done
 	rm -rf "$T/img"
 	batch cryo checkpoint "$n" "$CRYO_BIN" --root "$RTROOT" checkpoint --image-path "$T/img/@I@" "pb@I@"
-	for i in $(seq "$n"); do c[$i]=$(count_of "$T/b$i"); done
-	batch cryo restore "$n" "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/img/@I@" --bundle "$T/b@I@" "pb@I@"
-	for i in $(seq "$n"); do wait_counting "$T/b$i" $((${c[$i]:-0} + 10)); done
+	for i in $(seq "$n"); do c[$i]=$(count_of "$T/bc$i"); done
+	batch cryo restore "$n" "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/img/@I@" --bundle "$T/bc@I@" "pb@I@"
+	for i in $(seq "$n"); do wait_counting "$T/bc$i" $((${c[$i]:-0} + 10)); done
 	for i in $(seq "$n"); do rt delete --force "pb$i" >/dev/null 2>&1 || fail "cryo delete pb$i"; done
 }
 
 bench_runc() { # N
 	local n=$1 i c=()
 	for i in $(seq "$n"); do
-		"${RUNC[@]}" run -d --bundle "$T/b$i" "pb$i" </dev/null >"$T/run.out" 2>&1 || fail "runc run: $(cat "$T/run.out")"
+		"${RUNC[@]}" run -d --bundle "$T/br$i" "pb$i" </dev/null >/dev/null 2>&1 || fail "runc run pb$i failed"
 	done
-	for i in $(seq "$n"); do wait_counting "$T/b$i" 10; done
+	for i in $(seq "$n"); do wait_counting "$T/br$i" 10; done
 	rm -rf "$T/img" "$T/work"
 	batch runc checkpoint "$n" "${RUNC[@]}" checkpoint --image-path "$T/img/@I@" --work-path "$T/work/@I@" "pb@I@"
-	for i in $(seq "$n"); do c[$i]=$(count_of "$T/b$i"); done
+	for i in $(seq "$n"); do c[$i]=$(count_of "$T/br$i"); done
 	batch runc restore "$n" "${RUNC[@]}" restore -d --image-path "$T/img/@I@" --work-path "$T/work/@I@" \
-		--bundle "$T/b@I@" "pb@I@"
-	for i in $(seq "$n"); do wait_counting "$T/b$i" $((${c[$i]:-0} + 10)); done
+		--bundle "$T/br@I@" "pb@I@"
+	for i in $(seq "$n"); do wait_counting "$T/br$i" $((${c[$i]:-0} + 10)); done
 	runc_cleanup
 }
 
