@@ -533,6 +533,14 @@ int cryo_fsfreeze_watchdog_start(struct fsfreeze_target *t, const char *owner, p
 		free(w);
 		return r;
 	}
+	/*
+	 * From now on a command that takes the lock finds this socket and
+	 * waits for its answer, which comes once the freeze is made (or the
+	 * connection breaks if it fails): FIFREEZE, which syncs the
+	 * filesystem, is not made under the journal's lock, which other
+	 * filesystems' freezes and the cgroup holds' deadlines wait for.
+	 */
+	closep(&t->lockfd);
 	keep[0] = t->fd;
 	keep[1] = t->holdsfd;
 	keep[2] = w->lfd;

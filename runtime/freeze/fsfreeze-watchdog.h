@@ -45,9 +45,10 @@ void cryo_fsfreeze_sock_name(const char *key, char *buf, size_t size);
  * holder, timeout_ms; thaw_on_exit: also at holder's exit) until its
  * holds end. Its requests, one per connection: `HOLD <timeout_ms> <pid>
  * <thaw_on_exit 0|1> <owner>`, `RESET <timeout_ms> <owner>`, `THAW
- * <owner>`, `THAWALL`; replies `<errno> <text>`. Called
- * under the journal's lock, with no watchdog answering for t. The errors
- * of FIFREEZE come back with a message starting "FIFREEZE".
+ * <owner>`, `THAWALL`; replies `<errno> <text>`. Called under the
+ * journal's lock (t->lockfd), with no watchdog answering for t; the lock
+ * is released once the watchdog's socket is there, before the freeze.
+ * The errors of FIFREEZE come back with a message starting "FIFREEZE".
  */
 int cryo_fsfreeze_watchdog_start(struct fsfreeze_target *t, const char *owner, pid_t holder, uint64_t timeout_ms,
 				 bool thaw_on_exit, pid_t *ret_pid, struct cryo_error *err);

@@ -539,6 +539,9 @@ int cryo_fsfreeze_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *
 	if (ret < 0)
 		return ret;
 	r = record_of(copy);
+	/* a new watchdog took the filesystem over since (it freezes without the lock): its entry now */
+	if (cryo_hold_is_live(r.rec))
+		return CRYO_HOLD_UNDO_KEEP;
 	/* a record of lost windows: only those of containers still there stay */
 	if (r.rec->flags & CRYO_HOLD_ENDED) {
 		prune_lost(r.j, is_deleted_container, rec->root);
