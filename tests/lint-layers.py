@@ -28,7 +28,7 @@ LAYERS = ["base", "freeze", "oci", "cr", "migrate", "cli"]
 MAX_LINES = 1100
 # Files still over MAX_LINES, each with the work that brings it under: the
 # check fails as soon as one of them grows, or another file goes over.
-OVER = {"runtime/freeze/fsfreeze.c": (1446, "its own journal folds into the hold journal (issues 28, 32)")}
+OVER = {}
 MAX_TOP = 12
 # generated headers: the layer whose library makes them available
 GENERATED = {"version.h": "base", "manifest.pb-c.h": "base", "migrate.pb-c.h": "base",

@@ -70,6 +70,7 @@ void cryo_state_free(struct cryo_state *st)
 	free(st->cgroup_v2);
 	free(st->cgroup_v1_freezer);
 	free(st->freezer_backend);
+	free(st->rootfs_image);
 	json_object_put(st->annotations);
 	free(st);
 }
@@ -143,6 +144,8 @@ int cryo_state_load(const char *root, const char *id, struct cryo_state **ret, s
 		r = get_string(o, "cgroupV1Freezer", &st->cgroup_v1_freezer);
 	if (r >= 0)
 		r = get_string(o, "freezerBackend", &st->freezer_backend);
+	if (r >= 0)
+		r = get_string(o, "rootfsImage", &st->rootfs_image);
 	if (r < 0) {
 		r = cryo_error_set(err, r, "`%s/%s`: bad field", dir, STATE_FILE);
 		goto out;
@@ -209,6 +212,7 @@ int cryo_state_save_ext(const char *root, const struct cryo_state *st, bool dura
 	add_string(o, "cgroupV2", st->cgroup_v2);
 	add_string(o, "cgroupV1Freezer", st->cgroup_v1_freezer);
 	add_string(o, "freezerBackend", st->freezer_backend);
+	add_string(o, "rootfsImage", st->rootfs_image);
 	json_object_object_add(o, "created", json_object_new_int64(st->created));
 	if (st->annotations)
 		json_object_object_add(o, "annotations", json_object_get(st->annotations));

@@ -43,6 +43,7 @@ struct cryo_state {
 	char *cgroup_v2;          /* absolute path in the cgroup2 hierarchy, or NULL */
 	char *cgroup_v1_freezer;  /* absolute path in the v1 freezer hierarchy, or NULL */
 	char *freezer_backend;    /* "v1", "v2" or "kmod" */
+	char *rootfs_image;       /* the image file restore loop-mounted at rootfs, where nothing was mounted: delete unmounts it */
 	int64_t created;          /* unix seconds */
 	struct json_object *annotations; /* owned, may be NULL */
 };

@@ -26,12 +26,14 @@ static inline void freep(void *p)
 	free(*(void **)p);
 }
 
+/* Also called by hand to close early: the fd is -1 after, so a later use fails clearly, never on a reused number. */
 static inline void closep(int *fd)
 {
 	if (*fd >= 0) {
 		int saved = errno;
 		close(*fd);
 		errno = saved;
+		*fd = -1;
 	}
 }
 

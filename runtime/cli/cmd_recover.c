@@ -13,6 +13,7 @@
 #include "fsfreeze.h"
 #include "hold.h"
 #include "network.h"
+#include "restore.h"
 
 static void report(const struct cryo_hold_rec *rec, const char *what, int r, void *userdata)
 {
@@ -60,6 +61,7 @@ int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 		[CRYO_HOLD_STAGING] = cryo_hold_staging_undo,
 		[CRYO_HOLD_CGROUP_KILL] = cryo_freezer_kill_undo,
 		[CRYO_HOLD_LINK_UP] = cryo_network_hold_undo,
+		[CRYO_HOLD_RESTORE] = cryo_restore_hold_undo,
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	unsigned n = 0;
@@ -69,7 +71,8 @@ int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 		printf("Usage: cryo recover\n\n"
 		       "Thaw whatever a dead cryo left frozen: every journalled hold in\n"
 		       "<root>/.holds whose holder died or whose deadline passed is undone\n"
-		       "(a frozen cgroup or filesystem thawed, a checkpoint's staging dir removed).\n"
+		       "(a frozen cgroup or filesystem thawed, a checkpoint's staging dir removed,\n"
+		       "the rootfs a restore staged put back).\n"
 		       "Exit status: 0 done, 1 some undo failed (the entry is kept).\n");
 		return 0;
 	}

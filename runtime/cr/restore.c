@@ -37,6 +37,22 @@
 /* Under the state root; a leading dot can't be a container id. */
 #define RESTORE_WORK_DIR ".restore"
 
+/*
+ * A state dir without state.json is a create or restore that died half-way
+ * (SIGKILL): it holds no lock then, and goes (as `delete` removes it).
+ */
+static void remove_dead_claim(const struct cryo_restore_opts *o)
+{
+	struct cryo_state *st = NULL;
+	_cleanup_close_ int lock = -1;
+
+	if (cryo_state_lock(o->root, o->id, CRYO_STATE_LOCK_TIMEOUT_MS, &lock, NULL) < 0)
+		return;
+	if (cryo_state_load(o->root, o->id, &st, NULL) == -ENOENT && cryo_state_remove_dir(o->root, o->id, NULL) == 0)
+		cryo_info("removed the state dir of `%s` a dead cryo left half-made", o->id);
+	cryo_state_free(st);
+}
+
 /* The container must not exist, or be stopped (then its old state is replaced). */
 static int claim_id(const struct cryo_restore_opts *o, struct cryo_error *err)
 {
@@ -44,8 +60,10 @@ static int claim_id(const struct cryo_restore_opts *o, struct cryo_error *err)
 	int r;
 
 	r = cryo_state_load(o->root, o->id, &st, NULL);
-	if (r == -ENOENT)
+	if (r == -ENOENT) {
+		remove_dead_claim(o);
 		return 0;
+	}
 	if (r < 0)
 		return cryo_error_set(err, -r, "load the state of `%s`", o->id);
 	cryo_state_refresh(st);
@@ -123,6 +141,8 @@ struct ctx {
 	char *bundle, *rootfs, *work, *cgrel;
 	const char *freezer_backend;
 	struct cryo_snapshot_undo *snap;
+	/* `<id>@restore`: what to undo should this process die (cryo_restore_hold_undo()) */
+	struct cryo_hold *hold;
 	char **ext;
 	struct cryo_extns ext_ns;  /* the new sandbox's namespaces the tasks go into */
 	struct cryo_freezer *fz;
@@ -418,9 +438,20 @@ static int step_check_bundle(void *ctx, struct cryo_error *err)
 	return 0;
 }
 
+/* <root>/.restore/<id>, CRIU's work dir unless --work-path names one */
+static char *default_work_dir(const char *root, const char *id)
+{
+	char *p = NULL;
+
+	if (asprintf(&p, "%s/" RESTORE_WORK_DIR "/%s", root, id) < 0)
+		return NULL;
+	return p;
+}
+
 static int step_claim_id(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
+	char name[160];
 	int r;
 
 	r = claim_id(c->o, err);
@@ -430,7 +461,19 @@ static int step_claim_id(void *ctx, struct cryo_error *err)
 	if (r < 0)
 		return r;
 	c->state_created = true;
-	return cryo_state_lock(c->o->root, c->o->id, CRYO_STATE_LOCK_TIMEOUT_MS, &c->lock_fd, err);
+	r = cryo_state_lock(c->o->root, c->o->id, CRYO_STATE_LOCK_TIMEOUT_MS, &c->lock_fd, err);
+	if (r < 0)
+		return r;
+	/*
+	 * Not in the state dir: a failed restore removes that, and CRIU's log
+	 * must outlive a failure when --work-path asks to keep it.
+	 */
+	c->work = c->o->work_path ? strdup(c->o->work_path) : default_work_dir(c->o->root, c->o->id);
+	if (!c->work)
+		return cryo_error_set(err, ENOMEM, "restore");
+	snprintf(name, sizeof(name), "%s@restore", c->o->id);
+	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_RESTORE, c->work, "restore", 0,
+				 CRYO_HOLD_UNDO_ON_EXIT | CRYO_HOLD_NO_WATCHDOG, cryo_restore_hold_undo, &c->hold, err);
 }
 
 static void undo_claim_id(void *ctx)
@@ -446,13 +489,48 @@ static void undo_claim_id(void *ctx)
 	c->lock_fd = -1;
 }
 
+/*
+ * What the restore changed so far, in its hold's detail: should we die
+ * from here on (SIGKILL), the next restore of this id or `cryo recover`
+ * undoes it (cryo_restore_hold_undo()). Also after a failed step, whose
+ * partial work is there.
+ */
+static int journal_progress(struct ctx *c, int r, struct cryo_error *err)
+{
+	_cleanup_free_ char *snap = NULL;
+	struct cryo_error e = CRYO_ERROR_INIT;
+	struct json_object *o;
+	int k;
+
+	if (!c->hold)
+		return r;
+	o = json_object_new_object();
+	if (!o)
+		return r < 0 ? r : cryo_error_set(err, ENOMEM, "restore");
+	snap = cryo_snapshot_undo_json(c->snap);
+	if (snap)
+		json_object_object_add(o, "rootfs", json_tokener_parse(snap));
+	if (c->cgroup_created)
+		json_object_object_add(o, "cgroup", json_object_new_string(c->cgrel));
+	k = cryo_hold_set_detail(c->hold, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), &e);
+	json_object_put(o);
+	if (k < 0 && r >= 0) {
+		cryo_error_move(err, &e);
+		return cryo_error_prefix(err, "journal what the restore changed");
+	}
+	cryo_error_clear(&e);
+	return r;
+}
+
 static int step_stage_rootfs(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
+	int r;
 
 	if (!c->m->rootfs)
 		return 0;
-	return cryo_snapshot_restore(c->image_fd, c->m->rootfs, c->m->bundle, c->bundle_fd, c->rootfs, &c->snap, err);
+	r = cryo_snapshot_restore(c->image_fd, c->m->rootfs, c->m->bundle, c->bundle_fd, c->rootfs, &c->snap, err);
+	return journal_progress(c, r, err);
 }
 
 static void undo_stage_rootfs(void *ctx)
@@ -475,6 +553,7 @@ static int step_cgroup(void *ctx, struct cryo_error *err)
 			r = reuse_cgroup(c->cgrel, &c->cg, err);
 	} else if (r >= 0) {
 		c->cgroup_created = true;
+		r = journal_progress(c, r, err);
 	}
 	return r;
 }
@@ -543,16 +622,6 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	_cleanup_free_ char *cgroot = NULL;
 	int r;
 
-	/*
-	 * Not in the state dir by default: a failed restore removes that, and
-	 * CRIU's log must outlive the failure it explains.
-	 */
-	if (o->work_path)
-		c->work = strdup(o->work_path);
-	else if (asprintf(&c->work, "%s/" RESTORE_WORK_DIR "/%s", o->root, o->id) < 0)
-		c->work = NULL;
-	if (!c->work)
-		return cryo_error_set(err, ENOMEM, "restore");
 	r = cryo_mkdir_p(c->work, 0700);
 	if (r < 0)
 		return cryo_error_set(err, -r, "create work dir `%s`", c->work);
@@ -743,6 +812,7 @@ static int step_state(void *ctx, struct cryo_error *err)
 	c->st->cgroup_v2 = c->cg.v2 ? strdup(c->cg.v2) : NULL;
 	c->st->cgroup_v1_freezer = c->cg.v1_freezer ? strdup(c->cg.v1_freezer) : NULL;
 	c->st->freezer_backend = strdup(c->freezer_backend);
+	c->st->rootfs_image = cryo_snapshot_mounted_image(c->snap);
 	c->st->annotations = json_object_get(c->spec->annotations);
 	c->st->pid = c->pid;
 	(void)cryo_pid_start_time(c->pid, &c->st->pid_start_time);
@@ -773,11 +843,22 @@ static void undo_state(void *ctx)
 	c->pid_file_written = false;
 }
 
+/* <root>/.restore/<id> goes, whatever the restore's outcome: nothing of a restore stays there. */
+static void remove_work_dir(const char *root, const char *id)
+{
+	_cleanup_free_ char *rel = NULL;
+	_cleanup_close_ int rootfd = -1;
+
+	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd < 0 || asprintf(&rel, RESTORE_WORK_DIR "/%s", id) < 0)
+		return;
+	(void)cryo_rm_rf_at(rootfd, rel);
+}
+
 /* After a restore that worked: CRIU's log moves into the state dir, next to the dump's. */
 static void keep_restore_log(const struct cryo_restore_opts *o, const char *work)
 {
 	_cleanup_free_ char *dst = NULL, *src = NULL;
-	_cleanup_close_ int rootfd = -1;
 
 	if (o->work_path)
 		return;
@@ -789,12 +870,47 @@ static void keep_restore_log(const struct cryo_restore_opts *o, const char *work
 	if (asprintf(&dst, "%s/%s/criu/restore.log", o->root, o->id) < 0)
 		return;
 	(void)rename(src, dst);
-	rootfd = open(o->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd >= 0) {
-		free(src);
-		if (asprintf(&src, RESTORE_WORK_DIR "/%s", o->id) >= 0)
-			(void)cryo_rm_rf_at(rootfd, src);
+	remove_work_dir(o->root, o->id);
+}
+
+/* What journal_progress() recorded: the tasks CRIU restored go, with the cgroup, then the rootfs is put back. */
+static int undo_progress(const char *detail, struct cryo_error *err)
+{
+	struct json_object *o = json_tokener_parse(detail), *v;
+	int r = 0;
+
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return cryo_error_setx(err, EINVAL, "the restore's record is not a JSON object");
 	}
+	if (json_object_object_get_ex(o, "cgroup", &v) && json_object_is_type(v, json_type_string) &&
+	    cryo_cgroup_destroy(json_object_get_string(v), 5000, err) < 0)
+		r = cryo_error_prefix(err, "remove the restore's cgroup");
+	/* its tasks are gone: the rootfs is no longer busy */
+	if (r == 0 && json_object_object_get_ex(o, "rootfs", &v))
+		r = cryo_snapshot_undo_from_json(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN), err);
+	json_object_put(o);
+	return r;
+}
+
+int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	_cleanup_free_ char *id = NULL, *work = NULL, *state = NULL;
+	const char *at = strchr(rec->name, '@');
+	int r = 0;
+
+	id = at ? strndup(rec->name, (size_t)(at - rec->name)) : NULL;
+	if (!id || !rec->root || cryo_validate_id(id, NULL) < 0)
+		return cryo_error_setx(err, EINVAL, "hold `%s` names no container", rec->name);
+	if (asprintf(&state, "%s/%s/state.json", rec->root, id) < 0)
+		return cryo_error_set(err, ENOMEM, "undo");
+	/* a restore that wrote the container's state was done but for its hooks: the container is `delete`'s */
+	if (rec->detail && access(state, F_OK) < 0)
+		r = undo_progress(rec->detail, err);
+	work = default_work_dir(rec->root, id);
+	if (r == 0 && work && strcmp(work, rec->target) == 0)
+		remove_work_dir(rec->root, id);
+	return r;
 }
 
 static int run_poststart(const struct cryo_restore_opts *o, const struct cryo_spec *spec, struct cryo_error *err)
@@ -904,6 +1020,7 @@ static void ctx_done(struct ctx *c)
 	cryo_state_free(c->st);
 	cryo_cgroup_paths_free(&c->cg);
 	cryo_snapshot_undo_free(c->snap);
+	cryo_hold_free(c->hold);
 	cryo_freezer_close(c->fz);
 	cryo_hold_free(c->kill_hold);
 	free(c->stopped_before);
@@ -913,6 +1030,14 @@ static void ctx_done(struct ctx *c)
 	free(c->cgrel);
 	cryo_strv_free(c->ext);
 	cryo_extns_done(&c->ext_ns);
+}
+
+static void release_hold(struct ctx *c)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (cryo_hold_release(TAKE_PTR(c->hold), &e) < 0)
+		cryo_error_warn_clear(&e, "restore `%s`", c->o->id);
 }
 
 int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_status, struct cryo_error *err)
@@ -941,9 +1066,15 @@ int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_sta
 			(void)cryo_error_setx(err, e.status, "verify: image `%s`: %s", c.image, e.msg);
 		}
 		cryo_error_clear(&e);
+		/* every step is undone: nothing is left to recover, CRIU's Error lines are in err */
+		if (!o->work_path && c.hold)
+			remove_work_dir(o->root, o->id);
+		release_hold(&c);
 		ctx_done(&c);
 		return cryo_error_prefix(err, "restore `%s`", o->id);
 	}
+	/* the container is there: from here on, dying leaves nothing for the hold's undo to put back */
+	release_hold(&c);
 	cryo_snapshot_commit(c.snap);
 	keep_restore_log(o, c.work);
 	pid = c.pid;

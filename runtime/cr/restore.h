@@ -94,4 +94,13 @@ int cryo_restore(const struct cryo_restore_opts *o, pid_t *ret_pid, int *ret_sta
 /* Its steps (step.h). */
 extern const struct cryo_step_table cryo_restore_step_table;
 
+/*
+ * The undo of a restore's hold (hold.h: CRYO_HOLD_RESTORE, `<id>@restore`)
+ * whose restore died: the bundle's rootfs put back as it was (unless the
+ * restore had got as far as the container's state) and its work dir
+ * removed, when it is <root>/.restore/<id>.
+ */
+struct cryo_hold_rec;
+int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);
+
 #endif

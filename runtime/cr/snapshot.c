@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <archive.h>
 #include <archive_entry.h>
+#include <json-c/json.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -19,31 +20,10 @@
 
 #include "image.h"
 #include "log.h"
+#include "loop.h"
+#include "mountinfo.h"
 #include "snapshot.h"
 #include "util.h"
-
-int cryo_loop_backing_file(const char *dev, char **ret, struct cryo_error *err)
-{
-	_cleanup_free_ char *path = NULL, *buf = NULL;
-	const char *name;
-	size_t len = 0;
-	int r;
-
-	if (strncmp(dev, "/dev/loop", 9) != 0)
-		return cryo_error_setx(err, EINVAL, "`%s` is not a loop device", dev);
-	name = dev + 5;
-	if (asprintf(&path, "/sys/block/%s/loop/backing_file", name) < 0)
-		return cryo_error_set(err, ENOMEM, "loop");
-	r = cryo_read_file_at(AT_FDCWD, path, PATH_MAX, &buf, &len);
-	if (r < 0)
-		return cryo_error_set(err, -r, "read `%s`", path);
-	while (len > 0 && buf[len - 1] == '\n')
-		buf[--len] = '\0';
-	if (len == 0)
-		return cryo_error_setx(err, ENXIO, "loop device `%s` has no backing file", dev);
-	*ret = TAKE_PTR(buf);
-	return 0;
-}
 
 /* Reflink src into dst; fall back to a copy. Returns 1 for a reflink, 0 for a copy. */
 static int clone_or_copy(int src, int dst, struct cryo_error *err)
@@ -156,39 +136,6 @@ int cryo_snapshot_take(const char *rootfs, const struct cryo_mount *mnt, bool ow
 	return 0;
 }
 
-/*
- * Attach the open image file fd to a free loop device (autoclear: it goes
- * away with the last unmount). Returns the open device: autoclear also
- * fires on the last close, so the caller keeps it open until the mount
- * holds the device.
- */
-static int loop_attach(int file, const char *label, char *ret_dev, size_t devlen, struct cryo_error *err)
-{
-	_cleanup_close_ int ctl = -1, dev = -1;
-	struct loop_config cfg;
-	int n;
-
-	ctl = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
-	if (ctl < 0)
-		return cryo_error_set(err, errno, "open /dev/loop-control");
-	n = ioctl(ctl, LOOP_CTL_GET_FREE);
-	if (n < 0)
-		return cryo_error_set(err, errno, "find a free loop device");
-	snprintf(ret_dev, devlen, "/dev/loop%d", n);
-	dev = open(ret_dev, O_RDWR | O_CLOEXEC);
-	if (dev < 0)
-		return cryo_error_set(err, errno, "open `%s`", ret_dev);
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.fd = (unsigned)file;
-	cfg.info.lo_flags = LO_FLAGS_AUTOCLEAR;
-	snprintf((char *)cfg.info.lo_file_name, sizeof(cfg.info.lo_file_name), "%s", label);
-	if (ioctl(dev, LOOP_CONFIGURE, &cfg) < 0)
-		return cryo_error_set(err, errno, "attach `%s` to `%s`", label, ret_dev);
-	/* the device may just have been released by the old rootfs: drop its cached blocks */
-	(void)ioctl(dev, BLKFLSBUF, 0);
-	return TAKE_FD(dev);
-}
-
 /* Mount the image file open at fd on rootfs. */
 static int mount_image(int fd, const char *label, const char *fstype, const char *rootfs, struct cryo_error *err)
 {
@@ -197,7 +144,7 @@ static int mount_image(int fd, const char *label, const char *fstype, const char
 	int r;
 
 	/* held until the mount holds the device (see loop_attach) */
-	loopfd = loop_attach(fd, label, dev, sizeof(dev), err);
+	loopfd = cryo_loop_attach(fd, label, dev, sizeof(dev), err);
 	if (loopfd < 0)
 		return loopfd;
 	if (mount(dev, rootfs, fstype, 0, NULL) < 0) {
@@ -254,20 +201,6 @@ static int openat2_beneath(int dirfd, const char *path, int flags, struct cryo_e
 		return cryo_error_set(err, errno, "open `%s` in the bundle%s", path,
 				      errno == ELOOP ? " (a symlink: refused)" : "");
 	return fd;
-}
-
-/* LOOP_GET_STATUS64 of the loop device mounted at dev names the backing file by inode. */
-static bool loop_backed_by(const char *dev, const struct stat *file)
-{
-	struct loop_info64 li;
-	_cleanup_close_ int fd = -1;
-
-	if (!dev || strncmp(dev, "/dev/loop", 9) != 0)
-		return false;
-	fd = open(dev, O_RDONLY | O_CLOEXEC);
-	if (fd < 0 || ioctl(fd, LOOP_GET_STATUS64, &li) < 0)
-		return false;
-	return li.lo_inode == file->st_ino && li.lo_device == file->st_dev;
 }
 
 void cryo_snapshot_undo_free(struct cryo_snapshot_undo *u)
@@ -340,7 +273,7 @@ static int restore_image(int image_dirfd, const Cryo__RootfsSnapshot *s, const c
 	}
 	if (stat(rootfs, &rst) == 0 && cryo_mountinfo_find(rootfs, &mnt, NULL) == 0 &&
 	    strcmp(mnt.mountpoint, rootfs) == 0) {
-		mounted_from_it = exists && loop_backed_by(mnt.source, &st);
+		mounted_from_it = exists && cryo_loop_backed_by(mnt.source, &st);
 		if (!mounted_from_it) {
 			r = cryo_error_setx(err, EBUSY,
 					    "the rootfs `%s` is a mount of `%s`, not of the bundle's `%s`: unmount it first",
@@ -686,6 +619,139 @@ void cryo_snapshot_undo(struct cryo_snapshot_undo *u)
 			cryo_error_clear(&e);
 		}
 	}
+}
+
+/* The path of the dir open at fd, into buf[PATH_MAX]. */
+static int fd_path(int fd, char *buf)
+{
+	char link[64];
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, buf, PATH_MAX - 1);
+	if (n <= 0 || buf[0] != '/')
+		return -EINVAL;
+	buf[n] = '\0';
+	return 0;
+}
+
+char *cryo_snapshot_mounted_image(const struct cryo_snapshot_undo *u)
+{
+	char parent[PATH_MAX], *p = NULL;
+
+	if (!u || !u->mounted || u->old_was_mounted || u->is_dir || !u->name || fd_path(u->parent_fd, parent) < 0)
+		return NULL;
+	if (asprintf(&p, "%s/%s", parent, u->name) < 0)
+		return NULL;
+	return p;
+}
+
+char *cryo_snapshot_undo_json(const struct cryo_snapshot_undo *u)
+{
+	struct json_object *o;
+	char parent[PATH_MAX];
+	char *s = NULL;
+
+	if (!u || !u->rootfs || u->parent_fd < 0 || fd_path(u->parent_fd, parent) < 0)
+		return NULL;
+	o = json_object_new_object();
+	if (!o)
+		return NULL;
+	json_object_object_add(o, "rootfs", json_object_new_string(u->rootfs));
+	json_object_object_add(o, "parent", json_object_new_string(parent));
+	if (u->name)
+		json_object_object_add(o, "name", json_object_new_string(u->name));
+	if (u->old_name)
+		json_object_object_add(o, "oldName", json_object_new_string(u->old_name));
+	if (u->old_fstype)
+		json_object_object_add(o, "oldFstype", json_object_new_string(u->old_fstype));
+	json_object_object_add(o, "placed", json_object_new_boolean(u->placed));
+	json_object_object_add(o, "isDir", json_object_new_boolean(u->is_dir));
+	json_object_object_add(o, "mounted", json_object_new_boolean(u->mounted));
+	json_object_object_add(o, "oldWasMounted", json_object_new_boolean(u->old_was_mounted));
+	json_object_object_add(o, "madeRootfs", json_object_new_boolean(u->made_rootfs));
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+	json_object_put(o);
+	return s;
+}
+
+static char *json_strdup(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
+		return NULL;
+	return strdup(json_object_get_string(v));
+}
+
+static bool json_true(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_get_boolean(v);
+}
+
+/* Is rootfs a mount of the file parent_fd/name (through a loop device)? */
+static bool mounted_from(const char *rootfs, int parent_fd, const char *name)
+{
+	struct cryo_mount m = { 0 };
+	struct stat st;
+	bool yes;
+
+	if (!name || fstatat(parent_fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return false;
+	if (cryo_mountinfo_find(rootfs, &m, NULL) < 0)
+		return false;
+	yes = strcmp(m.mountpoint, rootfs) == 0 && cryo_loop_backed_by(m.source, &st);
+	cryo_mount_done(&m);
+	return yes;
+}
+
+int cryo_snapshot_undo_from_json(const char *json, struct cryo_error *err)
+{
+	struct json_object *o = json ? json_tokener_parse(json) : NULL;
+	struct cryo_snapshot_undo *u;
+	_cleanup_free_ char *parent = NULL;
+	int r = 0;
+
+	if (!o || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return cryo_error_setx(err, EINVAL, "the staged rootfs's record is not a JSON object");
+	}
+	u = calloc(1, sizeof(*u));
+	if (!u) {
+		json_object_put(o);
+		return cryo_error_set(err, ENOMEM, "undo");
+	}
+	u->parent_fd = -1;
+	u->rootfs = json_strdup(o, "rootfs");
+	parent = json_strdup(o, "parent");
+	u->name = json_strdup(o, "name");
+	u->old_name = json_strdup(o, "oldName");
+	u->old_fstype = json_strdup(o, "oldFstype");
+	u->placed = json_true(o, "placed");
+	u->is_dir = json_true(o, "isDir");
+	u->mounted = json_true(o, "mounted");
+	u->old_was_mounted = json_true(o, "oldWasMounted");
+	u->made_rootfs = json_true(o, "madeRootfs");
+	json_object_put(o);
+	if (!u->rootfs || !parent || !u->name || u->rootfs[0] != '/' || parent[0] != '/') {
+		r = cryo_error_setx(err, EINVAL, "the staged rootfs's record lacks a path");
+		goto out;
+	}
+	u->parent_fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (u->parent_fd < 0) {
+		/* the bundle is gone: nothing of it to put back */
+		r = errno == ENOENT ? 0 : cryo_error_set(err, errno, "open `%s`", parent);
+		goto out;
+	}
+	/* whatever is mounted there now is not ours to take down unless it is the restored image */
+	if (u->mounted && !u->is_dir)
+		u->mounted = mounted_from(u->rootfs, u->parent_fd, u->name);
+	cryo_snapshot_undo(u);
+out:
+	cryo_snapshot_undo_free(u);
+	return r;
 }
 
 void cryo_snapshot_commit(struct cryo_snapshot_undo *u)

@@ -26,6 +26,7 @@
 #include <stdbool.h>
 
 #include "error.h"
+#include "loop.h"
 #include "manifest.h"
 #include "mountinfo.h"
 
@@ -67,7 +68,25 @@ void cryo_snapshot_commit(struct cryo_snapshot_undo *u);
 
 void cryo_snapshot_undo_free(struct cryo_snapshot_undo *u);
 
-/* The file backing loop device dev ("/dev/loop3"), malloc'd. */
-int cryo_loop_backing_file(const char *dev, char **ret, struct cryo_error *err);
+/*
+ * The image file u loop-mounted at the rootfs where nothing was mounted
+ * before (malloc'd; NULL: none): the container's state keeps it, and
+ * delete unmounts it.
+ */
+char *cryo_snapshot_mounted_image(const struct cryo_snapshot_undo *u);
+
+/*
+ * What u changed, as the text of a JSON object, for the restore's hold
+ * (hold.h: CRYO_HOLD_RESTORE): malloc'd, NULL when nothing was changed
+ * or out of memory.
+ */
+char *cryo_snapshot_undo_json(const struct cryo_snapshot_undo *u);
+
+/*
+ * cryo_snapshot_undo() of what such a JSON says was changed, by a
+ * restore that died: the mount at the rootfs is only taken down when it
+ * is still the restored image's.
+ */
+int cryo_snapshot_undo_from_json(const char *json, struct cryo_error *err);
 
 #endif

@@ -9,10 +9,11 @@
  * Linux refuses a second userspace FIFREEZE with EBUSY, so cryo counts
  * nested freezes itself (as the seed's bd_fsfreeze_count did): the first
  * hold freezes, further owners add holds, each owner thaws only its own
- * hold and the filesystem thaws when the last hold is gone. Who holds
- * what is kept in <state_dir>/.fsfreeze/<major>:<minor>.json; that the
- * filesystem is frozen, and by which watchdog, is in the one hold journal
- * (hold.h: `fs@<major>:<minor>`), which `cryo recover` walks.
+ * hold and the filesystem thaws when the last hold is gone. The one hold
+ * journal (hold.h) has it all: the entry `fs@<major>:<minor>` says the
+ * filesystem is frozen, by which watchdog, who holds it until when, and,
+ * once over, which owners lost their window (so their thaw can say so);
+ * `cryo recover` walks it. Commands serialise on the journal's lock.
  *
  * A watchdog process per frozen filesystem owns the holds and thaws at
  * the deadline, even after cryo was killed. When cryo_freezer.ko is loaded
@@ -50,7 +51,7 @@ enum cryo_fsfreeze_flag {
 };
 
 struct cryo_fsfreeze_opts {
-	const char *state_dir;            /* --root: journal, lock and watchdog socket go in <state_dir>/.fsfreeze */
+	const char *state_dir;            /* --root: the entry and the watchdog's socket go in <state_dir>/.holds */
 	const char *owner;                /* who holds the freeze (container id); NULL = "cli" */
 	const char *const *keep_writable; /* NULL-terminated, may be NULL: must not be on the frozen fs */
 	unsigned flags;                   /* enum cryo_fsfreeze_flag */
@@ -93,21 +94,22 @@ int cryo_fsfreeze_check_target(const char *path, const struct cryo_fsfreeze_opts
  * The undo of a CRYO_HOLD_FS_THAW hold (`fs@<major>:<minor>` in the hold
  * journal, written by the watchdog of a frozen filesystem): its watchdog
  * died, so FITHAW the filesystem if it is still mounted where it was
- * frozen, and record the lost window for its owners.
+ * frozen, and keep the entry as the record of the lost windows of its
+ * owners (CRYO_HOLD_UNDO_KEEP). Of such a record (CRYO_HOLD_ENDED), drop
+ * the windows of containers that no longer exist, and the entry with
+ * the last one. Runs under the journal lock.
  */
 struct cryo_hold_rec;
 int cryo_fsfreeze_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);
 
-/* Called by cryo_fsfreeze_recover() per frozen filesystem: what is "held", "thawed" or an error (r < 0). */
+/* Called by cryo_fsfreeze_recover() for a live watchdog of an older cryo ("held"). */
 typedef void (*cryo_fsfreeze_report_fn)(const char *mountpoint, const char *what, int r, void *userdata);
 
 /*
- * `cryo recover`'s tidying of <state_dir>/.fsfreeze after the hold
- * journal's undos: half-written journals and lock files of older cryo
- * versions go, and so do lost-window records of containers that no longer
- * exist. A journal that says frozen but whose watchdog is dead and left
- * no hold entry (an older cryo) is thawed as by cryo_fsfreeze_hold_undo().
- * Returns the first failure after trying all.
+ * `cryo recover`'s tidying after the hold journal's undos: the journal
+ * dir <state_dir>/.fsfreeze of an older cryo goes once no watchdog of
+ * that cryo answers there (their freezes are `fs@` entries of the hold
+ * journal too, undone with it).
  */
 int cryo_fsfreeze_recover(const char *state_dir, cryo_fsfreeze_report_fn report, void *userdata,
 			  struct cryo_error *err);

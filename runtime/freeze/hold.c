@@ -37,6 +37,7 @@ const char *const cryo_hold_kind_names[_CRYO_HOLD_KIND_MAX] = {
 	[CRYO_HOLD_STAGING] = "staging-dir",
 	[CRYO_HOLD_CGROUP_KILL] = "cgroup-kill",
 	[CRYO_HOLD_LINK_UP] = "link-up",
+	[CRYO_HOLD_RESTORE] = "restore",
 };
 
 int cryo_hold_validate_name(const char *name, struct cryo_error *err)
@@ -87,6 +88,7 @@ void cryo_hold_rec_free(struct cryo_hold_rec *rec)
 	free(rec->backend);
 	free(rec->boot_id);
 	free(rec->nonce);
+	free(rec->detail);
 	free(rec->root);
 	free(rec);
 }
@@ -188,6 +190,33 @@ static int lock_dir(int dfd)
 	return fd;
 }
 
+int cryo_hold_lock(const char *root, int timeout_ms, int *ret_dfd, int *ret_lockfd, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1, fd = -1;
+	int64_t until = cryo_now_ms() + timeout_ms;
+	int r, delay = 1;
+
+	r = open_holds_dir(root, true, &dfd, err);
+	if (r < 0)
+		return r;
+	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open `%s/%s`", root, HOLDS_DIR);
+	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return cryo_error_set(err, errno, "lock `%s/%s`", root, HOLDS_DIR);
+		if (cryo_now_ms() >= until)
+			return cryo_error_setx(err, EBUSY, "another cryo command holds the lock of `%s/%s` for more than %d ms",
+					       root, HOLDS_DIR, timeout_ms);
+		/* short steps: many commands of one node take it in turns, each for a few ms */
+		cryo_sleep_ms(delay);
+		delay = delay < 8 ? delay * 2 : 8;
+	}
+	*ret_dfd = TAKE_FD(dfd);
+	*ret_lockfd = TAKE_FD(fd);
+	return 0;
+}
+
 static int rec_to_json(const struct cryo_hold_rec *rec, char **ret)
 {
 	struct json_object *o = json_object_new_object();
@@ -201,6 +230,9 @@ static int rec_to_json(const struct cryo_hold_rec *rec, char **ret)
 	json_object_object_add(o, "backend", json_object_new_string(rec->backend));
 	json_object_object_add(o, "undoOnExit", json_object_new_boolean(rec->flags & CRYO_HOLD_UNDO_ON_EXIT));
 	json_object_object_add(o, "kmod", json_object_new_boolean(rec->flags & CRYO_HOLD_KMOD));
+	json_object_object_add(o, "noWatchdog", json_object_new_boolean(rec->flags & CRYO_HOLD_NO_WATCHDOG));
+	if (rec->flags & CRYO_HOLD_ENDED)
+		json_object_object_add(o, "ended", json_object_new_boolean(1));
 	json_object_object_add(o, "holderPid", json_object_new_int(rec->holder_pid));
 	json_object_object_add(o, "holderStartTime", json_object_new_uint64(rec->holder_start));
 	json_object_object_add(o, "watchdogPid", json_object_new_int(rec->watchdog_pid));
@@ -210,6 +242,16 @@ static int rec_to_json(const struct cryo_hold_rec *rec, char **ret)
 		json_object_object_add(o, "exitDelayMs", json_object_new_int64(rec->exit_delay_ms));
 	json_object_object_add(o, "bootId", json_object_new_string(rec->boot_id));
 	json_object_object_add(o, "nonce", json_object_new_string(rec->nonce));
+	if (rec->detail) {
+		struct json_object *d = json_tokener_parse(rec->detail);
+
+		if (!d || !json_object_is_type(d, json_type_object)) {
+			json_object_put(d);
+			json_object_put(o);
+			return -EINVAL;
+		}
+		json_object_object_add(o, "detail", d);
+	}
 	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 	if (!s)
@@ -290,6 +332,13 @@ static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct
 		rec->flags |= CRYO_HOLD_UNDO_ON_EXIT;
 	if (r == 0 && json_object_object_get_ex(o, "kmod", &v) && json_object_get_boolean(v))
 		rec->flags |= CRYO_HOLD_KMOD;
+	if (r == 0 && json_object_object_get_ex(o, "noWatchdog", &v) && json_object_get_boolean(v))
+		rec->flags |= CRYO_HOLD_NO_WATCHDOG;
+	if (r == 0 && json_object_object_get_ex(o, "ended", &v) && json_object_get_boolean(v))
+		rec->flags |= CRYO_HOLD_ENDED;
+	if (r == 0 && json_object_object_get_ex(o, "detail", &v) && json_object_is_type(v, json_type_object) &&
+	    !(rec->detail = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN))))
+		r = -ENOMEM;
 	json_object_put(o);
 	if (r < 0 || !kind) {
 		free(kind);
@@ -309,6 +358,11 @@ static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct
 	rec->kind = (enum cryo_hold_kind)k;
 	*ret = rec;
 	return 0;
+}
+
+int cryo_hold_load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err)
+{
+	return load_at(dfd, name, ret, err);
 }
 
 /* The journal dir that should hold entry name; a missing dir is "no hold `name`" (-ENOENT). */
@@ -369,6 +423,26 @@ static int save_at(int dfd, const struct cryo_hold_rec *rec)
 	return r;
 }
 
+int cryo_hold_update_at(int dfd, const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	int r = save_at(dfd, rec);
+
+	return r < 0 ? cryo_error_set(err, -r, "hold `%s`: write journal entry", rec->name) : 0;
+}
+
+void cryo_hold_remove_at(int dfd, const char *name)
+{
+	char file[PATH_MAX];
+
+	snprintf(file, sizeof(file), "%s.json", name);
+	unlinkat(dfd, file, 0);
+}
+
+int cryo_hold_open_dir(const char *root, int *ret_dfd, struct cryo_error *err)
+{
+	return open_holds_dir(root, true, ret_dfd, err);
+}
+
 /* Does the entry called name still carry this nonce? Its exit delay in *ret_exit_delay_ms (may be NULL). */
 static bool entry_is_delay(int dfd, const char *name, const char *nonce, int64_t *ret_exit_delay_ms)
 {
@@ -414,13 +488,18 @@ static bool pid_matches(pid_t pid, uint64_t start)
 	return !pid_is_zombie(pid);
 }
 
-bool cryo_hold_is_live(const struct cryo_hold_rec *rec)
+static bool same_boot(const struct cryo_hold_rec *rec)
 {
 	char *boot = read_boot_id();
-	bool same_boot = boot && strcmp(boot, rec->boot_id) == 0;
+	bool same = boot && strcmp(boot, rec->boot_id) == 0;
 
 	free(boot);
-	if (!same_boot)
+	return same;
+}
+
+bool cryo_hold_is_live(const struct cryo_hold_rec *rec)
+{
+	if ((rec->flags & CRYO_HOLD_ENDED) || !same_boot(rec))
 		return false;
 	/* an unload of the module thawed all it held */
 	if ((rec->flags & CRYO_HOLD_KMOD) && !cryo_kmod_available())
@@ -550,6 +629,71 @@ static int spawn_watchdog(struct watchdog_args *a, pid_t *ret_pid, uint64_t *ret
 	return 0;
 }
 
+/*
+ * Is the holder of rec verifiably dead: this boot's, and its pid gone or
+ * taken by another process (start time), or a zombie? Not when /proc
+ * can't say (another error than ENOENT reading it).
+ */
+static bool holder_dead(const struct cryo_hold_rec *rec)
+{
+	uint64_t start = 0;
+	int r;
+
+	if (!same_boot(rec) || rec->holder_pid <= 0)
+		return false;
+	r = cryo_pid_start_time(rec->holder_pid, &start);
+	if (r == -ENOENT || r == -ESRCH)
+		return true;
+	if (r < 0)
+		return false;
+	return start != rec->holder_start || pid_is_zombie(rec->holder_pid);
+}
+
+/* Remove the entry of a hold that was undone; wake its watchdog, should it still look at it. */
+static void remove_undone(int dfd, const struct cryo_hold_rec *rec)
+{
+	cryo_hold_remove_at(dfd, rec->name);
+	if (pid_matches(rec->watchdog_pid, rec->watchdog_start))
+		kill(rec->watchdog_pid, SIGUSR1);
+}
+
+/*
+ * Under the journal lock, an entry of the name a new hold wants: a live
+ * hold refuses; one the kernel already undid (kmod) or that ended goes;
+ * a stale one of a holder that is verifiably dead is undone as `cryo
+ * recover` would (a kubelet's retry of a checkpoint whose cryo was
+ * SIGKILLed must not need a human); any other stale one refuses.
+ */
+static int take_over_stale(int dfd, const char *root, struct cryo_hold_rec *old, enum cryo_hold_kind kind,
+			   cryo_hold_undo_fn undo, struct cryo_error *err)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	int r;
+
+	if (cryo_hold_is_live(old))
+		return cryo_error_setx(err, EEXIST, "`%s` is already held by pid %d (watchdog pid %d)", old->name,
+				       old->holder_pid, old->watchdog_pid);
+	if (old->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_ENDED)) {
+		cryo_debug("hold `%s`: dropping the entry of a hold that ended", old->name);
+		return 0;
+	}
+	if (old->kind != kind || !holder_dead(old))
+		return cryo_error_setx(err, EEXIST, "a stale hold `%s` exists (its holder died); run `cryo recover` first",
+				       old->name);
+	old->root = strdup(root);
+	if (!old->root)
+		return cryo_error_set(err, ENOMEM, "hold `%s`", old->name);
+	r = undo(old, &e);
+	if (r < 0) {
+		cryo_error_move(err, &e);
+		return cryo_error_prefix(err, "undo the stale hold `%s` of dead pid %d", old->name, old->holder_pid);
+	}
+	if (r != CRYO_HOLD_UNDO_KEEP)
+		remove_undone(dfd, old);
+	cryo_info("recovered stale hold %s of dead pid %d", old->name, old->holder_pid);
+	return 0;
+}
+
 static char *new_nonce(void)
 {
 	unsigned char raw[12];
@@ -595,26 +739,11 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 	if (lfd < 0)
 		return cryo_error_set(err, lfd, "lock `%s/%s`", root, HOLDS_DIR);
 	if (load_at(dfd, name, &old, NULL) == 0 && old) {
-		bool live = cryo_hold_is_live(old);
-
-		if (live) {
-			r = cryo_error_setx(err, EEXIST, "`%s` is already held by pid %d (watchdog pid %d)", name,
-					    old->holder_pid, old->watchdog_pid);
-			cryo_hold_rec_free(old);
-			return r;
-		}
-		if (!(old->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_NO_WATCHDOG))) {
-			cryo_hold_rec_free(old);
-			return cryo_error_setx(err, EEXIST,
-					       "a stale hold `%s` exists (its holder died); run `cryo recover` first",
-					       name);
-		}
-		/* the kernel already undid a stale kmod hold; a journal-only one names a dead pid's leftover */
-		if ((old->flags & CRYO_HOLD_NO_WATCHDOG) && undo(old, NULL) < 0)
-			cryo_debug("hold `%s`: could not undo the stale entry", name);
-		cryo_debug("hold `%s`: dropping the entry of a hold that ended", name);
+		r = take_over_stale(dfd, root, old, kind, undo, err);
 		cryo_hold_rec_free(old);
 		old = NULL;
+		if (r < 0)
+			return r;
 	}
 
 	h = calloc(1, sizeof(*h));
@@ -741,20 +870,17 @@ int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err)
 	return r;
 }
 
-int cryo_hold_open_dir(const char *root, int *ret_dfd, struct cryo_error *err)
+int cryo_hold_put_self(int dfd, const struct cryo_hold_rec *tmpl, bool replace, struct cryo_error *err)
 {
-	return open_holds_dir(root, true, ret_dfd, err);
-}
-
-int cryo_hold_put_self(int dfd, const char *name, enum cryo_hold_kind kind, const char *target, const char *backend,
-		       bool replace, struct cryo_error *err)
-{
+	const char *name = tmpl->name;
 	char file[PATH_MAX];
 	struct cryo_hold_rec rec = {
-		.name = (char *)name,
-		.kind = kind,
-		.target = (char *)target,
-		.backend = (char *)backend,
+		.name = tmpl->name,
+		.kind = tmpl->kind,
+		.target = tmpl->target,
+		.backend = tmpl->backend,
+		.flags = tmpl->flags,
+		.detail = tmpl->detail,
 		.holder_pid = getpid(),
 		.watchdog_pid = getpid(),
 	};
@@ -793,6 +919,27 @@ void cryo_hold_drop_self(int dfd, const char *name)
 		unlinkat(dfd, file, 0);
 	}
 	cryo_hold_rec_free(rec);
+}
+
+int cryo_hold_set_detail(struct cryo_hold *h, const char *detail, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1, lfd = -1;
+	char *copy = NULL;
+	int r;
+
+	if (detail && !(copy = strdup(detail)))
+		return cryo_error_set(err, ENOMEM, "hold `%s`", h->rec->name);
+	free(h->rec->detail);
+	h->rec->detail = copy;
+	r = open_holds_dir(h->root, false, &dfd, err);
+	if (r < 0)
+		return r;
+	lfd = lock_dir(dfd);
+	if (lfd < 0)
+		return cryo_error_set(err, lfd, "lock holds of `%s`", h->rec->name);
+	if (!entry_is(dfd, h->rec->name, h->rec->nonce))
+		return cryo_error_setx(err, ETIME, "hold `%s` was already undone", h->rec->name);
+	return cryo_hold_update_at(dfd, h->rec, err);
 }
 
 int cryo_hold_check(const struct cryo_hold *h, struct cryo_error *err)
@@ -853,7 +1000,7 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 	while ((de = readdir(d))) {
 		struct cryo_error e = CRYO_ERROR_INIT;
 		struct cryo_hold_rec *rec = NULL;
-		char name[256], file[PATH_MAX];
+		char name[256];
 		size_t len = strlen(de->d_name);
 		int lfd;
 
@@ -893,14 +1040,13 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 				r = undo[rec->kind] ? undo[rec->kind](rec, &e)
 						    : cryo_error_setx(&e, EOPNOTSUPP, "no undo action for %s",
 								      cryo_hold_kind_names[rec->kind]);
-			if (r == 0) {
-				snprintf(file, sizeof(file), "%s.json", name);
-				unlinkat(dfd, file, 0);
-				if (pid_matches(rec->watchdog_pid, rec->watchdog_start))
-					kill(rec->watchdog_pid, SIGUSR1);
-			}
-			if (report)
-				report(rec, r == 0 ? "undone" : e.msg, r, userdata);
+			if (r == 0)
+				remove_undone(dfd, rec);
+			/* an ended hold is a record, not something recover did: told only when its tidying fails */
+			if (report && (r < 0 || !(rec->flags & CRYO_HOLD_ENDED)))
+				report(rec, r >= 0 ? "undone" : e.msg, r, userdata);
+			if (r > 0)
+				r = 0;
 		}
 		if (r < 0 && ret == 0) {
 			ret = r;

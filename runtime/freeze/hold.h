@@ -53,6 +53,14 @@ enum cryo_hold_kind {
 	 * (if that index still has that name).
 	 */
 	CRYO_HOLD_LINK_UP,
+	/*
+	 * target: a restore's work dir; backend "restore". Journal only
+	 * (CRYO_HOLD_NO_WATCHDOG | CRYO_HOLD_UNDO_ON_EXIT), its detail says
+	 * what the restore changed so far (the rootfs it staged): should the
+	 * restore die (SIGKILL), `cryo recover` or the next restore of that
+	 * container puts the bundle's rootfs back and removes the work dir.
+	 */
+	CRYO_HOLD_RESTORE,
 	_CRYO_HOLD_KIND_MAX,
 };
 
@@ -74,7 +82,21 @@ enum cryo_hold_flag {
 	 * holder lives and `cryo recover` undoes it after (with UNDO_ON_EXIT).
 	 */
 	CRYO_HOLD_NO_WATCHDOG = 1U << 2,
+	/*
+	 * The hold is over and nothing is left to undo; its entry stays as a
+	 * record its owners read (an fsfreeze whose deadline thawed it: the
+	 * window its owners lost). Never live; `cryo recover` hands it to
+	 * the kind's undo, which drops what nobody will ask about any more.
+	 */
+	CRYO_HOLD_ENDED = 1U << 3,
 };
+
+/*
+ * An undo's answer besides 0 (undone: the entry goes) and -errno (failed:
+ * the entry stays for the next `cryo recover`): undone, and the undo
+ * rewrote the entry as a CRYO_HOLD_ENDED record, which stays.
+ */
+#define CRYO_HOLD_UNDO_KEEP 1
 
 /*
  * The journal dir under the state root. Its leading dot keeps it out of
@@ -104,10 +126,15 @@ struct cryo_hold_rec {
 	int64_t exit_delay_ms;   /* UNDO_ON_EXIT: the undo waits this long after the holder died (0 = at once) */
 	char *boot_id;           /* the journal of another boot is stale */
 	char *nonce;             /* identifies this hold across release/undo races */
+	char *detail;            /* the kind's own JSON object (text), or NULL; stored as is */
 	char *root;              /* the state dir whose journal has it (not stored) */
 };
 
-/* Undo the state change recorded in rec (thaw the cgroup, FITHAW the fs). */
+/*
+ * Undo the state change recorded in rec (thaw the cgroup, FITHAW the fs).
+ * Runs under the journal lock (cryo_hold_lock()): it must not take it.
+ * 0, CRYO_HOLD_UNDO_KEEP or -errno.
+ */
 typedef int (*cryo_hold_undo_fn)(const struct cryo_hold_rec *rec, struct cryo_error *err);
 
 /* An acquired hold (owned by the process that acquired it). */
@@ -118,8 +145,12 @@ struct cryo_hold;
  * watchdog is started first, the journal entry written second, so a
  * crash at any point leaves either nothing or a recoverable entry.
  * timeout_ms is relative to now (0 = no deadline, only with
- * CRYO_HOLD_UNDO_ON_EXIT). -EEXIST if a hold of that name exists (live, or
- * stale until `cryo recover`).
+ * CRYO_HOLD_UNDO_ON_EXIT). -EEXIST if a hold of that name exists and is
+ * live, or is stale but its holder may live (or lived in another boot):
+ * `cryo recover` decides that one. A stale hold of the same kind whose
+ * holder is verifiably dead (this boot, pid and start time gone) never
+ * blocks: it is undone with undo, as `cryo recover` would, and logged
+ * (`recovered stale hold NAME of dead pid N`).
  */
 int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind kind, const char *target,
 		      const char *backend, uint64_t timeout_ms, unsigned flags, cryo_hold_undo_fn undo,
@@ -157,23 +188,51 @@ int cryo_hold_check(const struct cryo_hold *h, struct cryo_error *err);
  */
 int cryo_hold_release_name(const char *root, const char *name, struct cryo_error *err);
 
+/*
+ * Replace the detail of h's entry (what its undo needs to know, as a JSON
+ * object's text; NULL: none), as the holder's work goes on. -ETIME if it
+ * was undone meanwhile.
+ */
+int cryo_hold_set_detail(struct cryo_hold *h, const char *detail, struct cryo_error *err);
+
 /* Forget h without releasing (the process is handing the hold over). */
 void cryo_hold_free(struct cryo_hold *h);
 
 /*
- * For a watchdog that guards a state change for several owners itself
- * (the fsfreeze watchdog): journal entry name of the given kind, whose
- * holder and watchdog are the calling process, without a deadline of its
- * own (the process keeps its owners' deadlines); it is live while the
- * process lives, and `cryo recover` undoes it after. dfd: the journal
- * dir, from cryo_hold_open_dir() (kept open across the watchdog's
- * detach). One process guards a target at a time (the caller serialises
- * that): an existing entry (a dead guard's, for `cryo recover`) is
- * replaced only with replace, else -EEXIST.
+ * The journal's lock, for a module that keeps entries of its own (the
+ * fsfreeze watchdog's): an flock on <root>/.holds, a dir that is never
+ * removed, so a waiter always locks the dir that is there. Waits at most
+ * timeout_ms (-EBUSY after). *ret_dfd: the journal dir; the lock is held
+ * until *ret_lockfd is closed. cryo_hold_*() calls that lock must not be
+ * made while it is held (flock does not nest across open files): use the
+ * _at() ones.
  */
+int cryo_hold_lock(const char *root, int timeout_ms, int *ret_dfd, int *ret_lockfd, struct cryo_error *err);
+
+/* Read the entry name from the journal dir dfd (no lock taken). -ENOENT if there is none. */
+int cryo_hold_load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err);
+
+/* Write rec as it is (its nonce, pids, detail) over its entry, under the lock. */
+int cryo_hold_update_at(int dfd, const struct cryo_hold_rec *rec, struct cryo_error *err);
+/* Remove the entry name, under the lock. */
+void cryo_hold_remove_at(int dfd, const char *name);
+/* The journal dir <root>/.holds (made if missing), without the lock: for an undo, which runs under it. */
 int cryo_hold_open_dir(const char *root, int *ret_dfd, struct cryo_error *err);
-int cryo_hold_put_self(int dfd, const char *name, enum cryo_hold_kind kind, const char *target, const char *backend,
-		       bool replace, struct cryo_error *err);
+
+/*
+ * For a watchdog that guards a state change for several owners itself
+ * (the fsfreeze watchdog): the entry tmpl->name (kind, target, backend,
+ * flags and detail from tmpl), whose holder and watchdog are the calling
+ * process, without a deadline of its own (the process keeps its owners'
+ * deadlines); it is live while the process lives, and `cryo recover`
+ * undoes it after. dfd: the journal dir, from cryo_hold_lock() (kept
+ * open across the watchdog's detach). One process guards a target at a
+ * time (the caller serialises that under the lock): an existing entry (a
+ * dead guard's, for `cryo recover`) is replaced only with replace, else
+ * -EEXIST. Takes no lock: the watchdog never waits for a command that
+ * may be waiting for it.
+ */
+int cryo_hold_put_self(int dfd, const struct cryo_hold_rec *tmpl, bool replace, struct cryo_error *err);
 /* Remove the entry name if this process wrote it with cryo_hold_put_self(). */
 void cryo_hold_drop_self(int dfd, const char *name);
 
@@ -193,7 +252,10 @@ typedef void (*cryo_hold_report_fn)(const struct cryo_hold_rec *rec, const char 
 
 /*
  * Undo every hold whose owner is gone (see cryo_hold_is_live()) with
- * undo[rec->kind] and remove its entry; live holds are reported and kept.
+ * undo[rec->kind] and remove its entry (unless the undo keeps it as a
+ * record: CRYO_HOLD_UNDO_KEEP); live holds are reported and kept; ended
+ * ones (CRYO_HOLD_ENDED) go to their undo too, and are reported only
+ * when it fails.
  * A failing undo is reported and keeps its entry; the first failure is
  * returned after all entries were tried. Entries half-written by a
  * killed writer (`.<name>.json.tmp`) are removed.

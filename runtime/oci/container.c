@@ -31,6 +31,7 @@
 #include "console.h"
 #include "container.h"
 #include "create.h"
+#include "loop.h"
 #include "spec.h"
 #include "step.h"
 #include "util.h"
@@ -403,6 +404,9 @@ static int destroy(const char *root, struct cryo_state *st, struct cryo_error *e
 			return r;
 	}
 	if (spec && cryo_network_teardown(&spec->network, netns, &e) < 0)
+		cryo_error_warn_clear(&e, "delete `%s`", st->id);
+	/* the rootfs restore mounted where nothing was: its loop device goes with the mount */
+	if (st->rootfs_image && cryo_loop_unmount_image(st->rootfs, st->rootfs_image, &e) < 0)
 		cryo_error_warn_clear(&e, "delete `%s`", st->id);
 	run_hooks_warn(spec, st, CRYO_HOOK_POSTSTOP, "stopped", 0, "delete");
 	return cryo_state_remove_dir(root, st->id, err);

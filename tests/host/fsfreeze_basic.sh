@@ -109,9 +109,8 @@ log "a container ID resolves to its rootfs, and is the owner"
 mkdir -p "$R/fsfz-c1"
 printf '{"id":"fsfz-c1","status":"created","pid":0,"rootfs":"%s","bundle":"%s"}\n' "$T/ext4" "$T" > "$R/fsfz-c1/state.json"
 check cryo --root "$R" fsfreeze fsfz-c1 --timeout 60
-python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert [h["owner"] for h in d["holds"]]==["fsfz-c1"], d' \
-	"$(ls "$R"/.fsfreeze/*.json | head -1)" 2>/dev/null || grep -l fsfz-c1 "$R"/.fsfreeze/*.json >/dev/null ||
-	fail "the hold is not owned by the container id"
+fs_entry "$R" "$T/ext4" | python3 -c 'import json,sys; d=json.load(sys.stdin); assert [h["owner"] for h in d["holds"]]==["fsfz-c1"], d' ||
+	fail "the hold is not owned by the container id: $(fs_entry "$R" "$T/ext4")"
 start_writer "$T/ext4/by-id" "id"
 wait_dstate $WRITER || fail "freeze by id did not freeze the rootfs"
 check cryo --root "$R" fsthaw fsfz-c1
@@ -123,7 +122,8 @@ log "nothing is left in the state dir once the freeze is over (issue 17: no lock
 R2=$T/root2
 mkdir -p "$R2"
 check cryo --root "$R2" fsfreeze --path "$T/ext4" --timeout 30
-[ -n "$(ls "$R2/.fsfreeze/"*.json 2>/dev/null)" ] || fail "no journal while frozen: $(ls -a "$R2")"
+[ -n "$(fs_entry "$R2" "$T/ext4")" ] || fail "no journal entry while frozen: $(ls -a "$R2" "$R2/.holds")"
 check cryo --root "$R2" fsthaw --path "$T/ext4"
-[ ! -e "$R2/.fsfreeze" ] || fail "left in the state dir after the thaw: $(ls -a "$R2/.fsfreeze")"
+[ -z "$(ls -A "$R2/.holds")" ] || fail "left in the hold journal after the thaw: $(ls -a "$R2/.holds")"
+[ "$(ls -A "$R2")" = .holds ] || fail "left in the state dir after the thaw: $(ls -a "$R2")"
 echo ok

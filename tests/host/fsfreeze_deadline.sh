@@ -15,7 +15,7 @@ R=$T/root
 MARGIN=2000  # ms past the deadline that still counts as "by the deadline" (shared, loaded machines)
 
 # the journal of the filesystem mounted on $mp
-journal() { grep -l "\"mountpoint\":\"${mp//\//\\\\/}\"" "$R"/.fsfreeze/*.json 2>/dev/null | xargs -r cat; }
+journal() { fs_entry "$R" "$mp"; }
 watchdog_pid() { journal | python3 -c 'import json,sys; print(json.load(sys.stdin)["watchdog_pid"])'; }
 # a 60 s freeze of $mp; its watchdog's pid in $wd
 freeze_60s() {

@@ -61,7 +61,7 @@ check cryo --root "$R" fsthaw --path "$mp"
 wait_gone $WRITER 50 || fail "not thawed"
 
 log "nothing was frozen by the refusals"
-[ -z "$(ls "$R/.fsfreeze/"*.sock 2>/dev/null)" ] || fail "a watchdog is left: $(ls "$R/.fsfreeze")"
+[ -z "$(ls "$R/.holds/"*.sock 2>/dev/null)" ] || fail "a watchdog is left: $(ls "$R/.holds")"
 start_writer "$mp/final" "f"
 wait_gone $WRITER 50 || fail "the image is frozen after the refusals"
 echo ok

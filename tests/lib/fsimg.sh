@@ -11,6 +11,8 @@
 #   task_state PID                 one letter from /proc/PID/stat
 #   wait_dstate PID [TENTHS]       until PID sleeps in D state
 #   wait_gone PID [TENTHS]         until PID exited; also reaps it
+#   fs_entry ROOT MP               the hold journal's entry of the freeze of MP in ROOT,
+#                                  as one line: its detail, watchdog_pid and ended
 
 fsimg_need() {
 	local fs
@@ -51,12 +53,28 @@ start_writer() {
 	WRITER=$!
 }
 
+fs_entry() {
+	python3 - "$1" "$2" <<'PY'
+import glob, json, sys
+for f in glob.glob(sys.argv[1] + "/.holds/fs@*.json"):
+    try:
+        e = json.load(open(f))
+    except (OSError, ValueError):
+        continue
+    if e.get("target") == sys.argv[2]:
+        d = dict(e.get("detail") or {})
+        d["watchdog_pid"] = e["watchdogPid"]
+        d["ended"] = bool(e.get("ended"))
+        print(json.dumps(d, separators=(",", ":")))
+PY
+}
+
 # Thaw every filesystem a cryo watchdog of this test holds (SIGTERM makes
 # it FITHAW and exit), then FITHAW whatever is left on mp.
 fsimg_release() {
-	local mp=$1 j pid
-	for j in $(find "$T" -path '*/.fsfreeze/*.json' 2>/dev/null); do
-		pid=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["watchdog_pid"] if d.get("mountpoint")==sys.argv[2] else "")' "$j" "$mp" 2>/dev/null)
+	local mp=$1 root pid
+	for root in $(find "$T" -type d -name .holds 2>/dev/null); do
+		pid=$(fs_entry "${root%/.holds}" "$mp" | python3 -c 'import json,sys; print(json.load(sys.stdin)["watchdog_pid"])' 2>/dev/null)
 		[ -n "$pid" ] || continue
 		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = cryo-fsfreeze ] || continue
 		kill -TERM "$pid" 2>/dev/null

@@ -290,6 +290,126 @@ static void test_hold_recover(void **state)
 	tmp_teardown(&t);
 }
 
+/*
+ * A journal-only hold of a holder that died (a SIGKILLed checkpoint's
+ * staging hold) never blocks the next acquire of that name: it is undone
+ * as recover would, and the new hold is taken. One whose holder lives
+ * still refuses.
+ */
+static void test_hold_stale_dead_holder(void **state)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_hold_rec *rec = NULL;
+	struct cryo_hold *h = NULL;
+	struct tmp t;
+	pid_t pid;
+
+	tmp_setup(&t);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		if (cryo_hold_acquire(t.dir, "web@staging", CRYO_HOLD_STAGING, t.dir, "dir", 0,
+				      CRYO_HOLD_UNDO_ON_EXIT | CRYO_HOLD_NO_WATCHDOG, touch_undo, &h, &err) < 0)
+			_exit(1);
+		_exit(0); /* dies holding it: nothing but the next command undoes it */
+	}
+	assert_int_equal(tl_wait(pid), 0);
+	assert_int_equal(cryo_hold_load(t.dir, "web@staging", &rec, &err), 0);
+	assert_true(rec->flags & CRYO_HOLD_NO_WATCHDOG);
+	assert_false(cryo_hold_is_live(rec));
+	cryo_hold_rec_free(rec);
+	assert_false(wait_for_file(t.marker, true, 10));
+	assert_int_equal(cryo_hold_acquire(t.dir, "web@staging", CRYO_HOLD_STAGING, t.dir, "dir", 0,
+					   CRYO_HOLD_UNDO_ON_EXIT | CRYO_HOLD_NO_WATCHDOG, touch_undo, &h, &err), 0);
+	assert_true(wait_for_file(t.marker, true, 10));
+	assert_int_equal(cryo_hold_load(t.dir, "web@staging", &rec, &err), 0);
+	assert_int_equal(rec->holder_pid, getpid());
+	/* live (this process): the journal-only hold is not mistaken for a dead one */
+	assert_true(cryo_hold_is_live(rec));
+	cryo_hold_rec_free(rec);
+	assert_int_equal(cryo_hold_acquire(t.dir, "web@staging", CRYO_HOLD_STAGING, t.dir, "dir", 0,
+					   CRYO_HOLD_UNDO_ON_EXIT | CRYO_HOLD_NO_WATCHDOG, touch_undo, NULL, &err),
+			 -EEXIST);
+	cryo_error_clear(&err);
+	assert_int_equal(cryo_hold_release(h, &err), 0);
+	tmp_teardown(&t);
+}
+
+/* An undo that keeps the entry as a record (fsfreeze's lost windows); ended records are not reported. */
+static int keep_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1;
+	struct cryo_hold_rec copy = *rec;
+	int r;
+
+	r = touch_undo(rec, err);
+	if (r < 0)
+		return r;
+	r = cryo_hold_open_dir(rec->root, &dfd, err);
+	if (r < 0)
+		return r;
+	copy.flags |= CRYO_HOLD_ENDED;
+	copy.detail = (char *)"{\"lost\":[1]}";
+	r = cryo_hold_update_at(dfd, &copy, err);
+	return r < 0 ? r : CRYO_HOLD_UNDO_KEEP;
+}
+
+static void count_reports(const struct cryo_hold_rec *rec, const char *what, int r, void *userdata)
+{
+	(*(int *)userdata)++;
+}
+
+static void test_hold_recover_keeps_record(void **state)
+{
+	static const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX] = { [CRYO_HOLD_FS_THAW] = keep_undo };
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_hold_rec tmpl = { .name = (char *)"fs@7:99", .kind = CRYO_HOLD_FS_THAW, .backend = (char *)"ioctl",
+				      .detail = (char *)"{\"state\":\"frozen\"}" };
+	struct cryo_hold_rec *rec = NULL;
+	int dfd = -1, lfd = -1, reports = 0;
+	struct tmp t;
+	pid_t pid;
+
+	tmp_setup(&t);
+	tmpl.target = t.dir;
+	assert_int_equal(cryo_hold_lock(t.dir, 1000, &dfd, &lfd, &err), 0);
+	close(lfd);
+	/* written by a guard that then died */
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(cryo_hold_put_self(dfd, &tmpl, false, NULL) < 0);
+	assert_int_equal(tl_wait(pid), 0);
+	assert_int_equal(cryo_hold_put_self(dfd, &tmpl, false, &err), -EEXIST);
+	cryo_error_clear(&err);
+	assert_int_equal(cryo_hold_load(t.dir, "fs@7:99", &rec, &err), 0);
+	assert_string_equal(rec->detail, "{\"state\":\"frozen\"}");
+	cryo_hold_rec_free(rec);
+	/* undone, reported, and kept as the record the undo wrote */
+	assert_int_equal(cryo_hold_recover(t.dir, undo, count_reports, &reports, &err), 0);
+	assert_int_equal(reports, 1);
+	assert_true(wait_for_file(t.marker, true, 10));
+	assert_int_equal(cryo_hold_load(t.dir, "fs@7:99", &rec, &err), 0);
+	assert_true(rec->flags & CRYO_HOLD_ENDED);
+	assert_false(cryo_hold_is_live(rec));
+	cryo_hold_rec_free(rec);
+	/* a record is handed to the undo again, silently */
+	assert_int_equal(cryo_hold_recover(t.dir, undo, count_reports, &reports, &err), 0);
+	assert_int_equal(reports, 1);
+	/* the journal's lock is the dir's: a second locker waits, and gives up after its timeout */
+	close(dfd);
+	assert_int_equal(cryo_hold_lock(t.dir, 1000, &dfd, &lfd, &err), 0);
+	{
+		int dfd2 = -1, lfd2 = -1;
+
+		assert_int_equal(cryo_hold_lock(t.dir, 50, &dfd2, &lfd2, &err), -EBUSY);
+		cryo_error_clear(&err);
+	}
+	close(lfd);
+	close(dfd);
+	tmp_teardown(&t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -297,6 +417,7 @@ int main(void)
 		cmocka_unit_test(test_backend_names),   cmocka_unit_test(test_open_errors),
 		cmocka_unit_test(test_hold_deadline),   cmocka_unit_test(test_hold_release),
 		cmocka_unit_test(test_hold_holder_death), cmocka_unit_test(test_hold_recover),
+		cmocka_unit_test(test_hold_stale_dead_holder), cmocka_unit_test(test_hold_recover_keeps_record),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
