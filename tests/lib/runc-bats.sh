@@ -1,0 +1,109 @@
+# SPDX-License-Identifier: GPL-2.0-only
+# Sourced by tests/bench/runc-bats.sh and tests/host/runc_bats.sh: run
+# files of runc's integration suite (made ready by tests/setup-runc-bats.sh)
+# against one runtime, and read their results.
+#
+#   rb_run_file RUNTIME BIN FILE OUT
+#       run FILE (a name in tests/integration, e.g. `kill.bats`) with
+#       $RUNC=BIN; the TAP output goes to OUT, the exit status to OUT.rc.
+#       Returns 1 when the host's /dev/null, /dev/zero, /dev/full or
+#       /dev/tty changed (reported on stderr and OUT.damage, then put back).
+#   rb_results OUT
+#       one line per test of a TAP file: `pass|fail|skip<TAB>name`.
+#
+# Each file runs under the host lock (/tmp/cryo-host.lock: runs of other
+# engineers interleave between files), in a private mount namespace in
+# which, for every runtime alike:
+#   * /sys/fs/cgroup/unified is unmounted: Debian's crun 1.8 takes a host
+#     with v1 controllers and that cgroup2 mount for a hybrid one and
+#     fails every start; the host's own mount is never touched;
+#   * /etc is an overlay whose writes stay in the namespace:
+#     checkpoint.bats writes /etc/criu/default.conf, which would change
+#     every CRIU run on the host;
+#   * criu on $PATH is CRIU 4 (/opt/cryo-criu4, with CRIU_FAULT=130; it
+#     is also $CRYO_CRIU), as Debian's 3.17 fails on this kernel;
+#   * bats runs under script(1), so stdin is a terminal: `run` in the
+#     foreground with a terminal (tty.bats) takes its stdin;
+#   * each test has BATS_TEST_TIMEOUT (RB_TEST_TIMEOUT, 120 s), each file
+#     RB_FILE_TIMEOUT (1200 s).
+
+: "${CRYO_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${CRYO_BUILD:=$CRYO_SRC/build}"
+: "${RB_DIR:=$CRYO_BUILD/runc-bats}"
+: "${RB_TEST_TIMEOUT:=120}"
+: "${RB_FILE_TIMEOUT:=1200}"
+: "${RB_CRIU:=/opt/cryo-criu4/sbin/criu}"
+RB_DEVICES=(/dev/null /dev/zero /dev/full /dev/tty)
+
+rb_devices() {
+	stat -c '%n %u:%g %a %F %t:%T' "${RB_DEVICES[@]}"
+}
+
+# What helpers.bash's setup needs of the build dir: the suite, its
+# helpers (or the list of the missing ones), the images.
+rb_ready() {
+	[ -d "$RB_DIR/src/tests/integration" ] && [ -e "$RB_DIR/helpers.missing" ] &&
+		ls "$RB_DIR"/src/tests/integration/testdata/busybox-*.tar.xz >/dev/null 2>&1
+}
+
+# A PATH directory whose criu is $RB_CRIU (Debian's otherwise).
+rb_criu_dir() {
+	local d=$RB_DIR/bin
+	mkdir -p "$d"
+	if [ -x "$RB_CRIU" ]; then
+		ln -sfn "$RB_CRIU" "$d/criu"
+	else
+		rm -f "$d/criu"
+	fi
+	echo "$d"
+}
+
+rb_run_file() {
+	local rt=$1 bin=$2 file=$3 out=$4 before after criu_dir
+	criu_dir=$(rb_criu_dir)
+	before=$(rb_devices)
+	# shellcheck disable=SC2016
+	flock /tmp/cryo-host.lock \
+		timeout -k 10 "$RB_FILE_TIMEOUT" \
+		unshare -m --propagation private \
+		env RUNC="$bin" PATH="$criu_dir:$PATH" CRYO_CRIU="$RB_CRIU" CRIU_FAULT=130 \
+		BATS_TEST_TIMEOUT="$RB_TEST_TIMEOUT" RB_FILE="$RB_DIR/src/tests/integration/$file" RB_OUT="$out" \
+		bash -c '
+			set -e
+			if mountpoint -q /sys/fs/cgroup/unified; then umount /sys/fs/cgroup/unified; fi
+			ov=$(mktemp -d /tmp/cryo-runc-bats-etc.XXXXXX)
+			mkdir "$ov/upper" "$ov/work"
+			mount -t overlay overlay -o "lowerdir=/etc,upperdir=$ov/upper,workdir=$ov/work" /etc
+			rc=0
+			script -qec "bats --tap \"\$RB_FILE\" >\"\$RB_OUT\" 2>&1" /dev/null </dev/null >/dev/null || rc=$?
+			umount /etc
+			rm -rf "$ov"
+			exit $rc' >"$out.log" 2>&1
+	echo $? >"$out.rc"
+	after=$(rb_devices)
+	if [ "$before" != "$after" ]; then
+		{
+			echo "HOST DAMAGE after $file on $rt: the host's devices changed"
+			diff <(echo "$before") <(echo "$after") | sed -n 's/^[<>] /  /p'
+		} | tee "$out.damage" >&2
+		# put them back so that the next file (and the next engineer) finds a sane host
+		local d
+		for d in /dev/null /dev/zero /dev/full /dev/tty; do
+			chown 0:0 "$d"
+			chmod 0666 "$d"
+		done
+		return 1
+	fi
+	rm -f "$out.damage"
+	return 0
+}
+
+rb_results() {
+	# bats --tap: `ok N name`, `ok N name # skip (reason)`, `not ok N name`;
+	# a file that timed out or never ran a test gives no lines
+	sed -n -e 's/\r$//' \
+		-e 's/^ok [0-9]* \(.*\) # skip.*/skip\t\1/p' \
+		-e 's/^ok [0-9]* \(.*\)/pass\t\1/p' \
+		-e 's/^not ok [0-9]* \(.*\)/fail\t\1/p' "$1" 2>/dev/null |
+		sed -e 's/ # timeout after [0-9]*s$//'
+}
