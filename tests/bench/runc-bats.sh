@@ -9,10 +9,11 @@
 #   tests/bench/runc-bats.sh [RUNTIME...]      (default: cryo runc crun)
 #
 # Environment: FILES="kill.bats ps.bats" (a subset; default every file),
-# RB_TEST_TIMEOUT=120 (s per test), RB_FILE_TIMEOUT=1200 (s per file),
+# RB_FILE_TIMEOUT=900 (s per file),
 # CRYO_BIN (the cryo to test; default $CRYO_BUILD/cryo),
 # RB_RESULTS=DIR (where the TAP outputs go; default $CRYO_BUILD/runc-bats/results),
-# TABLE_ONLY=1 (print the table of the results there, run nothing).
+# TABLE_ONLY=1 (print the table of the results there, run nothing),
+# KEEP=1 (run only the files that have no result yet there).
 #
 # First it runs tests/setup-runc-bats.sh (packages, Debian's runc source,
 # the suite's helpers and images; idempotent). Each .bats file runs under
@@ -43,14 +44,18 @@ rb_ready || { echo "runc-bats: $RB_DIR is not set up (tests/setup-runc-bats.sh)"
 suite=$RB_DIR/src/tests/integration
 files=${FILES:-$(cd "$suite" && ls ./*.bats | sed 's|^\./||')}
 
+# file by file, each under every runtime in turn: a run cut short still
+# compares the runtimes on the files it did
 damage=0
 if [ -z "${TABLE_ONLY:-}" ]; then
-	for rt in "${runtimes[@]}"; do
-		mkdir -p "$RB_RESULTS/$rt"
-		for f in $files; do
+	for f in $files; do
+		for rt in "${runtimes[@]}"; do
+			out=$RB_RESULTS/$rt/$f
+			[ -n "${KEEP:-}" ] && [ -s "$out" ] && continue
+			mkdir -p "$RB_RESULTS/$rt"
 			t=$SECONDS
-			rb_run_file "$rt" "${bin[$rt]}" "$f" "$RB_RESULTS/$rt/$f" || damage=1
-			echo "# $rt $f: $(rb_results "$RB_RESULTS/$rt/$f" | cut -f1 | sort | uniq -c | tr -s ' \n' ' ')($((SECONDS - t)) s)"
+			rb_run_file "$rt" "${bin[$rt]}" "$f" "$out" || damage=1
+			echo "# $rt $f: $(rb_results "$out" | cut -f1 | sort | uniq -c | tr -s ' \n' ' ')($((SECONDS - t)) s)"
 		done
 	done
 fi

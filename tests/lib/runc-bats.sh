@@ -7,7 +7,8 @@
 #       run FILE (a name in tests/integration, e.g. `kill.bats`) with
 #       $RUNC=BIN; the TAP output goes to OUT, the exit status to OUT.rc.
 #       Returns 1 when the host's /dev/null, /dev/zero, /dev/full or
-#       /dev/tty changed (reported on stderr and OUT.damage, then put back).
+#       /dev/tty changed (reported on stderr and in OUT.damage, then put
+#       back); cgroups the file left are removed and reported the same way.
 #   rb_results OUT
 #       one line per test of a TAP file: `pass|fail|skip<TAB>name`.
 #
@@ -24,14 +25,17 @@
 #     is also $CRYO_CRIU), as Debian's 3.17 fails on this kernel;
 #   * bats runs under script(1), so stdin is a terminal: `run` in the
 #     foreground with a terminal (tty.bats) takes its stdin;
-#   * each test has BATS_TEST_TIMEOUT (RB_TEST_TIMEOUT, 120 s), each file
-#     RB_FILE_TIMEOUT (1200 s).
+#   * each file has RB_FILE_TIMEOUT (900 s). Not bats' BATS_TEST_TIMEOUT:
+#     bats 1.8 runs its countdown as a child of the test's shell, so the
+#     tests that `wait` for their own background jobs (events.bats) wait
+#     for the countdown too and always time out.
 
 : "${CRYO_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+# cg_remove
+. "$CRYO_SRC/tests/lib/cgremove.sh"
 : "${CRYO_BUILD:=$CRYO_SRC/build}"
 : "${RB_DIR:=$CRYO_BUILD/runc-bats}"
-: "${RB_TEST_TIMEOUT:=120}"
-: "${RB_FILE_TIMEOUT:=1200}"
+: "${RB_FILE_TIMEOUT:=900}"
 : "${RB_CRIU:=/opt/cryo-criu4/sbin/criu}"
 RB_DEVICES=(/dev/null /dev/zero /dev/full /dev/tty)
 
@@ -58,43 +62,58 @@ rb_criu_dir() {
 	echo "$d"
 }
 
+# The cgroup directories of the host, the sandbox's own per-command ones aside (as hostcheck.sh).
+rb_cgroups() {
+	find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | grep -v '/process_api/' | sort
+}
+
 rb_run_file() {
-	local rt=$1 bin=$2 file=$3 out=$4 before after criu_dir
+	local rt=$1 bin=$2 file=$3 out=$4 criu_dir
 	criu_dir=$(rb_criu_dir)
-	before=$(rb_devices)
-	# shellcheck disable=SC2016
-	flock /tmp/cryo-host.lock \
-		timeout -k 10 "$RB_FILE_TIMEOUT" \
-		unshare -m --propagation private \
-		env RUNC="$bin" PATH="$criu_dir:$PATH" CRYO_CRIU="$RB_CRIU" CRIU_FAULT=130 \
-		BATS_TEST_TIMEOUT="$RB_TEST_TIMEOUT" RB_FILE="$RB_DIR/src/tests/integration/$file" RB_OUT="$out" \
-		bash -c '
-			set -e
-			if mountpoint -q /sys/fs/cgroup/unified; then umount /sys/fs/cgroup/unified; fi
-			ov=$(mktemp -d /tmp/cryo-runc-bats-etc.XXXXXX)
-			mkdir "$ov/upper" "$ov/work"
-			mount -t overlay overlay -o "lowerdir=/etc,upperdir=$ov/upper,workdir=$ov/work" /etc
-			rc=0
-			script -qec "bats --tap \"\$RB_FILE\" >\"\$RB_OUT\" 2>&1" /dev/null </dev/null >/dev/null || rc=$?
-			umount /etc
-			rm -rf "$ov"
-			exit $rc' >"$out.log" 2>&1
-	echo $? >"$out.rc"
-	after=$(rb_devices)
-	if [ "$before" != "$after" ]; then
-		{
-			echo "HOST DAMAGE after $file on $rt: the host's devices changed"
-			diff <(echo "$before") <(echo "$after") | sed -n 's/^[<>] /  /p'
-		} | tee "$out.damage" >&2
-		# put them back so that the next file (and the next engineer) finds a sane host
-		local d
-		for d in /dev/null /dev/zero /dev/full /dev/tty; do
-			chown 0:0 "$d"
-			chmod 0666 "$d"
-		done
-		return 1
-	fi
 	rm -f "$out.damage"
+	# The lock is held by this subshell alone (fd 9, closed for the suite):
+	# a process the suite leaves behind can't keep holding it.
+	(
+		flock 9
+		rb_devices >"$out.dev.before"
+		rb_cgroups >"$out.cg.before"
+		# shellcheck disable=SC2016
+		timeout -k 10 "$RB_FILE_TIMEOUT" \
+			unshare -m --propagation private \
+			env RUNC="$bin" PATH="$criu_dir:$PATH" CRYO_CRIU="$RB_CRIU" CRIU_FAULT=130 \
+			RB_FILE="$RB_DIR/src/tests/integration/$file" RB_OUT="$out" \
+			bash -c '
+				set -e
+				if mountpoint -q /sys/fs/cgroup/unified; then umount /sys/fs/cgroup/unified; fi
+				ov=$(mktemp -d /tmp/cryo-runc-bats-etc.XXXXXX)
+				mkdir "$ov/upper" "$ov/work"
+				mount -t overlay overlay -o "lowerdir=/etc,upperdir=$ov/upper,workdir=$ov/work" /etc
+				rc=0
+				script -qec "bats --tap \"\$RB_FILE\" >\"\$RB_OUT\" 2>&1" /dev/null </dev/null >/dev/null || rc=$?
+				umount /etc
+				rm -rf "$ov"
+				exit $rc' >"$out.log" 2>&1 9>&-
+		echo $? >"$out.rc"
+		# what the file left: devices changed (put back), cgroups (removed)
+		if ! rb_devices | diff "$out.dev.before" - >"$out.dev.diff"; then
+			echo "HOST DAMAGE after $file on $rt: the host's devices changed:" >>"$out.damage"
+			sed -n 's/^[<>] /  /p' "$out.dev.diff" >>"$out.damage"
+			for d in "${RB_DEVICES[@]}"; do
+				chown 0:0 "$d"
+				chmod 0666 "$d"
+			done
+		fi
+		rb_cgroups | comm -13 "$out.cg.before" - >"$out.cg.left"
+		if [ -s "$out.cg.left" ]; then
+			echo "left behind after $file on $rt (removed): cgroups $(tr '\n' ' ' <"$out.cg.left")" >>"$out.damage"
+			sort -r "$out.cg.left" | while read -r d; do cg_remove "$d" 2>/dev/null; done
+		fi
+		rm -f "$out.dev.before" "$out.dev.diff" "$out.cg.before" "$out.cg.left"
+	) 9>>/tmp/cryo-host.lock
+	if [ -s "$out.damage" ]; then
+		cat "$out.damage" >&2
+		grep -q '^HOST DAMAGE' "$out.damage" && return 1
+	fi
 	return 0
 }
 
