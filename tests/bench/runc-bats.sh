@@ -56,6 +56,7 @@ if [ -z "${TABLE_ONLY:-}" ]; then
 			t=$SECONDS
 			rb_run_file "$rt" "${bin[$rt]}" "$f" "$out" || damage=1
 			echo "# $rt $f: $(rb_results "$out" | cut -f1 | sort | uniq -c | tr -s ' \n' ' ')($((SECONDS - t)) s)"
+			[ ! -s "$out.notes" ] || sed "s/^/#   $rt $f: /" "$out.notes"
 		done
 	done
 fi

@@ -8,7 +8,8 @@
 #       $RUNC=BIN; the TAP output goes to OUT, the exit status to OUT.rc.
 #       Returns 1 when the host's /dev/null, /dev/zero, /dev/full or
 #       /dev/tty changed (reported on stderr and in OUT.damage, then put
-#       back); cgroups the file left are removed and reported the same way.
+#       back); cgroups the file left are removed and reported the same way,
+#       what rb_watch did is in OUT.notes.
 #   rb_results OUT
 #       one line per test of a TAP file: `pass|fail|skip<TAB>name`.
 #
@@ -25,10 +26,11 @@
 #     is also $CRYO_CRIU), as Debian's 3.17 fails on this kernel;
 #   * bats runs under script(1), so stdin is a terminal: `run` in the
 #     foreground with a terminal (tty.bats) takes its stdin;
-#   * each file has RB_FILE_TIMEOUT (900 s). Not bats' BATS_TEST_TIMEOUT:
-#     bats 1.8 runs its countdown as a child of the test's shell, so the
-#     tests that `wait` for their own background jobs (events.bats) wait
-#     for the countdown too and always time out.
+#   * a file stalled for RB_STALL (180 s) has its frozen cgroups thawed
+#     (rb_watch), and each file has RB_FILE_TIMEOUT (900 s). Not bats'
+#     BATS_TEST_TIMEOUT: bats 1.8 runs its countdown as a child of the
+#     test's shell, so the tests that `wait` for their own background
+#     jobs (events.bats) wait for the countdown too and always time out.
 
 : "${CRYO_SRC:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
 # cg_remove
@@ -36,6 +38,7 @@
 : "${CRYO_BUILD:=$CRYO_SRC/build}"
 : "${RB_DIR:=$CRYO_BUILD/runc-bats}"
 : "${RB_FILE_TIMEOUT:=900}"
+: "${RB_STALL:=180}"
 : "${RB_CRIU:=/opt/cryo-criu4/sbin/criu}"
 RB_DEVICES=(/dev/null /dev/zero /dev/full /dev/tty)
 
@@ -67,16 +70,47 @@ rb_cgroups() {
 	find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | grep -v '/process_api/' | sort
 }
 
+# A test that makes no progress for RB_STALL seconds is most likely a
+# runtime's process stuck in a frozen cgroup (crun joins the pre-frozen
+# one of cgroups.bats and waits there for ever): thaw what the file froze,
+# once per stall, so that the test fails and the file goes on. Noted in
+# OUT.notes.
+rb_watch() {
+	local out=$1 last=-1 n since=$SECONDS d
+	while sleep 5; do
+		n=$(wc -l <"$out" 2>/dev/null) || n=0
+		if [ "$n" != "$last" ]; then
+			last=$n
+			since=$SECONDS
+			continue
+		fi
+		[ $((SECONDS - since)) -ge "$RB_STALL" ] || continue
+		since=$SECONDS
+		rb_cgroups | comm -13 "$out.cg.before" - | while read -r d; do
+			if [ "$(cat "$d/freezer.state" 2>/dev/null)" = FROZEN ]; then
+				echo THAWED >"$d/freezer.state"
+			elif [ "$(cat "$d/cgroup.freeze" 2>/dev/null)" = 1 ]; then
+				echo 0 >"$d/cgroup.freeze"
+			else
+				continue
+			fi
+			echo "no progress for $RB_STALL s after test $n: thawed $d" >>"$out.notes"
+		done
+	done
+}
+
 rb_run_file() {
 	local rt=$1 bin=$2 file=$3 out=$4 criu_dir
 	criu_dir=$(rb_criu_dir)
-	rm -f "$out.damage"
+	rm -f "$out.damage" "$out.notes"
 	# The lock is held by this subshell alone (fd 9, closed for the suite):
 	# a process the suite leaves behind can't keep holding it.
 	(
 		flock 9
 		rb_devices >"$out.dev.before"
 		rb_cgroups >"$out.cg.before"
+		rb_watch "$out" &
+		watch=$!
 		# shellcheck disable=SC2016
 		timeout -k 10 "$RB_FILE_TIMEOUT" \
 			unshare -m --propagation private \
@@ -94,6 +128,8 @@ rb_run_file() {
 				rm -rf "$ov"
 				exit $rc' >"$out.log" 2>&1 9>&-
 		echo $? >"$out.rc"
+		kill "$watch" 2>/dev/null
+		wait "$watch" 2>/dev/null
 		# what the file left: devices changed (put back), cgroups (removed)
 		if ! rb_devices | diff "$out.dev.before" - >"$out.dev.diff"; then
 			echo "HOST DAMAGE after $file on $rt: the host's devices changed:" >>"$out.damage"
