@@ -13,6 +13,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "container.h"
 #include "extmounts.h"
 #include "freezer.h"
 #include "fsfreeze.h"
@@ -376,6 +377,7 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	int r;
 
 	co.freeze_cgroup = cryo_freezer_path(c->fz);
+	co.no_cgroup2 = !c->st->cgroup_v2;
 	co.ret_network_lock_skipped = &c->net_lock_skipped;
 	co.post_dump = pre_dump ? NULL : o->post_dump;
 	co.post_dump_userdata = o->post_dump_data;
@@ -625,8 +627,8 @@ static int step_finish(void *ctx, struct cryo_error *err)
 	if (r < 0 && r != -ETIME)
 		return r;
 	cryo_error_clear(err);
-	c->st->status = CRYO_STATUS_STOPPED;
-	return cryo_state_save(c->o->root, c->st, err);
+	/* the image is the container now: gone, as with runc, until restore makes it again */
+	return cryo_container_destroy(c->o->root, c->st, err);
 }
 
 /*

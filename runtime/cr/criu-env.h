@@ -58,6 +58,14 @@ struct cryo_criu_opts {
 	const char *root;          /* restore: the rootfs to restore into (containers); NULL = / */
 	const char *freeze_cgroup; /* dump: a cgroup cryo froze already; CRIU seizes its tasks without ptrace-freezing */
 	const char *cgroup_root;   /* restore: the container's cgroup (path in every hierarchy) that takes the place of the dumped one */
+	/*
+	 * The tasks are in no cgroup2 cgroup of the container's (cryo sees no
+	 * cgroup2 mount): dump only the v1 controllers cryo manages, and
+	 * restore into v1 only. Else CRIU, which finds cgroup2 itself, dumps
+	 * the whole tree below the tasks' cgroup2 root, the host's own
+	 * cgroups included, and a restore makes them again under cgroup_root.
+	 */
+	bool no_cgroup2;
 	struct cryo_criu_flags flags;
 	bool leave_running;
 	bool tcp_close;            /* restore: drop established connections */

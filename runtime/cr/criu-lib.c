@@ -360,6 +360,15 @@ int cryo_criu_lib_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 		if (r < 0)
 			return cryo_error_set(err, -r, "criu %s: freeze cgroup", what);
 	}
+	if (o->no_cgroup2) {
+		size_t i, n;
+		const char *const *v1 = cryo_cgroup_v1_controllers(&n);
+
+		for (i = 0, r = 0; r >= 0 && i < n; i++)
+			r = criu_local_add_cg_dump_controller(co, v1[i]);
+		if (r < 0)
+			return cryo_error_set(err, -r, "criu %s: cgroup controllers", what);
+	}
 	if (cryo_fault("criu-dump"))
 		return cryo_error_setx(err, EIO, "criu %s: injected fault (CRYO_FAULT=criu-dump)", what);
 
@@ -408,7 +417,7 @@ int cryo_criu_lib_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct
 		size_t i, n;
 		const char *const *v1 = cryo_cgroup_v1_controllers(&n);
 
-		r = criu_local_add_cg_root(co, "", o->cgroup_root);
+		r = o->no_cgroup2 ? 0 : criu_local_add_cg_root(co, "", o->cgroup_root);
 		for (i = 0; r >= 0 && i < n; i++)
 			r = criu_local_add_cg_root(co, v1[i], o->cgroup_root);
 		if (r < 0)

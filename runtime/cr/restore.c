@@ -361,11 +361,9 @@ static int step_check_bundle(void *ctx, struct cryo_error *err)
 		if (r < 0)
 			return r;
 	}
-	c->freezer_backend = cryo_spec_annotation(c->spec, "org.cryo.freezer");
-	if (!c->freezer_backend)
-		c->freezer_backend = "v2";
-	if (strcmp(c->freezer_backend, "v1") != 0 && strcmp(c->freezer_backend, "v2") != 0)
-		return cryo_error_setx(err, EINVAL, "config.json: annotations.org.cryo.freezer: must be `v1` or `v2`");
+	r = cryo_cgroup_freezer_backend(c->spec, &c->freezer_backend, err);
+	if (r < 0)
+		return r;
 	if (c->spec->root_path[0] == '/')
 		c->rootfs = strdup(c->spec->root_path);
 	else if (asprintf(&c->rootfs, "%s/%s", c->bundle, c->spec->root_path) < 0)
@@ -440,15 +438,15 @@ static int step_cgroup(void *ctx, struct cryo_error *err)
 	struct ctx *c = ctx;
 	int r;
 
-	r = cryo_cgroup_create(c->cgrel, &c->spec->resources, &c->cg, err);
-	if (r == -EEXIST) {
-		cryo_error_clear(err);
+	if (cryo_cgroup_exists(c->cgrel)) {
 		r = cryo_cgroup_get_paths(c->cgrel, &c->cg, err);
 		if (r >= 0)
 			r = reuse_cgroup(c->cgrel, &c->cg, err);
-	} else if (r >= 0) {
-		c->cgroup_created = true;
+		return r;
 	}
+	r = cryo_cgroup_create(c->cgrel, &c->spec->resources, &c->cg, err);
+	if (r >= 0)
+		c->cgroup_created = true;
 	return r;
 }
 
@@ -506,6 +504,7 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	if (asprintf(&cgroot, "/%s", c->cgrel + strspn(c->cgrel, "/")) < 0)
 		return cryo_error_set(err, ENOMEM, "restore");
 	co.cgroup_root = cgroot;
+	co.no_cgroup2 = !c->cg.v2;
 	co.tcp_close = o->tcp_close;
 	co.flags = o->criu;
 	co.ext_mounts = (const char *const *)c->ext;

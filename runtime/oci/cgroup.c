@@ -112,6 +112,21 @@ const char *const *cryo_cgroup_v1_controllers(size_t *ret_n)
 	return v1_mounted;
 }
 
+int cryo_cgroup_freezer_backend(const struct cryo_spec *spec, const char **ret, struct cryo_error *err)
+{
+	const char *b = cryo_spec_annotation(spec, "org.cryo.freezer");
+
+	if (!b) {
+		*ret = lib_init(NULL) == 0 && v2_mount[0] ? "v2" : "v1";
+		return 0;
+	}
+	if (strcmp(b, "v1") != 0 && strcmp(b, "v2") != 0)
+		return cryo_error_setx(err, EINVAL, "config.json: annotations.org.cryo.freezer: must be `v1` or `v2`, not `%s`",
+				       b);
+	*ret = b;
+	return 0;
+}
+
 static char *join(const char *a, const char *rel)
 {
 	char *p = NULL;
@@ -672,6 +687,42 @@ static int apply_hugepages(const char *rel, const struct cryo_cgroup_paths *path
 	return r;
 }
 
+/*
+ * linux.resources.unified: each value into its cgroup2 file. A host
+ * without cgroup2 (or one that keeps the controller on v1, so that
+ * cgroup2 has no such file) can't honour them: refused as an invalid
+ * configuration, as runc refuses them on v1.
+ */
+static int apply_unified(const struct cryo_cgroup_paths *paths, const struct cryo_spec_resources *res,
+			 struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1;
+	size_t i;
+
+	if (!res->n_unified)
+		return 0;
+	if (!paths->v2)
+		return cryo_error_setx(err, EINVAL,
+				       "invalid configuration: linux.resources.unified: this host has no cgroup v2 hierarchy");
+	dfd = open(paths->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", paths->v2);
+	for (i = 0; i < res->n_unified; i++) {
+		const struct cryo_spec_sysctl *u = &res->unified[i];
+		int r = cryo_write_file_at(dfd, u->key, u->value);
+
+		if (r == -ENOENT)
+			return cryo_error_setx(err, EINVAL,
+					       "invalid configuration: linux.resources.unified: cgroup v2 has no `%s` here "
+					       "(`%s`: is its controller on cgroup v1?)",
+					       u->key, paths->v2);
+		if (r < 0)
+			return cryo_error_set(err, -r, "linux.resources.unified: write `%s` to `%s/%s`", u->value,
+					      paths->v2, u->key);
+	}
+	return 0;
+}
+
 /* Does rel exist in any hierarchy create makes it in? */
 static bool exists_anywhere(const char *rel)
 {
@@ -772,6 +823,52 @@ static void remove_made_parents(const char *rel, const char *made)
 	}
 }
 
+/* What a failed create made goes again; a cgroup it joined stays, with whatever else is in it. */
+static void undo_create(const char *rel, const struct cryo_cgroup_paths *p)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (p->joined)
+		cryo_cgroup_release(rel);
+	else if (cryo_cgroup_destroy_made(rel, p->made, 1000, &e) < 0)
+		cryo_error_warn_clear(&e, "undo cgroup `%s`", rel);
+}
+
+/*
+ * An existing cgroup a container is about to join: not frozen (its init
+ * would stop in it for good), and preferably empty (runc's warning).
+ */
+static int check_joinable(const char *rel, const struct cryo_cgroup_paths *p, struct cryo_error *err)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	struct cryo_error e = CRYO_ERROR_INIT;
+	size_t n = 0;
+	bool frozen = false;
+
+	if (p->v1_freezer && exists(p->v1_freezer)) {
+		_cleanup_close_ int dfd = open(p->v1_freezer, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+		_cleanup_free_ char *s = NULL;
+		size_t len;
+
+		frozen = dfd >= 0 && cryo_read_file_at(dfd, "freezer.state", 64, &s, &len) == 0 &&
+			 strncmp(s, "THAWED", 6) != 0;
+	}
+	if (!frozen && p->v2 && exists(p->v2)) {
+		_cleanup_close_ int dfd = open(p->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+		_cleanup_free_ char *s = NULL;
+		size_t len;
+
+		frozen = dfd >= 0 && cryo_read_file_at(dfd, "cgroup.freeze", 64, &s, &len) == 0 && s[0] == '1';
+	}
+	if (frozen)
+		return cryo_error_setx(err, EBUSY, "cgroup `%s`: container's cgroup unexpectedly frozen", rel);
+	if (cryo_cgroup_pids(rel, &pids, &n, &e) < 0)
+		cryo_error_clear(&e);
+	else if (n)
+		cryo_warn("cgroup `%s`: container's cgroup is not empty: %zu process(es) found", rel, n);
+	return 0;
+}
+
 int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, struct cryo_cgroup_paths *ret,
 		       struct cryo_error *err)
 {
@@ -784,10 +881,13 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 	if (r < 0)
 		return r;
 	if (exists(paths.v2) || exists(paths.v1_memory) || exists(paths.v1_freezer)) {
-		cryo_cgroup_paths_free(&paths);
-		return cryo_error_setx(err, EEXIST, "cgroup `%s` exists already", rel);
-	}
-	if (made_top(rel, &paths.made) < 0) {
+		r = check_joinable(rel, &paths, err);
+		if (r < 0) {
+			cryo_cgroup_paths_free(&paths);
+			return r;
+		}
+		paths.joined = true;
+	} else if (made_top(rel, &paths.made) < 0) {
 		cryo_cgroup_paths_free(&paths);
 		return cryo_error_set(err, ENOMEM, "create cgroup `%s`", rel);
 	}
@@ -844,21 +944,15 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 	enable_v2_ancestors(rel);
 	r = cpuset_prepare(rel, err);
 	if (r < 0) {
-		struct cryo_error derr = CRYO_ERROR_INIT;
-
-		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
-			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		undo_create(rel, &paths);
 		goto fail_nocg;
 	}
 	/* ignore_ownership: libcgroup would chown every file to uid 0 again */
 	r = cgroup_create_cgroup(cg, 1);
 	if (r) {
-		struct cryo_error derr = CRYO_ERROR_INIT;
-
 		r = cg_err(err, r, "create", rel);
 		/* libcgroup may have created some hierarchies (and parents) before failing */
-		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
-			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		undo_create(rel, &paths);
 		goto fail_nocg;
 	}
 	r = apply_dev_rules(rel, res, err);
@@ -868,11 +962,10 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 		r = apply_network(rel, res, err);
 	if (r >= 0)
 		r = apply_hugepages(rel, &paths, res, err);
+	if (r >= 0)
+		r = apply_unified(&paths, res, err);
 	if (r < 0) {
-		struct cryo_error derr = CRYO_ERROR_INIT;
-
-		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
-			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		undo_create(rel, &paths);
 		goto fail_nocg;
 	}
 	cgroup_free(&cg);
@@ -957,6 +1050,18 @@ int cryo_cgroup_kill(const char *rel, int sig, struct cryo_error *err)
 	return 0;
 }
 
+static void thaw(const struct cryo_cgroup_paths *p);
+
+void cryo_cgroup_thaw(const char *rel)
+{
+	struct cryo_cgroup_paths p = { 0 };
+
+	if (cryo_cgroup_get_paths(rel, &p, NULL) < 0)
+		return;
+	thaw(&p);
+	cryo_cgroup_paths_free(&p);
+}
+
 static void thaw(const struct cryo_cgroup_paths *p)
 {
 	if (p->v2 && exists(p->v2)) {
@@ -971,6 +1076,24 @@ static void thaw(const struct cryo_cgroup_paths *p)
 		if (dfd >= 0)
 			(void)cryo_write_file_at(dfd, "freezer.state", "THAWED");
 	}
+}
+
+bool cryo_cgroup_exists(const char *rel)
+{
+	return lib_init(NULL) == 0 && exists_anywhere(rel);
+}
+
+void cryo_cgroup_release(const char *rel)
+{
+	struct cgroup *cg;
+
+	if (lib_init(NULL) < 0)
+		return;
+	cg = new_cg(rel, NULL, NULL);
+	if (!cg)
+		return;
+	(void)cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_EMPTY_ONLY | CGFLAG_DELETE_IGNORE_MIGRATION);
+	cgroup_free(&cg);
 }
 
 static void remove_default_parent(const char *rel)

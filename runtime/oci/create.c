@@ -148,13 +148,9 @@ static int step_config(void *ctx, struct cryo_error *err)
 				       "config.json: process.terminal: a detached container's terminal needs --console-socket");
 	if (!c->spec->terminal && o->console_socket)
 		return cryo_error_setx(err, EINVAL, "--console-socket given but process.terminal is false");
-	c->backend = cryo_spec_annotation(c->spec, "org.cryo.freezer");
-	if (!c->backend)
-		c->backend = "v2";
-	if (strcmp(c->backend, "v1") != 0 && strcmp(c->backend, "v2") != 0)
-		return cryo_error_setx(err, EINVAL,
-				       "config.json: annotations.org.cryo.freezer: must be `v1` or `v2`, not `%s`",
-				       c->backend);
+	r = cryo_cgroup_freezer_backend(c->spec, &c->backend, err);
+	if (r < 0)
+		return r;
 	r = cryo_spec_check_sysctl_paths(c->spec, err);
 	if (r < 0)
 		return r;
@@ -220,6 +216,7 @@ static int step_cgroup(void *ctx, struct cryo_error *err)
 	st->cgroup_v2 = c->cg.v2 ? strdup(c->cg.v2) : NULL;
 	st->cgroup_v1_freezer = c->cg.v1_freezer ? strdup(c->cg.v1_freezer) : NULL;
 	st->cgroup_made = c->cg.made ? strdup(c->cg.made) : NULL;
+	st->cgroup_joined = c->cg.joined;
 	if ((c->cg.v2 && !st->cgroup_v2) || (c->cg.v1_freezer && !st->cgroup_v1_freezer) ||
 	    (c->cg.made && !st->cgroup_made))
 		return cryo_error_set(err, ENOMEM, "state");
@@ -232,7 +229,11 @@ static void undo_cgroup(void *ctx)
 	struct create_ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (c->cg_made && cryo_cgroup_destroy_made(c->st->cgroup_path, c->cg.made, CRYO_CONTAINER_STOP_TIMEOUT_MS, &e) < 0)
+	if (!c->cg_made)
+		return;
+	if (c->cg.joined)
+		cryo_cgroup_release(c->st->cgroup_path);
+	else if (cryo_cgroup_destroy_made(c->st->cgroup_path, c->cg.made, CRYO_CONTAINER_STOP_TIMEOUT_MS, &e) < 0)
 		cryo_error_warn_clear(&e, "undo create");
 }
 

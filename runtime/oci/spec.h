@@ -80,6 +80,7 @@ struct cryo_spec_device {
 	bool has_uid, has_gid;
 };
 
+/* A string-to-string map entry of config.json (linux.sysctl, linux.resources.unified). */
 struct cryo_spec_sysctl {
 	char *key;
 	char *value;
@@ -164,6 +165,8 @@ struct cryo_spec_resources {
 	size_t n_net_prios;
 	struct cryo_spec_hugepage *hugepages;
 	size_t n_hugepages;
+	struct cryo_spec_sysctl *unified; /* cgroup2 file name -> value */
+	size_t n_unified;
 };
 
 struct cryo_spec {

@@ -46,10 +46,9 @@ rb_devices() {
 	stat -c '%n %u:%g %a %F %t:%T' "${RB_DEVICES[@]}"
 }
 
-# What helpers.bash's setup needs of the build dir: the suite, its
-# helpers (or the list of the missing ones), the images.
+# What tests/setup-runc-bats.sh made: the suite (its skips listed), the images.
 rb_ready() {
-	[ -d "$RB_DIR/src/tests/integration" ] && [ -e "$RB_DIR/helpers.missing" ] &&
+	[ -d "$RB_DIR/src/tests/integration" ] && [ -e "$RB_DIR/skipped" ] &&
 		ls "$RB_DIR"/src/tests/integration/testdata/busybox-*.tar.xz >/dev/null 2>&1
 }
 
