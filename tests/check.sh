@@ -12,6 +12,8 @@ SRC=$PWD
 bash tests/setup.sh
 # CRIU 4 for the host tests that checkpoint (Debian's 3.17 fails on kernels >= 6.13)
 bash tests/setup-criu4.sh
+# runc's own integration suite, for host/runc_bats (a slice of it) and host/runtime_contract
+bash tests/setup-runc-bats.sh
 
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRYO_WERROR=ON >/dev/null

@@ -5,7 +5,8 @@
 # against any OCI runtime: tests/bench/runc-bats.sh runs it on cryo, runc
 # and crun, tests/host/runc_bats.sh runs a slice of it on cryo in CI.
 #
-#   tests/setup-runc-bats.sh [DIR]        (DIR default: $CRYO_BUILD/runc-bats)
+#   tests/setup-runc-bats.sh [DIR]    (DIR default: $CRYO_RUNC_BATS, else build/runc-bats
+#                                      of the tree, whichever build dir the tests use)
 #
 # * The suite is the one of the runc Debian ships (bookworm: 1.1.5), from
 #   Debian's `runc` source package of the installed runc's version,
@@ -27,8 +28,7 @@
 set -euo pipefail
 
 : "${CRYO_SRC:=$(cd "$(dirname "$0")/.." && pwd)}"
-: "${CRYO_BUILD:=$CRYO_SRC/build}"
-DIR=${1:-$CRYO_BUILD/runc-bats}
+DIR=${1:-${CRYO_RUNC_BATS:-$CRYO_SRC/build/runc-bats}}
 CACHE=${CRYO_RUNC_BATS_CACHE:-/var/cache/cryo-runc-bats}
 
 PKGS=(

@@ -295,8 +295,9 @@ int cryo_container_state_json(const char *root, const char *id, struct json_obje
 		return cryo_error_set(err, ENOMEM, "state");
 	json_object_object_add(o, "ociVersion", json_object_new_string(CRYO_OCI_VERSION));
 	json_object_object_add(o, "id", json_object_new_string(st->id));
-	json_object_object_add(o, "status", json_object_new_string(cryo_status_names[st->status]));
+	/* runc's order (its list --format json is matched as text by some) */
 	json_object_object_add(o, "pid", json_object_new_int(st->status == CRYO_STATUS_STOPPED ? 0 : st->pid));
+	json_object_object_add(o, "status", json_object_new_string(cryo_status_names[st->status]));
 	json_object_object_add(o, "bundle", json_object_new_string(st->bundle ? st->bundle : ""));
 	json_object_object_add(o, "rootfs", json_object_new_string(st->rootfs ? st->rootfs : ""));
 	{

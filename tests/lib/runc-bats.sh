@@ -13,9 +13,9 @@
 #   rb_results OUT
 #       one line per test of a TAP file: `pass|fail|skip<TAB>name`.
 #
-# Each file runs under the host lock (/tmp/cryo-host.lock: runs of other
-# engineers interleave between files), in a private mount namespace in
-# which, for every runtime alike:
+# Each file runs under the host lock (/tmp/cryo-host.lock, unless RB_LOCK=0:
+# runs of other engineers interleave between files), in a private mount
+# namespace in which, for every runtime alike:
 #   * /sys/fs/cgroup/unified is unmounted: Debian's crun 1.8 takes a host
 #     with v1 controllers and that cgroup2 mount for a hybrid one and
 #     fails every start; the host's own mount is never touched;
@@ -36,10 +36,15 @@
 # cg_remove
 . "$CRYO_SRC/tests/lib/cgremove.sh"
 : "${CRYO_BUILD:=$CRYO_SRC/build}"
-: "${RB_DIR:=$CRYO_BUILD/runc-bats}"
+# the suite (tests/setup-runc-bats.sh): one place for every build dir (build-asan's tests too)
+: "${RB_DIR:=${CRYO_RUNC_BATS:-$CRYO_SRC/build/runc-bats}}"
 : "${RB_FILE_TIMEOUT:=900}"
 : "${RB_STALL:=180}"
 : "${RB_CRIU:=/opt/cryo-criu4/sbin/criu}"
+# 0: the caller holds the host lock already (a host test that ctest runs
+# under `flock /tmp/cryo-host.lock`: taking it again would wait for ever)
+: "${RB_LOCK:=1}"
+: "${RB_LOCKFILE:=/tmp/cryo-host.lock}"
 RB_DEVICES=(/dev/null /dev/zero /dev/full /dev/tty)
 
 rb_devices() {
@@ -105,7 +110,7 @@ rb_run_file() {
 	# The lock is held by this subshell alone (fd 9, closed for the suite):
 	# a process the suite leaves behind can't keep holding it.
 	(
-		flock 9
+		[ "$RB_LOCK" = 0 ] || flock 9
 		rb_devices >"$out.dev.before"
 		rb_cgroups >"$out.cg.before"
 		rb_watch "$out" &
@@ -144,7 +149,7 @@ rb_run_file() {
 			sort -r "$out.cg.left" | while read -r d; do cg_remove "$d" 2>/dev/null; done
 		fi
 		rm -f "$out.dev.before" "$out.dev.diff" "$out.cg.before" "$out.cg.left"
-	) 9>>/tmp/cryo-host.lock
+	) 9>>"$RB_LOCKFILE"
 	if [ -s "$out.damage" ]; then
 		cat "$out.damage" >&2
 		grep -q '^HOST DAMAGE' "$out.damage" && return 1
