@@ -32,7 +32,7 @@ int cmd_list(struct cryo_cli *cli, int argc, char **argv)
 			quiet = true;
 			break;
 		case 'h':
-			printf("Usage: cryo list [--format table|json] [-q]\n");
+			printf("Usage: cryo list [--format table|json] [-q|--quiet]\n");
 			return 0;
 		default:
 			return cli_usage_error("list", "bad option");

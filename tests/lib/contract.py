@@ -71,7 +71,8 @@ def bats_tests(path):
         for line in f:
             m = re.match(r'^@test "(.*)" \{\s*$', line)
             if m:
-                name, body = m.group(1), [line]
+                # the name is not the code: a test called "--bundle" uses nothing
+                name, body = m.group(1), []
                 continue
             if name is not None:
                 body.append(line)
@@ -140,8 +141,13 @@ def check(cryo, suite, host_dir):
                 problems.append(f"{where}: {why}")
                 continue
             if opts:
-                if not any(re.search(r"(?<![\w-])" + re.escape(o) + r"(?![\w-])", hay) for o in opts):
-                    problems.append(f"{where}: `{ref}` does not use {'/'.join(opts)}")
+                # a long option counts in either spelling, -root or --root; a
+                # command's option on a line that runs that command
+                spell = [re.escape(o) if not o.startswith("--") else "--?" + re.escape(o[2:]) for o in opts]
+                lines = [l for l in hay.splitlines()
+                         if not command or re.search(r"(?<![\w-])" + re.escape(command) + r"(?![\w-])", l)]
+                if not any(re.search(r"(?<![\w-])" + x + r"(?![\w-])", l) for x in spell for l in lines):
+                    problems.append(f"{where}: `{ref}` does not use {'/'.join(opts)} with `{command}`")
             elif command and not re.search(r"(?<![\w-])" + re.escape(command) + r"(?![\w-])", hay):
                 problems.append(f"{where}: `{ref}` does not run `{command}`")
     if len(exceptions) > MAX_EXCEPTIONS:
