@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * A container's cgroups on this project's hosts: every v1 controller the
- * host mounts among memory, cpu, pids, freezer, cpuset, blkio, devices,
- * net_cls, net_prio and hugetlb, and the cgroup2 hierarchy side by side
- * (hybrid layout), created, filled and removed through libcgroup (the
- * per-device lines of devices and blkio, and cpuset's inherited cpus and
- * mems, are written directly).
+ * host mounts among memory, cpu, cpuacct, pids, freezer, cpuset, blkio,
+ * devices, net_cls, net_prio, hugetlb, perf_event, rdma and misc, the
+ * named v1 hierarchies (name=systemd), and the cgroup2 hierarchy side by
+ * side (hybrid layout), created, filled and removed through libcgroup
+ * (the named hierarchies, cpuset's inherited cpus and mems, and the
+ * limits of cglimits.h are done on the files directly).
  * `rel` is the cgroup path relative to each hierarchy's root
  * ("cryo/web"); absolute paths are derived from the mount points.
  */
@@ -37,8 +38,9 @@ bool cryo_cgroup_v2_lists(int dirfd, const char *ctrl);
 #define CRYO_CGROUP_DEFAULT_PARENT "cryo"
 
 /*
- * The v1 controllers a container's tasks are put in (besides cgroup2):
- * those of the list above that this host mounts on v1.
+ * The v1 hierarchies a container's tasks are put in (besides cgroup2), as
+ * CRIU names them: those of the controllers above that this host mounts
+ * on v1, then the named ones without a controller ("name=systemd").
  */
 const char *const *cryo_cgroup_v1_controllers(size_t *ret_n);
 

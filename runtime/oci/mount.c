@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 
 #include "log.h"
 #include "mount.h"
+#include "mountinfo.h"
 #include "util.h"
 
 static int openat2_in_root(int rootfd, const char *path, int flags)
@@ -120,7 +122,200 @@ static bool is_default_device(const char *path)
 	return false;
 }
 
-static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, struct cryo_error *err)
+/* One cgroup hierarchy of the host (v1, or cgroup2 beside them). */
+struct cg_hier {
+	char *mountpoint;   /* on the host: /sys/fs/cgroup/memory */
+	char *controllers;  /* "memory", "cpu,cpuacct", "name=systemd"; "" for cgroup2 */
+};
+
+struct cg_hiers {
+	struct cg_hier v[32];
+	size_t n, n_v1;
+};
+
+static void cg_hiers_done(struct cg_hiers *h)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		free(h->v[i].mountpoint);
+		free(h->v[i].controllers);
+	}
+	h->n = h->n_v1 = 0;
+}
+
+/* The controllers of a v1 hierarchy: its superblock options without the generic ones. */
+static char *v1_controllers_of(const char *options)
+{
+	static const char *const generic[] = { "rw", "ro", "noprefix", "clone_children", "xattr", "cpuset_v2_mode", "all" };
+	_cleanup_free_ char *o = strdup(options);
+	char *out = calloc(1, strlen(options) + 1), *tok, *save = NULL;
+	size_t i;
+
+	if (!o || !out) {
+		free(out);
+		return NULL;
+	}
+	for (tok = strtok_r(o, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < ARRAY_SIZE(generic) && strcmp(tok, generic[i]) != 0; i++)
+			;
+		if (i < ARRAY_SIZE(generic) || strncmp(tok, "release_agent=", 14) == 0)
+			continue;
+		if (*out)
+			strcat(out, ",");
+		strcat(out, tok);
+	}
+	return out;
+}
+
+static int collect_cgroup(const struct cryo_mount *m, void *userdata)
+{
+	struct cg_hiers *h = userdata;
+	bool v2 = strcmp(m->fstype, "cgroup2") == 0;
+	struct cg_hier *e;
+
+	if ((!v2 && strcmp(m->fstype, "cgroup") != 0) || h->n >= ARRAY_SIZE(h->v) || strcmp(m->root, "/") != 0)
+		return 0;
+	/* one entry per hierarchy: a hierarchy mounted twice is listed once */
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->v[i].mountpoint, m->mountpoint) == 0)
+			return 0;
+	e = &h->v[h->n];
+	e->mountpoint = strdup(m->mountpoint);
+	e->controllers = v2 ? strdup("") : v1_controllers_of(m->options);
+	if (!e->mountpoint || !e->controllers) {
+		free(e->mountpoint);
+		free(e->controllers);
+		return -ENOMEM;
+	}
+	h->n++;
+	if (!v2)
+		h->n_v1++;
+	return 0;
+}
+
+/* Our own path in the hierarchy whose /proc/self/cgroup controller field is ctrls ("" = cgroup2). */
+static char *own_cgroup(const char *ctrls)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+
+	while (f && (len = getline(&line, &cap, f)) > 0) {
+		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+
+		if (!b)
+			continue;
+		if (line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		*b = '\0';
+		if (strcmp(a + 1, ctrls) == 0)
+			return strdup(b + 1);
+	}
+	return NULL;
+}
+
+/*
+ * A "cgroup" mount: the host's hierarchies as runc shows them. On a host
+ * with v1 hierarchies, a tmpfs with one directory per hierarchy (named as
+ * on the host: memory, cpu,cpuacct with a symlink per controller,
+ * systemd, and unified for a cgroup2 beside them), each the container's
+ * own cgroup: in a cgroup namespace a cgroup filesystem mounted there,
+ * else a bind of the container's directory of the host's hierarchy. The tmpfs is read-only when the mount is. A host
+ * with cgroup2 alone gets cgroup2 mounted at the destination.
+ */
+static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgroupns, int dirfd, struct cryo_error *err)
+{
+	unsigned long flags = m->flags & ~(MS_REMOUNT | MS_RDONLY | MS_BIND | MS_REC);
+	_cleanup_(cg_hiers_done) struct cg_hiers h = { 0 };
+	_cleanup_close_ int dfd = -1;
+	char target[32];
+	int r;
+
+	r = cryo_mountinfo_foreach(collect_cgroup, &h, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "list the host's cgroup hierarchies");
+	fd_path(dirfd, target);
+	if (!h.n_v1) {
+		if (mount("cgroup2", target, "cgroup2", m->flags & ~MS_REMOUNT, NULL) < 0)
+			return cryo_error_set(err, errno, "mount cgroup2 on `%s`", m->destination);
+		return 0;
+	}
+	if (mount("tmpfs", target, "tmpfs", flags, "mode=755") < 0)
+		return cryo_error_set(err, errno, "mount the tmpfs of `%s`", m->destination);
+	/* the new tmpfs, not the directory under it */
+	dfd = openat2_in_root(rootfd, m->destination, O_DIRECTORY | O_NOFOLLOW);
+	if (dfd < 0)
+		return cryo_error_set(err, -dfd, "open `%s`", m->destination);
+	for (size_t i = 0; i < h.n; i++) {
+		const struct cg_hier *e = &h.v[i];
+		const char *name = strrchr(e->mountpoint, '/') + 1;
+		bool v2 = !*e->controllers;
+		_cleanup_close_ int sub = -1;
+		char sub_target[32];
+
+		if (!*name)
+			return cryo_error_setx(err, EINVAL, "a cgroup hierarchy mounted at `%s`", e->mountpoint);
+		if (mkdirat(dfd, name, 0755) < 0)
+			return cryo_error_set(err, errno, "mkdir `%s/%s`", m->destination, name);
+		sub = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			return cryo_error_set(err, errno, "open `%s/%s`", m->destination, name);
+		fd_path(sub, sub_target);
+		/*
+		 * In a cgroup namespace /proc/self/cgroup reads "/" for our own
+		 * cgroup: the filesystem is mounted there instead (the kernel
+		 * allows it to whoever owns the namespace, user namespaces too).
+		 */
+		if (cgroupns) {
+			_cleanup_free_ char *opts = NULL;
+
+			/* a named hierarchy without controllers is mounted with `none` */
+			if (!v2 && asprintf(&opts, "%s%s", strchr(e->controllers, '=') && !strchr(e->controllers, ',') ? "none," : "",
+					    e->controllers) < 0)
+				return cryo_error_set(err, ENOMEM, "mount `%s/%s`", m->destination, name);
+			if (mount("cgroup", sub_target, v2 ? "cgroup2" : "cgroup", m->flags & ~MS_REMOUNT, opts) < 0)
+				return cryo_error_set(err, errno, "mount the %s hierarchy on `%s/%s`", v2 ? "cgroup2" : e->controllers,
+						      m->destination, name);
+		} else {
+			_cleanup_free_ char *own = own_cgroup(e->controllers), *src = NULL;
+
+			if (!own || asprintf(&src, "%s%s", e->mountpoint, strcmp(own, "/") == 0 ? "" : own) < 0)
+				return cryo_error_setx(err, ENOENT, "our cgroup in the %s hierarchy: not in /proc/self/cgroup",
+						       v2 ? "cgroup2" : e->controllers);
+			if (mount(src, sub_target, NULL, MS_BIND | MS_REC, NULL) < 0)
+				return cryo_error_set(err, errno, "bind `%s` on `%s/%s`", src, m->destination, name);
+			if ((m->flags & ~MS_REMOUNT) != 0) {
+				_cleanup_close_ int nfd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				char ntarget[32];
+
+				if (nfd < 0)
+					return cryo_error_set(err, errno, "reopen `%s/%s`", m->destination, name);
+				fd_path(nfd, ntarget);
+				if (mount(NULL, ntarget, NULL, MS_REMOUNT | MS_BIND | (m->flags & ~MS_REMOUNT), NULL) < 0)
+					return cryo_error_set(err, errno, "remount `%s/%s` with its options", m->destination, name);
+			}
+		}
+		/* cpu,cpuacct: cpu and cpuacct lead there too */
+		if (strchr(name, ',')) {
+			_cleanup_free_ char *parts = strdup(name);
+			char *tok, *save = NULL;
+
+			for (tok = parts ? strtok_r(parts, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save))
+				if (symlinkat(name, dfd, tok) < 0 && errno != EEXIST)
+					return cryo_error_set(err, errno, "symlink `%s/%s`", m->destination, tok);
+		}
+	}
+	if (m->flags & MS_RDONLY) {
+		char dtarget[32];
+
+		fd_path(dfd, dtarget);
+		if (mount(NULL, dtarget, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, NULL) < 0)
+			return cryo_error_set(err, errno, "make `%s` read-only", m->destination);
+	}
+	return 0;
+}
+
+static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bool cgroupns, struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
 	char target[32];
@@ -156,13 +351,11 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, st
 			if (mount(NULL, ntarget, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
 				return cryo_error_set(err, errno, "remount `%s` with its options", m->destination);
 		}
+	} else if (strcmp(type, "cgroup") == 0) {
+		r = mount_cgroups(rootfd, m, cgroupns, fd, err);
+		if (r < 0)
+			return r;
 	} else {
-		/*
-		 * A "cgroup" mount on this hybrid host would need one mount per v1
-		 * hierarchy; the container gets the cgroup2 hierarchy instead.
-		 */
-		if (strcmp(type, "cgroup") == 0)
-			type = "cgroup2";
 		if (mount(m->source ? m->source : type, target, type, flags, m->data) < 0) {
 			int e = errno;
 
@@ -341,7 +534,7 @@ int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool us
 		return cryo_error_set(err, errno, "open rootfs `%s`", rootfs);
 
 	for (i = 0; i < spec->n_mounts; i++) {
-		r = do_mount(rootfd, &spec->mounts[i], userns, err);
+		r = do_mount(rootfd, &spec->mounts[i], userns, spec->namespaces[CRYO_NS_CGROUP].enabled, err);
 		if (r < 0)
 			return cryo_error_prefix(err, "mounts[%zu]", i);
 	}

@@ -11,7 +11,6 @@
 #include <sys/stat.h>
 
 #include "spec-json.h"
-#include "spec.h"
 #include "util.h"
 
 #define CFG CRYO_SPEC_CFG
@@ -207,10 +206,10 @@ int cryo_spec_json_check_abs_path(const char *p, const char *name, struct cryo_e
 	return 0;
 }
 
-int cryo_spec_json_get_string_map(struct json_object *o, const char *key, const char *name,
-				  struct cryo_spec_sysctl **ret, size_t *ret_n, struct cryo_error *err)
+int cryo_spec_json_get_string_map(struct json_object *o, const char *key, const char *name, size_t max,
+				  struct cryo_spec_kv **ret, size_t *ret_n, struct cryo_error *err)
 {
-	struct cryo_spec_sysctl *m;
+	struct cryo_spec_kv *m;
 	struct json_object *v;
 	size_t n, i = 0;
 	int r;
@@ -219,7 +218,7 @@ int cryo_spec_json_get_string_map(struct json_object *o, const char *key, const 
 	if (r < 0 || !v)
 		return r;
 	n = (size_t)json_object_object_length(v);
-	if (n > CRYO_SPEC_MAX_LIST)
+	if (n > max)
 		return cryo_spec_json_bad(err, name, "too many entries");
 	m = calloc(n + 1, sizeof(*m));
 	if (!m)
@@ -238,7 +237,7 @@ int cryo_spec_json_get_string_map(struct json_object *o, const char *key, const 
 	return 0;
 }
 
-void cryo_spec_string_map_free(struct cryo_spec_sysctl *m, size_t n)
+void cryo_spec_string_map_free(struct cryo_spec_kv *m, size_t n)
 {
 	size_t i;
 

@@ -296,7 +296,7 @@ static int parse_unified(struct json_object *o, struct cryo_spec_resources *res,
 	size_t i;
 	int r;
 
-	r = cryo_spec_json_get_string_map(o, "unified", "linux.resources.unified", &res->unified, &res->n_unified, err);
+	r = cryo_spec_json_get_string_map(o, "unified", "linux.resources.unified", CRYO_SPEC_MAX_LIST, &res->unified, &res->n_unified, err);
 	for (i = 0; r >= 0 && i < res->n_unified; i++) {
 		const char *k = res->unified[i].key;
 

@@ -523,7 +523,7 @@ static int parse_sysctl(struct json_object *lnx, struct cryo_spec *s, struct cry
 	size_t i;
 	int r;
 
-	r = cryo_spec_json_get_string_map(lnx, "sysctl", "linux.sysctl", &s->sysctls, &s->n_sysctls, err);
+	r = cryo_spec_json_get_string_map(lnx, "sysctl", "linux.sysctl", CRYO_SPEC_MAX_LIST, &s->sysctls, &s->n_sysctls, err);
 	for (i = 0; r >= 0 && i < s->n_sysctls; i++) {
 		const char *key = s->sysctls[i].key;
 
