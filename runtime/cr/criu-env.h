@@ -66,6 +66,18 @@ struct cryo_criu_opts {
 	 * cgroups included, and a restore makes them again under cgroup_root.
 	 */
 	bool no_cgroup2;
+	/*
+	 * The bundle's org.criu.config annotation: a CRIU configuration file
+	 * for this container (CRIU's RPC config_file, over its default ones).
+	 */
+	const char *config_file;
+	/*
+	 * A network namespace the container joined by path (linux.namespaces):
+	 * not the container's to dump; it is external to CRIU (dump: by its
+	 * inode; restore: the namespace at that path is handed to CRIU), so
+	 * the restored container is in that same namespace again.
+	 */
+	const char *external_netns;
 	struct cryo_criu_flags flags;
 	bool leave_running;
 	bool tcp_close;            /* restore: drop established connections */

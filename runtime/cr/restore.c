@@ -22,6 +22,7 @@
 #include "image.h"
 #include "log.h"
 #include "manifest.h"
+#include "mount.h"
 #include "network.h"
 #include "restore.h"
 #include "sign.h"
@@ -433,6 +434,14 @@ static void undo_stage_rootfs(void *ctx)
 	cryo_snapshot_undo(c->snap);
 }
 
+/* The mountpoints of the config's mounts, in the rootfs and in the sources of binds that hold others. */
+static int step_mountpoints(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+
+	return cryo_mount_restore_points(c->spec, c->rootfs, c->bundle, err);
+}
+
 static int step_cgroup(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
@@ -505,6 +514,8 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 		return cryo_error_set(err, ENOMEM, "restore");
 	co.cgroup_root = cgroot;
 	co.no_cgroup2 = !c->cg.v2;
+	co.config_file = cryo_spec_annotation(c->spec, "org.criu.config");
+	co.external_netns = c->spec->namespaces[CRYO_NS_NET].enabled ? c->spec->namespaces[CRYO_NS_NET].path : NULL;
 	co.tcp_close = o->tcp_close;
 	co.flags = o->criu;
 	co.ext_mounts = (const char *const *)c->ext;
@@ -763,6 +774,7 @@ static const struct cryo_step restore_steps[] = {
 	{ "check-bundle", step_check_bundle, NULL },
 	{ "claim-id", step_claim_id, undo_claim_id },
 	{ "stage-rootfs", step_stage_rootfs, undo_stage_rootfs },
+	{ "mountpoints", step_mountpoints, NULL },
 	{ "cgroup", step_cgroup, undo_cgroup },
 	{ "criu-restore", step_criu_restore, undo_criu_restore },
 	{ "pause-or-run", step_pause_or_run, undo_pause_or_run },

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +19,8 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <linux/openat2.h>
 
 #include "log.h"
@@ -547,6 +550,95 @@ int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool us
 		return r;
 	*ret_rootfd = TAKE_FD(rootfd);
 	return 0;
+}
+
+/*
+ * Is dest inside another mount than a bind (a tmpfs, /sys, /proc, /dev)?
+ * Its mountpoint is that filesystem's, which CRIU brings back (a tmpfs
+ * with its content, the others fresh): nothing to make in the rootfs.
+ */
+static bool under_fs_mount(const struct cryo_spec *spec, const char *dest)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct cryo_spec_mount *t = &spec->mounts[i];
+		size_t n = strlen(t->destination);
+
+		while (n > 1 && t->destination[n - 1] == '/')
+			n--;
+		if (!t->bind && strncmp(dest, t->destination, n) == 0 && dest[n] == '/')
+			return true;
+	}
+	return false;
+}
+
+/* The child of cryo_mount_restore_points(): 0, or a message on fd. */
+static int restore_points_child(const struct cryo_spec *spec, const char *rootfs, const char *bundle, int fd)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	_cleanup_close_ int rootfd = -1;
+	int r = 0;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		r = cryo_error_set(&err, errno, "a mount namespace of its own");
+	else if (chdir(bundle) < 0)
+		r = cryo_error_set(&err, errno, "chdir to the bundle `%s`", bundle);
+	else if ((rootfd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = cryo_error_set(&err, errno, "open rootfs `%s`", rootfs);
+	for (size_t i = 0; r >= 0 && i < spec->n_mounts; i++) {
+		const struct cryo_spec_mount *m = &spec->mounts[i];
+		_cleanup_close_ int at = -1;
+		struct stat st;
+		char target[32];
+		bool as_file = m->bind && m->source && stat(m->source, &st) == 0 && !S_ISDIR(st.st_mode);
+
+		if (under_fs_mount(spec, m->destination))
+			continue;
+		r = open_create_in_root(rootfd, m->destination, as_file, &at);
+		if (r < 0) {
+			r = cryo_error_set(&err, -r, "mountpoint `%s`", m->destination);
+			break;
+		}
+		fd_path(at, target);
+		if (m->bind && m->source && mount(m->source, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+			r = cryo_error_set(&err, errno, "bind `%s` on `%s`", m->source, m->destination);
+	}
+	if (r < 0 && err.msg)
+		(void)!write(fd, err.msg, strlen(err.msg));
+	cryo_error_clear(&err);
+	return r < 0 ? 1 : 0;
+}
+
+int cryo_mount_restore_points(const struct cryo_spec *spec, const char *rootfs, const char *bundle,
+			      struct cryo_error *err)
+{
+	char msg[1024];
+	int fds[2], status;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return cryo_error_set(err, errno, "mountpoints: pipe");
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return cryo_error_set(err, errno, "mountpoints: fork");
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		_exit(restore_points_child(spec, rootfs, bundle, fds[1]));
+	}
+	close(fds[1]);
+	do
+		n = read(fds[0], msg, sizeof(msg) - 1);
+	while (n < 0 && errno == EINTR);
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	msg[n > 0 ? n : 0] = '\0';
+	return cryo_error_setx(err, EIO, "mountpoints: %s", n > 0 ? msg : "the child failed");
 }
 
 int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err)

@@ -32,6 +32,18 @@ extern const char *const cryo_mount_devices[CRYO_MOUNT_N_DEVICES];
 int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, int *ret_rootfd,
 		       struct cryo_error *err);
 
+/*
+ * Before a restore: the mountpoints of the config's mounts in rootfs,
+ * made as create makes them, by a child in a mount namespace of its own
+ * that bind-mounts the binds on the way (runc does the same), so that a
+ * bind inside another one gets its mountpoint in that one's source.
+ * Mounts inside a filesystem other than a bind (a tmpfs, /sys, /dev) are
+ * left out: CRIU brings that back with its mountpoints. Relative bind
+ * sources are taken from bundle. Forks: call it before any thread runs.
+ */
+int cryo_mount_restore_points(const struct cryo_spec *spec, const char *rootfs, const char *bundle,
+			      struct cryo_error *err);
+
 /* pivot_root into rootfd and detach the old root. */
 int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err);
 
