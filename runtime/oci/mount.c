@@ -318,6 +318,31 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 	return 0;
 }
 
+static bool is_dev(const struct cryo_spec_mount *m)
+{
+	return !m->bind && strcmp(m->destination, "/dev") == 0;
+}
+
+/* The /dev mount made read-only once its nodes and links are there (runc does the same). */
+static int dev_readonly(int rootfd, const struct cryo_spec *spec, struct cryo_error *err)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct cryo_spec_mount *m = &spec->mounts[i];
+		_cleanup_close_ int fd = -1;
+		char target[32];
+
+		if (!is_dev(m) || !(m->flags & MS_RDONLY))
+			continue;
+		fd = openat2_in_root(rootfd, "/dev", O_PATH | O_DIRECTORY);
+		if (fd < 0)
+			return cryo_error_set(err, -fd, "open /dev");
+		fd_path(fd, target);
+		if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | (m->flags & ~MS_REMOUNT), NULL) < 0)
+			return cryo_error_set(err, errno, "make /dev read-only");
+	}
+	return 0;
+}
+
 static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bool cgroupns, struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
@@ -325,6 +350,10 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 	bool as_file = false;
 	const char *type = m->type;
 	unsigned long flags = m->flags & ~MS_REMOUNT;
+
+	/* a read-only /dev is filled first, then made read-only (dev_readonly()) */
+	if (is_dev(m))
+		flags &= ~MS_RDONLY;
 	int r;
 
 	if (m->bind) {
@@ -333,6 +362,29 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 		if (stat(m->source, &st) < 0)
 			return cryo_error_set(err, errno, "bind mount source `%s`", m->source);
 		as_file = !S_ISDIR(st.st_mode);
+	}
+	/*
+	 * proc and sysfs go on a directory, never through a symlink the image
+	 * put there (`/proc -> /somewhere`): what the container would then
+	 * take for /proc is not (runc refuses it too, in these words).
+	 */
+	if (!m->bind && type && (strcmp(type, "proc") == 0 || strcmp(type, "sysfs") == 0)) {
+		struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS };
+		const char *rel = m->destination + strspn(m->destination, "/");
+		long pfd = syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof(how));
+		struct stat st;
+
+		if (pfd < 0 && errno == ELOOP)
+			return cryo_error_setx(err, EINVAL, "%s on `%s`: must be mounted on ordinary directory, not a symlink",
+					       type, m->destination);
+		if (pfd >= 0) {
+			bool dir = fstat((int)pfd, &st) == 0 && S_ISDIR(st.st_mode);
+
+			close((int)pfd);
+			if (!dir)
+				return cryo_error_setx(err, EINVAL, "%s on `%s`: must be mounted on ordinary directory", type,
+						       m->destination);
+		}
 	}
 	r = open_create_in_root(rootfd, m->destination, as_file, &fd);
 	if (r < 0)
@@ -386,11 +438,15 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 }
 
 /*
- * Host device nodes are bind-mounted onto empty files in the container's
- * /dev: creating our own nodes is impossible in a user namespace, and
- * touching the host's inodes (chown/chmod) is what broke hosts before.
+ * The default device nodes (cryo_mount_devices). In a /dev that is a
+ * tmpfs of the container's own, outside a user namespace, they are new
+ * nodes there, root's, 0666, as runc and crun make them. Else (a user
+ * namespace can't mknod; a /dev the config binds from elsewhere is not
+ * ours to add nodes to) the host's nodes are bind-mounted onto empty
+ * files. Either way no host inode is ever created, chowned or chmodded:
+ * that is what broke hosts before.
  */
-static int bind_default_devices(int rootfd, struct cryo_error *err)
+static int default_devices(int rootfd, bool mknod_ok, struct cryo_error *err)
 {
 	size_t i;
 
@@ -403,6 +459,18 @@ static int bind_default_devices(int rootfd, struct cryo_error *err)
 
 		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
 			continue;
+		if (mknod_ok) {
+			_cleanup_close_ int dev = openat2_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY);
+
+			if (dev < 0)
+				return cryo_error_set(err, -dev, "open the container's /dev");
+			if (mknodat(dev, host + strlen("/dev/"), S_IFCHR | 0666, st.st_rdev) < 0 && errno != EEXIST)
+				return cryo_error_set(err, errno, "mknod `%s` in the container", dest);
+			/* the umask took bits off: the mode is exactly 0666 */
+			if (fchmodat(dev, host + strlen("/dev/"), 0666, 0) < 0)
+				return cryo_error_set(err, errno, "chmod `%s` in the container", dest);
+			continue;
+		}
 		r = open_create_in_root(rootfd, dest, true, &fd);
 		if (r < 0)
 			return cryo_error_set(err, -r, "create `%s` in the container", dest);
@@ -411,6 +479,15 @@ static int bind_default_devices(int rootfd, struct cryo_error *err)
 			return cryo_error_set(err, errno, "bind `%s` into the container", host);
 	}
 	return 0;
+}
+
+/* Is the container's /dev a tmpfs it mounts itself? */
+static bool own_dev_tmpfs(const struct cryo_spec *spec)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (is_dev(&spec->mounts[i]) && spec->mounts[i].type && strcmp(spec->mounts[i].type, "tmpfs") == 0)
+			return true;
+	return false;
 }
 
 static int make_devices(int rootfd, const struct cryo_spec *spec, bool userns, struct cryo_error *err)
@@ -541,11 +618,13 @@ int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool us
 		if (r < 0)
 			return cryo_error_prefix(err, "mounts[%zu]", i);
 	}
-	r = bind_default_devices(rootfd, err);
+	r = default_devices(rootfd, !userns && own_dev_tmpfs(spec), err);
 	if (r >= 0)
 		r = make_devices(rootfd, spec, userns, err);
 	if (r >= 0)
 		r = dev_symlinks(rootfd, err);
+	if (r >= 0)
+		r = dev_readonly(rootfd, spec, err);
 	if (r < 0)
 		return r;
 	*ret_rootfd = TAKE_FD(rootfd);

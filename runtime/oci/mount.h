@@ -15,9 +15,10 @@
 #include "spec.h"
 
 /*
- * The host device nodes every container gets, bind-mounted onto files of
- * its own /dev. The one list: checkpoint and restore hand the same paths
- * to CRIU as external mounts.
+ * The device nodes every container gets: new nodes in a /dev tmpfs of its
+ * own, else the host's bind-mounted onto files of its /dev (in a user
+ * namespace). The one list: checkpoint and restore hand the same paths to
+ * CRIU as external mounts (for where they are binds).
  */
 #define CRYO_MOUNT_N_DEVICES 6
 extern const char *const cryo_mount_devices[CRYO_MOUNT_N_DEVICES];
