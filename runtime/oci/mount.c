@@ -343,10 +343,12 @@ static int dev_readonly(int rootfd, const struct cryo_spec *spec, struct cryo_er
 	return 0;
 }
 
-static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bool cgroupns, struct cryo_error *err)
+static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bool cgroupns, int srcfd,
+		    struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
-	char target[32];
+	char target[32], src_path[32];
+	const char *src = m->source;
 	bool as_file = false;
 	const char *type = m->type;
 	unsigned long flags = m->flags & ~MS_REMOUNT;
@@ -359,7 +361,12 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 	if (m->bind) {
 		struct stat st;
 
-		if (stat(m->source, &st) < 0)
+		/* the runtime's fd of the source: a user namespace may not reach the path */
+		if (srcfd >= 0) {
+			fd_path(srcfd, src_path);
+			src = src_path;
+		}
+		if ((srcfd >= 0 ? fstat(srcfd, &st) : stat(m->source, &st)) < 0)
 			return cryo_error_set(err, errno, "bind mount source `%s`", m->source);
 		as_file = !S_ISDIR(st.st_mode);
 	}
@@ -392,7 +399,7 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 	fd_path(fd, target);
 
 	if (m->bind) {
-		if (mount(m->source, target, NULL, MS_BIND | (m->recursive_bind ? MS_REC : 0), NULL) < 0)
+		if (mount(src, target, NULL, MS_BIND | (m->recursive_bind ? MS_REC : 0), NULL) < 0)
 			return cryo_error_set(err, errno, "bind mount `%s` on `%s`", m->source, m->destination);
 		/* bind ignores other flags: apply them by remounting the new mount */
 		if (flags & ~(MS_REC)) {
@@ -585,8 +592,8 @@ static int dev_symlinks(int rootfd, struct cryo_error *err)
 	return 0;
 }
 
-int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, int *ret_rootfd,
-		       struct cryo_error *err)
+int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, const int *mount_fds,
+		       int *ret_rootfd, struct cryo_error *err)
 {
 	_cleanup_close_ int rootfd = -1;
 	size_t i;
@@ -614,7 +621,8 @@ int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool us
 		return cryo_error_set(err, errno, "open rootfs `%s`", rootfs);
 
 	for (i = 0; i < spec->n_mounts; i++) {
-		r = do_mount(rootfd, &spec->mounts[i], userns, spec->namespaces[CRYO_NS_CGROUP].enabled, err);
+		r = do_mount(rootfd, &spec->mounts[i], userns, spec->namespaces[CRYO_NS_CGROUP].enabled,
+			     mount_fds ? mount_fds[i] : -1, err);
 		if (r < 0)
 			return cryo_error_prefix(err, "mounts[%zu]", i);
 	}

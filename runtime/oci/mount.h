@@ -27,11 +27,12 @@ extern const char *const cryo_mount_devices[CRYO_MOUNT_N_DEVICES];
  * Run in the container's mount namespace: bind rootfs (absolute host path)
  * onto itself, the config's mounts, /dev. *ret_rootfd is an O_PATH fd of
  * the rootfs for cryo_mount_pivot(). userns: the process is in a user
- * namespace (no mknod; sysfs may need a bind). The createContainer hooks
- * run between the two.
+ * namespace (no mknod; sysfs may need a bind). mount_fds: NULL, or an fd
+ * per mount to bind from instead of its source (init.h). The
+ * createContainer hooks run between the two.
  */
-int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, int *ret_rootfd,
-		       struct cryo_error *err);
+int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, const int *mount_fds,
+		       int *ret_rootfd, struct cryo_error *err);
 
 /*
  * Before a restore: the mountpoints of the config's mounts in rootfs,
