@@ -82,7 +82,8 @@ rb_cgroups() {
 rb_watch() {
 	local out=$1 last=-1 n since=$SECONDS d
 	while sleep 5; do
-		n=$(wc -l <"$out" 2>/dev/null) || n=0
+		n=0
+		[ ! -e "$out" ] || n=$(wc -l <"$out")
 		if [ "$n" != "$last" ]; then
 			last=$n
 			since=$SECONDS
@@ -123,6 +124,8 @@ rb_run_file() {
 			bash -c '
 				set -e
 				if mountpoint -q /sys/fs/cgroup/unified; then umount /sys/fs/cgroup/unified; fi
+				# bats needs /dev/fd (process substitution); the VM harness has none
+				[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 				ov=$(mktemp -d /tmp/cryo-runc-bats-etc.XXXXXX)
 				mkdir "$ov/upper" "$ov/work"
 				mount -t overlay overlay -o "lowerdir=/etc,upperdir=$ov/upper,workdir=$ov/work" /etc
