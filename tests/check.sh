@@ -14,6 +14,8 @@ bash tests/setup.sh
 bash tests/setup-criu4.sh
 # containerd 2.x for the CRI tests (host/cri_*): they skip, saying why, when it can't be fetched
 bash tests/setup-cri.sh || echo "check.sh: tests/setup-cri.sh failed: the host/cri_* tests will skip"
+# runc's own integration suite, for host/runc_bats (a slice of it) and host/runtime_contract
+bash tests/setup-runc-bats.sh
 
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRYO_WERROR=ON >/dev/null

@@ -38,6 +38,7 @@ void cryo_mount_done(struct cryo_mount *m)
 	free(m->mountpoint);
 	free(m->fstype);
 	free(m->source);
+	free(m->options);
 	*m = (struct cryo_mount){ 0 };
 }
 
@@ -70,7 +71,8 @@ static int parse_line(char *line, struct cryo_mount *ret)
 	m.mountpoint = unescape(f[4]);
 	m.fstype = unescape(f[dash + 1]);
 	m.source = unescape(f[dash + 2]);
-	if (!m.root || !m.mountpoint || !m.fstype || !m.source) {
+	m.options = unescape(dash + 3 < n ? f[dash + 3] : "");
+	if (!m.root || !m.mountpoint || !m.fstype || !m.source || !m.options) {
 		cryo_mount_done(&m);
 		return -ENOMEM;
 	}
@@ -137,6 +139,32 @@ int cryo_mountinfo_find_fd(int fd, struct cryo_mount *ret, struct cryo_error *er
 	/* mountinfo shows a btrfs subvolume's anonymous dev only on recent kernels */
 	best.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
 	*ret = best;
+	return 0;
+}
+
+int cryo_mountinfo_foreach(int (*fn)(const struct cryo_mount *m, void *userdata), void *userdata,
+			   struct cryo_error *err)
+{
+	_cleanup_fclose_ FILE *f = NULL;
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return cryo_error_set(err, errno, "open /proc/self/mountinfo");
+	while (getline(&line, &cap, f) > 0) {
+		struct cryo_mount m;
+		int r = parse_line(line, &m);
+
+		if (r == -ENOMEM)
+			return cryo_error_set(err, ENOMEM, "parse /proc/self/mountinfo");
+		if (r < 0)
+			continue;
+		r = fn(&m, userdata);
+		cryo_mount_done(&m);
+		if (r < 0)
+			return r;
+	}
 	return 0;
 }
 

@@ -19,6 +19,7 @@ struct cryo_mount {
 	char *mountpoint;   /* absolute, unescaped */
 	char *fstype;       /* "ext4", "xfs", "overlay", ... */
 	char *source;       /* "/dev/loop3", "overlay", ... */
+	char *options;      /* the superblock's options ("rw,memory" for a v1 cgroup hierarchy) */
 };
 
 /*
@@ -29,6 +30,14 @@ int cryo_mountinfo_find_fd(int fd, struct cryo_mount *ret, struct cryo_error *er
 
 /* Same, for a path (followed if it is a symlink). */
 int cryo_mountinfo_find(const char *path, struct cryo_mount *ret, struct cryo_error *err);
+
+/*
+ * Call fn for each mount of /proc/self/mountinfo, in its order (m is
+ * freed after the call). A negative return of fn stops the walk and is
+ * returned; else 0.
+ */
+int cryo_mountinfo_foreach(int (*fn)(const struct cryo_mount *m, void *userdata), void *userdata,
+			   struct cryo_error *err);
 
 /* Free the strings of m; accepts a zeroed struct. */
 void cryo_mount_done(struct cryo_mount *m);

@@ -156,6 +156,8 @@ int cryo_state_load(const char *root, const char *id, struct cryo_state **ret, s
 		st->pid_start_time = (uint64_t)json_object_get_int64(v);
 	if (json_object_object_get_ex(o, "created", &v))
 		st->created = json_object_get_int64(v);
+	if (json_object_object_get_ex(o, "cgroupJoined", &v))
+		st->cgroup_joined = json_object_get_boolean(v);
 	if (json_object_object_get_ex(o, "annotations", &v) && json_object_is_type(v, json_type_object))
 		st->annotations = json_object_get(v);
 	if (!json_object_object_get_ex(o, "status", &v) ||
@@ -209,6 +211,8 @@ int cryo_state_save_ext(const char *root, const struct cryo_state *st, bool dura
 	add_string(o, "rootfs", st->rootfs);
 	add_string(o, "cgroupPath", st->cgroup_path);
 	add_string(o, "cgroupMade", st->cgroup_made);
+	if (st->cgroup_joined)
+		json_object_object_add(o, "cgroupJoined", json_object_new_boolean(true));
 	add_string(o, "cgroupV2", st->cgroup_v2);
 	add_string(o, "cgroupV1Freezer", st->cgroup_v1_freezer);
 	add_string(o, "freezerBackend", st->freezer_backend);

@@ -40,6 +40,7 @@ struct cryo_state {
 	enum cryo_status status;  /* as last recorded; see cryo_state_refresh() */
 	char *cgroup_path;        /* relative cgroup path in every hierarchy ("cryo/web") */
 	char *cgroup_made;        /* the top of what create made of cgroup_path ("cryo"), NULL: unknown */
+	bool cgroup_joined;       /* cgroup_path existed at create: delete never kills the rest of it */
 	char *cgroup_v2;          /* absolute path in the cgroup2 hierarchy, or NULL */
 	char *cgroup_v1_freezer;  /* absolute path in the v1 freezer hierarchy, or NULL */
 	char *freezer_backend;    /* "v1", "v2" or "kmod" */

@@ -58,8 +58,16 @@ int cli_parse_create(const char *cmd, int argc, char **argv, struct cryo_cli *cl
 		case 'K':
 			break;  /* accepted for runc compatibility */
 		case 'h':
-			printf("Usage: cryo %s [--bundle DIR] [--pid-file FILE] [--console-socket SOCK]%s ID\n", cmd,
-			       detach ? " [-d]" : "");
+			printf("Usage: cryo %s [OPTIONS] ID\n"
+			       "\n"
+			       "  -b, --bundle DIR          the OCI bundle (default: the current directory)\n"
+			       "      --pid-file FILE       write the init's pid to FILE\n"
+			       "      --console-socket SOCK send the pty master to this unix socket (process.terminal)\n",
+			       cmd);
+			if (detach)
+				printf("  -d, --detach              return once the container runs\n"
+				       "      --keep                keep the stopped container (and its cgroup) for delete\n");
+			printf("      --no-pivot, --no-new-keyring  accepted for runc compatibility\n");
 			return -1;
 		default:
 			return cli_usage_error(cmd, "bad option");

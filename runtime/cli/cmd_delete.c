@@ -24,7 +24,7 @@ int cmd_delete(struct cryo_cli *cli, int argc, char **argv)
 			force = true;
 			break;
 		case 'h':
-			printf("Usage: cryo delete [--force] ID\n\nRemove a stopped or created container; --force kills a running one.\n");
+			printf("Usage: cryo delete [-f|--force] ID\n\nRemove a stopped or created container; -f/--force kills a running or paused\none first, and a missing one is no error then.\n");
 			return 0;
 		default:
 			return cli_usage_error("delete", "bad option");

@@ -12,6 +12,12 @@
 extern char **environ;
 
 #define MAX_REPEAT 1024 /* -e, --cap, -g each */
+/*
+ * exec's own failures (no such container, a command that can't be run,
+ * a pid file that can't be written): 255, as runc, apart from any exit
+ * status of the process, which is the command's result otherwise.
+ */
+#define EXEC_FAILED 255
 
 static const char usage_text[] =
 	"Usage: cryo exec [OPTIONS] ID [COMMAND [ARG...]]\n"
@@ -33,8 +39,10 @@ static const char usage_text[] =
 	"      --apparmor PROFILE    accepted (no AppArmor support)\n"
 	"      --process-label LABEL accepted (no SELinux support)\n"
 	"      --preserve-fds N      pass fds 3 .. 3+N-1 on to the process\n"
+	"      --ignore-paused       in a paused container: start once it is resumed\n"
 	"\n"
-	"Without --detach, returns the process's exit code (128+n when killed by signal n).\n";
+	"Without --detach, returns the process's exit code (128+n when killed by signal n);\n"
+	"255 when exec itself fails (no such container, a command that can't be run).\n";
 
 static int push(char ***v, size_t *n, char *s)
 {
@@ -78,6 +86,7 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 		{ "apparmor", required_argument, NULL, 'A' },
 		{ "process-label", required_argument, NULL, 'L' },
 		{ "preserve-fds", required_argument, NULL, 'F' },
+		{ "ignore-paused", no_argument, NULL, 'I' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -155,6 +164,9 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 						       CRYO_EXEC_MAX_PRESERVE_FDS);
 			o.preserve_fds = (unsigned int)u;
 			break;
+		case 'I':
+			o.ignore_paused = true;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
@@ -178,8 +190,14 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 	o.caps = caps;
 	o.additional_gids = gids;
 
-	if (cryo_sealexe_ensure(environ, &err) < 0)
-		return cli_fail(&err);
+	if (cryo_sealexe_ensure(environ, &err) < 0) {
+		cli_fail(&err);
+		return EXEC_FAILED;
+	}
 	rc = cryo_exec(&o, &status, &err);
+	if (rc < 0 && !status) {
+		cli_fail(&err);
+		return EXEC_FAILED;
+	}
 	return cli_exit_status(rc, status, &err);
 }

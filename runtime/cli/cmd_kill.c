@@ -23,7 +23,7 @@ int cmd_kill(struct cryo_cli *cli, int argc, char **argv)
 			all = true;
 			break;
 		case 'h':
-			printf("Usage: cryo kill [--all] ID [SIGNAL]\n\nSend SIGNAL (name or number, default TERM) to the container's init,\nor with --all to every process in its cgroup.\n");
+			printf("Usage: cryo kill [-a|--all] ID [SIGNAL]\n\nSend SIGNAL (name or number, default TERM) to the container's init,\nor with -a/--all to every process in its cgroup.\n");
 			return 0;
 		default:
 			return cli_usage_error("kill", "bad option");

@@ -32,7 +32,7 @@ int cmd_list(struct cryo_cli *cli, int argc, char **argv)
 			quiet = true;
 			break;
 		case 'h':
-			printf("Usage: cryo list [--format table|json] [-q]\n");
+			printf("Usage: cryo list [--format table|json] [-q|--quiet]\n");
 			return 0;
 		default:
 			return cli_usage_error("list", "bad option");
@@ -45,7 +45,7 @@ int cmd_list(struct cryo_cli *cli, int argc, char **argv)
 	if (json)
 		arr = json_object_new_array();
 	else if (!quiet)
-		printf("%-20s %-8s %-10s %-8s %-20s %s\n", "ID", "PID", "STATUS", "FREEZER", "CREATED", "BUNDLE");
+		printf("%-20s %-8s %-10s %-40s %-20s %s\n", "ID", "PID", "STATUS", "BUNDLE", "CREATED", "FREEZER");
 	for (p = ids; *p; p++) {
 		struct json_object *o = NULL, *v;
 		struct cryo_error e = CRYO_ERROR_INIT;
@@ -63,15 +63,16 @@ int cmd_list(struct cryo_cli *cli, int argc, char **argv)
 			json_object_array_add(arr, o);
 			continue;
 		}
-		printf("%-20s %-8d %-10s %-8s %-20s %s\n", *p, json_object_get_int(json_object_object_get(o, "pid")),
+		printf("%-20s %-8d %-10s %-40s %-20s %s\n", *p, json_object_get_int(json_object_object_get(o, "pid")),
 		       json_object_get_string(json_object_object_get(o, "status")),
-		       json_object_object_get_ex(o, "org.cryo.freezer", &v) ? json_object_get_string(v) : "-",
+		       json_object_get_string(json_object_object_get(o, "bundle")),
 		       json_object_get_string(json_object_object_get(o, "created")),
-		       json_object_get_string(json_object_object_get(o, "bundle")));
+		       json_object_object_get_ex(o, "org.cryo.freezer", &v) ? json_object_get_string(v) : "-");
 		json_object_put(o);
 	}
 	if (json) {
-		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
+		/* one line, as runc prints it */
+		printf("%s\n", json_object_to_json_string_ext(arr, JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(arr);
 	}
 	cryo_strv_free(ids);

@@ -226,7 +226,11 @@ int main(int argc, char **argv)
 			return r;
 		}
 	}
-	cli_usage_error("", "unknown command `%s`", argv[optind]);
+	/* `cryo foo --help`: runc's words for it (its CLI library's) */
+	if (optind + 1 < argc && (strcmp(argv[optind + 1], "-h") == 0 || strcmp(argv[optind + 1], "--help") == 0))
+		cli_usage_error("", "No help topic for '%s': unknown command `%s`", argv[optind], argv[optind]);
+	else
+		cli_usage_error("", "unknown command `%s`", argv[optind]);
 	cryo_log_close();
 	return 2;
 }

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "checkpoint.h"
+#include "container.h"
 #include "extmounts.h"
 #include "extns.h"
 #include "freezer.h"
@@ -391,6 +392,9 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	int r;
 
 	co.freeze_cgroup = cryo_freezer_path(c->fz);
+	co.no_cgroup2 = !c->st->cgroup_v2;
+	co.config_file = cryo_spec_annotation(c->spec, "org.criu.config");
+	co.external_netns = c->spec->namespaces[CRYO_NS_NET].enabled ? c->spec->namespaces[CRYO_NS_NET].path : NULL;
 	co.ret_network_lock_skipped = &c->net_lock_skipped;
 	co.post_dump = pre_dump ? NULL : o->post_dump;
 	co.post_dump_userdata = o->post_dump_data;
@@ -703,8 +707,8 @@ static int step_finish(void *ctx, struct cryo_error *err)
 	if (r < 0 && r != -ETIME)
 		return r;
 	cryo_error_clear(err);
-	c->st->status = CRYO_STATUS_STOPPED;
-	return cryo_state_save(c->o->root, c->st, err);
+	/* the image is the container now: gone, as with runc, until restore makes it again */
+	return cryo_container_destroy(c->o->root, c->st, err);
 }
 
 /*
@@ -777,12 +781,33 @@ static void ctx_done(struct ctx *c)
 	cryo_imghash_free(c->hash);
 }
 
+/* --parent-path names a (pre-)dump beside the image, relative to it (runc's rule and words). */
+static int check_parent_path(const struct cryo_checkpoint_opts *o, struct cryo_error *err)
+{
+	_cleanup_free_ char *p = NULL;
+	struct stat sb;
+
+	if (o->parent_path[0] == '/')
+		return cryo_error_setx(err, EINVAL, "--parent-path must be relative to the image path, not `%s`",
+				       o->parent_path);
+	if (asprintf(&p, "%s/%s", o->image_path ? o->image_path : "checkpoint", o->parent_path) < 0)
+		return cryo_error_set(err, ENOMEM, "--parent-path");
+	if (stat(p, &sb) < 0)
+		return cryo_error_set(err, errno, "invalid --parent-path `%s` (`%s`)", o->parent_path, p);
+	if (!S_ISDIR(sb.st_mode))
+		return cryo_error_setx(err, ENOTDIR, "invalid --parent-path `%s`: `%s` is not a directory", o->parent_path,
+				       p);
+	return 0;
+}
+
 int cryo_checkpoint(const struct cryo_checkpoint_opts *o, struct cryo_error *err)
 {
 	struct ctx c = { .o = o, .lock_fd = -1 };
 	int r;
 
 	r = cryo_validate_id(o->id, err);
+	if (r >= 0 && o->parent_path)
+		r = check_parent_path(o, err);
 	/* a key that can't sign fails now, not after the container was frozen and dumped */
 	if (r >= 0 && o->sign_key)
 		r = cryo_sign_key_check(o->sign_key, true, NULL, err);

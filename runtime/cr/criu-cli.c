@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "criu-cli.h"
 #include "log.h"
 #include "util.h"
@@ -253,6 +254,13 @@ int cryo_criu_cli_lazy_dump(const struct cryo_criu_opts *o, unsigned port, struc
 		add(&a, "--leave-running");
 	if (o->freeze_cgroup)
 		add(&a, "--freeze-cgroup=%s", o->freeze_cgroup);
+	if (o->no_cgroup2) {
+		size_t i, n;
+		const char *const *v1 = cryo_cgroup_v1_controllers(&n);
+
+		for (i = 0; i < n; i++)
+			add(&a, "--cgroup-dump-controller=%s", v1[i]);
+	}
 	add(&a, "--lazy-pages");
 	add(&a, "--address=127.0.0.1");
 	add(&a, "--port=%u", port);
@@ -383,8 +391,15 @@ int cryo_criu_cli_lazy_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, s
 		add(&a, "--tcp-close");
 	if (o->root)
 		add(&a, "--root=%s", o->root);
-	if (o->cgroup_root)
+	if (o->cgroup_root && o->no_cgroup2) {
+		size_t i, n;
+		const char *const *v1 = cryo_cgroup_v1_controllers(&n);
+
+		for (i = 0; i < n; i++)
+			add(&a, "--cgroup-root=%s:%s", v1[i], o->cgroup_root);
+	} else if (o->cgroup_root) {
 		add(&a, "--cgroup-root=%s", o->cgroup_root);
+	}
 	add(&a, "--lazy-pages");
 	if (o->leave_stopped)
 		add(&a, "--leave-stopped");

@@ -78,6 +78,26 @@ struct cryo_criu_opts {
 	const char *root;          /* restore: the rootfs to restore into (containers); NULL = / */
 	const char *freeze_cgroup; /* dump: a cgroup cryo froze already; CRIU seizes its tasks without ptrace-freezing */
 	const char *cgroup_root;   /* restore: the container's cgroup (path in every hierarchy) that takes the place of the dumped one */
+	/*
+	 * The tasks are in no cgroup2 cgroup of the container's (cryo sees no
+	 * cgroup2 mount): dump only the v1 controllers cryo manages, and
+	 * restore into v1 only. Else CRIU, which finds cgroup2 itself, dumps
+	 * the whole tree below the tasks' cgroup2 root, the host's own
+	 * cgroups included, and a restore makes them again under cgroup_root.
+	 */
+	bool no_cgroup2;
+	/*
+	 * The bundle's org.criu.config annotation: a CRIU configuration file
+	 * for this container (CRIU's RPC config_file, over its default ones).
+	 */
+	const char *config_file;
+	/*
+	 * A network namespace the container joined by path (linux.namespaces):
+	 * not the container's to dump; it is external to CRIU (dump: by its
+	 * inode; restore: the namespace at that path is handed to CRIU), so
+	 * the restored container is in that same namespace again.
+	 */
+	const char *external_netns;
 	struct cryo_criu_flags flags;
 	bool leave_running;
 	bool tcp_close;            /* restore: drop established connections */

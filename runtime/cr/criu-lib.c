@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include <criu/criu.h>
+#include <criu/version.h>
 
 #include "cgroup.h"
 #include "criu-lib.h"
@@ -72,6 +73,8 @@ static int criu_failed(const struct cryo_criu_opts *o, const char *what, const c
  */
 #define CRIU_NETWORK_LOCK_SKIP_SINCE 31900
 #define SKIP_LOCK_CONF "cryo-criu.conf"
+/* CRIU's name for a network namespace the container joined (runc's name for it too) */
+#define EXTERNAL_NETNS_KEY "extRootNetNS"
 
 static bool skip_network_lock(const struct cryo_criu_opts *o, const struct cryo_criu_version *v, bool dump)
 {
@@ -100,6 +103,44 @@ static char *skip_lock_conf(const struct cryo_criu_opts *o)
 		return NULL;
 	}
 	return path;
+}
+
+/*
+ * The org.criu.config file goes in CRIU's RPC field config_file: CRIU
+ * reads it after the RPC options, so that it overrides them (runc's
+ * semantics: the file's log-file wins over ours). libcriu has a setter
+ * for it only since 3.18; bookworm's 3.17 has the field but no setter.
+ * Its criu_opts starts with the CriuOpts message it sends (lib/c/criu.c,
+ * unchanged since 3.x): the field is set there, once the log file set
+ * through the API is found where it must be, else refused (-ENOTSUP).
+ * Set right before the RPC call, taken back out right after (the string
+ * is the caller's, libcriu must not free it).
+ */
+static int set_config_file(criu_opts *co, const char *path, const char *log_name)
+{
+#if CRIU_VERSION_MAJOR > 3 || CRIU_VERSION_MINOR >= 18
+	(void)log_name;
+	return criu_local_set_config_file(co, path);
+#else
+	CriuOpts *rpc = *(CriuOpts **)co;
+
+	if (!rpc || !rpc->log_file || strcmp(rpc->log_file, log_name) != 0 || rpc->config_file)
+		return -ENOTSUP;
+	rpc->config_file = (char *)path;
+	return 0;
+#endif
+}
+
+static void unset_config_file(criu_opts *co)
+{
+#if !(CRIU_VERSION_MAJOR > 3 || CRIU_VERSION_MINOR >= 18)
+	CriuOpts *rpc = co ? *(CriuOpts **)co : NULL;
+
+	if (rpc)
+		rpc->config_file = NULL;
+#else
+	(void)co;
+#endif
 }
 
 /* Options common to dump and restore. */
@@ -148,6 +189,7 @@ static int set_common(criu_opts *co, const struct cryo_criu_opts *o, bool skip_l
 	}
 	if (o->flags.cg_mode != CRYO_CRIU_CG_DEFAULT)
 		criu_local_set_manage_cgroups_mode(co, to_criu_cg_mode(o->flags.cg_mode));
+
 	if (o->timeout_s)
 		criu_local_set_timeout(co, o->timeout_s);
 	for (m = o->ext_mounts; m && m[0] && m[1]; m += 2) {
@@ -415,16 +457,42 @@ int cryo_criu_lib_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 		if (r < 0)
 			return cryo_error_set(err, -r, "criu %s: freeze cgroup", what);
 	}
+	if (o->no_cgroup2) {
+		size_t i, n;
+		const char *const *v1 = cryo_cgroup_v1_controllers(&n);
+
+		for (i = 0, r = 0; r >= 0 && i < n; i++)
+			r = criu_local_add_cg_dump_controller(co, v1[i]);
+		if (r < 0)
+			return cryo_error_set(err, -r, "criu %s: cgroup controllers", what);
+	}
+	if (o->external_netns) {
+		struct stat sb;
+		char key[64];
+
+		if (stat(o->external_netns, &sb) < 0)
+			return cryo_error_set(err, errno, "criu %s: network namespace `%s`", what, o->external_netns);
+		snprintf(key, sizeof(key), "net[%llu]:" EXTERNAL_NETNS_KEY, (unsigned long long)sb.st_ino);
+		r = criu_local_add_external(co, key);
+		if (r < 0)
+			return cryo_error_set(err, -r, "criu %s: external network namespace", what);
+	}
 	if (cryo_fault("criu-dump"))
 		return cryo_error_setx(err, EIO, "criu %s: injected fault (CRYO_FAULT=criu-dump)", what);
 
 	if (o->post_dump)
 		criu_local_set_notify_cb(co, notify_cb);
-	r = swrk_start(co, skip_conf, &swrk, err);
+	r = o->config_file ? set_config_file(co, o->config_file, name) : 0;
 	if (r < 0)
+		return cryo_error_set(err, -r, "criu %s: config file `%s` (org.criu.config)", what, o->config_file);
+	r = swrk_start(co, skip_conf, &swrk, err);
+	if (r < 0) {
+		unset_config_file(co);
 		return cryo_error_prefix(err, "criu %s", what);
+	}
 	notify_opts = o;
 	r = o->pre_dump ? criu_local_pre_dump(co) : criu_local_dump(co);
+	unset_config_file(co);
 	notify_opts = NULL;
 	swrk_reap(swrk);
 	if (r < 0)
@@ -434,12 +502,10 @@ int cryo_criu_lib_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 	return 0;
 }
 
-
-
 int cryo_criu_lib_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct cryo_error *err)
 {
 	_cleanup_(cryo_criu_opts_freep) criu_opts *co = NULL;
-	_cleanup_close_ int img = -1, work = -1;
+	_cleanup_close_ int img = -1, work = -1, netns = -1;
 	const char *name = o->log_name ? o->log_name : "restore.log";
 	_cleanup_free_ char *skip_conf = NULL;
 	int r;
@@ -463,7 +529,7 @@ int cryo_criu_lib_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct
 		size_t i, n;
 		const char *const *v1 = cryo_cgroup_v1_controllers(&n);
 
-		r = criu_local_add_cg_root(co, "", o->cgroup_root);
+		r = o->no_cgroup2 ? 0 : criu_local_add_cg_root(co, "", o->cgroup_root);
 		for (i = 0; r >= 0 && i < n; i++)
 			r = criu_local_add_cg_root(co, v1[i], o->cgroup_root);
 		if (r < 0)
@@ -476,6 +542,15 @@ int cryo_criu_lib_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct
 	 */
 	criu_local_set_orphan_pts_master(co, true);
 	criu_local_set_notify_cb(co, notify_cb);
+	if (o->external_netns) {
+		/* without O_CLOEXEC: `criu swrk`, forked and exec'd by libcriu, takes it by number */
+		netns = open(o->external_netns, O_RDONLY);
+		if (netns < 0)
+			return cryo_error_set(err, errno, "criu restore: network namespace `%s`", o->external_netns);
+		r = criu_local_add_inherit_fd(co, netns, EXTERNAL_NETNS_KEY);
+		if (r < 0)
+			return cryo_error_set(err, -r, "criu restore: external network namespace");
+	}
 	if (cryo_fault("criu-restore"))
 		return cryo_error_setx(err, EIO, "criu restore: injected fault (CRYO_FAULT=criu-restore)");
 
@@ -484,7 +559,11 @@ int cryo_criu_lib_restore(const struct cryo_criu_opts *o, pid_t *ret_pid, struct
 	restored_root = 0;
 	left_stopped = false;
 	notify_opts = o;
+	r = o->config_file ? set_config_file(co, o->config_file, name) : 0;
+	if (r < 0)
+		return cryo_error_set(err, -r, "criu restore: config file `%s` (org.criu.config)", o->config_file);
 	r = criu_local_restore_child(co);
+	unset_config_file(co);
 	notify_opts = NULL;
 	/* CRIU resumed the tree without the notification that stops it: it runs */
 	if (r > 0 && o->leave_stopped && !left_stopped) {

@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "extmounts.h"
 #include "spec.h"
@@ -40,17 +43,86 @@ static int pairs_new(struct pairs *p, size_t n_pairs)
 	return p->v ? 0 : -ENOMEM;
 }
 
+/*
+ * path as the container sees it once its symlinks are followed inside
+ * root (an fd of the container's root): where a bind mount whose
+ * destination was a symlink (/conf -> /real/conf) really is, which is
+ * the mountpoint CRIU finds. Component by component, each lookup of a
+ * prefix that has no symlink left; `..` stops at the root; a missing
+ * component ends the walk (the rest is taken as it is). At most 40 links.
+ */
+static char *resolve_in_root(int root, const char *path)
+{
+	_cleanup_free_ char *todo = strdup(path);
+	char out[PATH_MAX] = "", target[PATH_MAX];
+	int links = 0;
+
+	while (todo) {
+		char *comp = todo + strspn(todo, "/"), *next = NULL;
+		size_t len = strlen(out), clen = strcspn(comp, "/");
+		const char *rest = comp[clen] ? comp + clen + 1 : "";
+		struct stat sb;
+		ssize_t n;
+
+		if (!clen)
+			break;
+		if (clen == 1 && comp[0] == '.') {
+			/* nothing */
+		} else if (clen == 2 && comp[0] == '.' && comp[1] == '.') {
+			if (len)
+				*strrchr(out, '/') = '\0';
+		} else if (len + 1 + clen >= sizeof(out)) {
+			return NULL;
+		} else {
+			snprintf(out + len, sizeof(out) - len, "/%.*s", (int)clen, comp);
+			/* out + 1, relative to root: no symlink in it but maybe its last component */
+			if (fstatat(root, out + 1, &sb, AT_SYMLINK_NOFOLLOW) < 0) {
+				/* not there (yet): the rest as it is */
+				if (*rest && asprintf(&next, "%s/%s", out, rest) < 0)
+					return NULL;
+				return next ? next : strdup(out);
+			}
+			if (S_ISLNK(sb.st_mode)) {
+				n = readlinkat(root, out + 1, target, sizeof(target) - 1);
+				if (n < 0 || ++links > 40)
+					return NULL;
+				target[n] = '\0';
+				/* relative to the link's directory, or (absolute) to the root */
+				out[target[0] == '/' ? 0 : len] = '\0';
+				if (asprintf(&next, "%s/%s", target, rest) < 0)
+					return NULL;
+				free(todo);
+				todo = next;
+				continue;
+			}
+		}
+		memmove(todo, rest, strlen(rest) + 1);
+	}
+	return strdup(*out ? out : "/");
+}
+
 int cryo_extmounts_dump(const struct cryo_spec *spec, pid_t pid, char ***ret, struct cryo_error *err)
 {
+	_cleanup_close_ int root = -1;
+	char proc_root[64];
 	struct pairs p;
 	size_t i;
 	int r = 0;
 
 	if (pairs_new(&p, spec->n_mounts + spec->n_masked_paths + ARRAY_SIZE(cryo_mount_devices)) < 0)
 		return cryo_error_set(err, ENOMEM, "external mounts");
-	for (i = 0; r == 0 && i < spec->n_mounts; i++)
-		if (spec->mounts[i].bind)
-			r = add(&p, spec->mounts[i].destination, strdup(spec->mounts[i].destination));
+	snprintf(proc_root, sizeof(proc_root), "/proc/%d/root", (int)pid);
+	root = open(proc_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	/* a bind mount is dumped where it is (its destination's symlinks followed), under its name in the config */
+	for (i = 0; r == 0 && i < spec->n_mounts; i++) {
+		const char *dest = spec->mounts[i].destination;
+		_cleanup_free_ char *at = NULL;
+
+		if (!spec->mounts[i].bind)
+			continue;
+		at = root >= 0 ? resolve_in_root(root, dest) : NULL;
+		r = add(&p, at ? at : dest, strdup(dest));
+	}
 	for (i = 0; r == 0 && i < ARRAY_SIZE(cryo_mount_devices); i++)
 		r = add(&p, cryo_mount_devices[i], strdup(cryo_mount_devices[i]));
 	/* which masked paths are files (a missing path is not mounted) is seen through the container's root */

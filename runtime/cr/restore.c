@@ -24,6 +24,7 @@
 #include "image.h"
 #include "log.h"
 #include "manifest.h"
+#include "mount.h"
 #include "network.h"
 #include "proc.h"
 #include "restore.h"
@@ -408,11 +409,9 @@ static int step_check_bundle(void *ctx, struct cryo_error *err)
 		if (r < 0)
 			return r;
 	}
-	c->freezer_backend = cryo_spec_annotation(c->spec, "org.cryo.freezer");
-	if (!c->freezer_backend)
-		c->freezer_backend = "v2";
-	if (strcmp(c->freezer_backend, "v1") != 0 && strcmp(c->freezer_backend, "v2") != 0)
-		return cryo_error_setx(err, EINVAL, "config.json: annotations.org.cryo.freezer: must be `v1` or `v2`");
+	r = cryo_cgroup_freezer_backend(c->spec, &c->freezer_backend, err);
+	if (r < 0)
+		return r;
 	if (c->spec->root_path[0] == '/')
 		c->rootfs = strdup(c->spec->root_path);
 	else if (asprintf(&c->rootfs, "%s/%s", c->bundle, c->spec->root_path) < 0)
@@ -540,18 +539,27 @@ static void undo_stage_rootfs(void *ctx)
 	cryo_snapshot_undo(c->snap);
 }
 
+/* The mountpoints of the config's mounts, in the rootfs and in the sources of binds that hold others. */
+static int step_mountpoints(void *ctx, struct cryo_error *err)
+{
+	struct ctx *c = ctx;
+
+	return cryo_mount_restore_points(c->spec, c->rootfs, c->bundle, err);
+}
+
 static int step_cgroup(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
 	int r;
 
-	r = cryo_cgroup_create(c->cgrel, &c->spec->resources, &c->cg, err);
-	if (r == -EEXIST) {
-		cryo_error_clear(err);
+	if (cryo_cgroup_exists(c->cgrel)) {
 		r = cryo_cgroup_get_paths(c->cgrel, &c->cg, err);
 		if (r >= 0)
 			r = reuse_cgroup(c->cgrel, &c->cg, err);
-	} else if (r >= 0) {
+		return r;
+	}
+	r = cryo_cgroup_create(c->cgrel, &c->spec->resources, &c->cg, err);
+	if (r >= 0) {
 		c->cgroup_created = true;
 		r = journal_progress(c, r, err);
 	}
@@ -635,6 +643,9 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	if (asprintf(&cgroot, "/%s", c->cgrel + strspn(c->cgrel, "/")) < 0)
 		return cryo_error_set(err, ENOMEM, "restore");
 	co.cgroup_root = cgroot;
+	co.no_cgroup2 = !c->cg.v2;
+	co.config_file = cryo_spec_annotation(c->spec, "org.criu.config");
+	co.external_netns = c->spec->namespaces[CRYO_NS_NET].enabled ? c->spec->namespaces[CRYO_NS_NET].path : NULL;
 	co.tcp_close = o->tcp_close;
 	co.flags = o->criu;
 	co.ext_mounts = (const char *const *)c->ext;
@@ -988,6 +999,7 @@ static const struct cryo_step restore_steps[] = {
 	{ "check-bundle", step_check_bundle, NULL },
 	{ "claim-id", step_claim_id, undo_claim_id },
 	{ "stage-rootfs", step_stage_rootfs, undo_stage_rootfs },
+	{ "mountpoints", step_mountpoints, NULL },
 	{ "cgroup", step_cgroup, undo_cgroup },
 	{ "hold-tasks", step_hold_tasks, undo_hold_tasks },
 	{ "criu-restore", step_criu_restore, undo_criu_restore },

@@ -12,20 +12,24 @@
  * hierarchy. Two things libcgroup has no call for are done on the files
  * directly: cgroup.kill (v2) and the freezer thaw before removal.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
 
 #include <libcgroup.h>
 
+#include "cglimits.h"
 #include "cgroup.h"
 #include "log.h"
+#include "mountinfo.h"
 #include "util.h"
 
 /*
@@ -34,12 +38,30 @@
  * them back from the container's own cgroup), freezer for checkpoints.
  * Indexed by enum v1_ctrl.
  */
-enum v1_ctrl { V1_MEMORY, V1_CPU, V1_PIDS, V1_FREEZER, V1_CPUSET, V1_BLKIO, V1_DEVICES, V1_NET_CLS, V1_NET_PRIO, V1_HUGETLB };
+enum v1_ctrl {
+	V1_MEMORY, V1_CPU, V1_PIDS, V1_FREEZER, V1_CPUSET, V1_BLKIO, V1_DEVICES, V1_NET_CLS, V1_NET_PRIO, V1_HUGETLB,
+	V1_CPUACCT, V1_PERF_EVENT, V1_RDMA, V1_MISC,
+};
 static const char *const v1_controllers[] = {
 	[V1_MEMORY] = "memory", [V1_CPU] = "cpu",         [V1_PIDS] = "pids",       [V1_FREEZER] = "freezer",
 	[V1_CPUSET] = "cpuset", [V1_BLKIO] = "blkio",     [V1_DEVICES] = "devices", [V1_NET_CLS] = "net_cls",
-	[V1_NET_PRIO] = "net_prio", [V1_HUGETLB] = "hugetlb",
+	[V1_NET_PRIO] = "net_prio", [V1_HUGETLB] = "hugetlb", [V1_CPUACCT] = "cpuacct", [V1_PERF_EVENT] = "perf_event",
+	[V1_RDMA] = "rdma", [V1_MISC] = "misc",
 };
+
+/*
+ * Named v1 hierarchies without a controller (systemd's name=systemd):
+ * libcgroup does not know them, yet a container's tasks join them too,
+ * as with runc, so that none of it stays in the runtime's cgroup there
+ * and the container's own view of the hierarchy is its cgroup. Found in
+ * mountinfo; made, joined and removed on the files.
+ */
+static char named[4][PATH_MAX];
+static char named_name[4][64];  /* "name=systemd", as CRIU names the hierarchy */
+static size_t n_named;
+/* every v1 hierarchy the container joins: v1_mounted, then the named ones (for CRIU) */
+static const char *v1_all[ARRAY_SIZE(v1_controllers) + ARRAY_SIZE(named)];
+static size_t n_v1_all;
 
 static bool lib_ready;
 static const char *v1_mounted[ARRAY_SIZE(v1_controllers)]; /* those this host mounts, in order */
@@ -53,6 +75,38 @@ static int cg_err(struct cryo_error *err, int code, const char *what, const char
 		return cryo_error_set(err, cgroup_get_last_errno(), "%s cgroup `%s`", what, rel);
 	return cryo_error_setx(err, code == ECGROUPNOTEXIST ? ENOENT : EIO, "%s cgroup `%s`: libcgroup: %s", what, rel,
 			       cgroup_strerror(code));
+}
+
+/* A v1 hierarchy whose options name it and carry no controller. */
+static int collect_named(const struct cryo_mount *m, void *userdata)
+{
+	static const char *const generic[] = { "rw", "ro", "xattr", "noprefix", "clone_children", "none" };
+	_cleanup_free_ char *o = NULL;
+	char *tok, *save = NULL, name[64] = "";
+
+	if (strcmp(m->fstype, "cgroup") != 0 || strcmp(m->root, "/") != 0 || n_named >= ARRAY_SIZE(named) ||
+	    strlen(m->mountpoint) >= sizeof(named[0]) || !(o = strdup(m->options)))
+		return 0;
+	for (tok = strtok_r(o, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+
+		if (strncmp(tok, "name=", 5) == 0 && strlen(tok) < sizeof(name)) {
+			strcpy(name, tok);
+			continue;
+		}
+		for (i = 0; i < ARRAY_SIZE(generic) && strcmp(tok, generic[i]) != 0; i++)
+			;
+		if (i == ARRAY_SIZE(generic) && strncmp(tok, "release_agent=", 14) != 0)
+			return 0;  /* a controller: libcgroup's */
+	}
+	for (size_t i = 0; *name && i < n_named; i++)
+		if (strcmp(named[i], m->mountpoint) == 0)
+			return 0;
+	if (*name) {
+		strcpy(named_name[n_named], name);
+		strcpy(named[n_named++], m->mountpoint);
+	}
+	return 0;
 }
 
 static int lib_init(struct cryo_error *err)
@@ -88,6 +142,11 @@ static int lib_init(struct cryo_error *err)
 			v1_mounted[n_v1_mounted++] = v1_controllers[i];
 		free(p);
 	}
+	(void)cryo_mountinfo_foreach(collect_named, NULL, NULL);
+	for (size_t i = 0; i < n_v1_mounted; i++)
+		v1_all[n_v1_all++] = v1_mounted[i];
+	for (size_t i = 0; i < n_named; i++)
+		v1_all[n_v1_all++] = named_name[i];
 	if (!v2_name[0]) {
 		struct statfs sfs;
 
@@ -106,10 +165,25 @@ const char *const *cryo_cgroup_v1_controllers(size_t *ret_n)
 	/* without libcgroup nothing is mounted that we could name */
 	if (lib_init(NULL) < 0) {
 		*ret_n = 0;
-		return v1_mounted;
+		return v1_all;
 	}
-	*ret_n = n_v1_mounted;
-	return v1_mounted;
+	*ret_n = n_v1_all;
+	return v1_all;
+}
+
+int cryo_cgroup_freezer_backend(const struct cryo_spec *spec, const char **ret, struct cryo_error *err)
+{
+	const char *b = cryo_spec_annotation(spec, "org.cryo.freezer");
+
+	if (!b) {
+		*ret = lib_init(NULL) == 0 && v2_mount[0] ? "v2" : "v1";
+		return 0;
+	}
+	if (strcmp(b, "v1") != 0 && strcmp(b, "v2") != 0)
+		return cryo_error_setx(err, EINVAL, "config.json: annotations.org.cryo.freezer: must be `v1` or `v2`, not `%s`",
+				       b);
+	*ret = b;
+	return 0;
 }
 
 static char *join(const char *a, const char *rel)
@@ -121,6 +195,68 @@ static char *join(const char *a, const char *rel)
 	if (asprintf(&p, "%s/%s", a, rel) < 0)
 		return NULL;
 	return p;
+}
+
+/* rmdir dir and the cgroups below it, deepest first (a cgroup directory holds no removable files). */
+static int rmdir_tree(const char *dir, int depth)
+{
+	DIR *d;
+	struct dirent *e;
+
+	if (depth > 64)
+		return -ELOOP;
+	d = opendir(dir);
+	while (d && (e = readdir(d))) {
+		_cleanup_free_ char *sub = NULL;
+
+		if (e->d_type != DT_DIR || strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		if (asprintf(&sub, "%s/%s", dir, e->d_name) >= 0)
+			(void)rmdir_tree(sub, depth + 1);
+	}
+	if (d)
+		closedir(d);
+	return rmdir(dir) < 0 && errno != ENOENT ? -errno : 0;
+}
+
+enum named_op { NAMED_MKDIR, NAMED_ATTACH, NAMED_RMDIR, NAMED_RMDIR_TREE, NAMED_EXISTS };
+
+/* op on rel in every named hierarchy: 1 (NAMED_EXISTS: somewhere), 0, or the first -errno. */
+static int named_do(enum named_op op, const char *rel, pid_t pid)
+{
+	for (size_t i = 0; i < n_named; i++) {
+		_cleanup_free_ char *d = join(named[i], rel);
+		char buf[24];
+		int r = 0;
+
+		if (!d)
+			return -ENOMEM;
+		switch (op) {
+		case NAMED_MKDIR:
+			r = cryo_mkdir_p(d, 0755);
+			break;
+		case NAMED_ATTACH: {
+			_cleanup_close_ int dfd = open(d, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+			snprintf(buf, sizeof(buf), "%d", (int)pid);
+			r = dfd < 0 ? -errno : cryo_write_file_at(dfd, "cgroup.procs", buf);
+			break;
+		}
+		case NAMED_RMDIR:
+			r = rmdir(d) < 0 && errno != ENOENT ? -errno : 0;
+			break;
+		case NAMED_RMDIR_TREE:
+			r = rmdir_tree(d, 0);
+			break;
+		case NAMED_EXISTS:
+			if (access(d, F_OK) == 0)
+				return 1;
+			break;
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
 }
 
 static bool is_v1(const char *ctrl)
@@ -389,225 +525,6 @@ static int cpuset_prepare(const char *rel, struct cryo_error *err)
 	return 0;
 }
 
-/*
- * What every container may use whatever its rules say (runc and crun
- * allow the same): mknod of any node, the null/zero/full/random/urandom
- * and tty nodes, the console, ptmx and the pty slaves.
- */
-static const struct cryo_spec_dev_rule default_dev_rules[] = {
-	{ true, 'c', -1, -1, "m" },  { true, 'b', -1, -1, "m" },  { true, 'c', 1, 3, "rwm" },
-	{ true, 'c', 1, 5, "rwm" },  { true, 'c', 1, 7, "rwm" },  { true, 'c', 1, 8, "rwm" },
-	{ true, 'c', 1, 9, "rwm" },  { true, 'c', 5, 0, "rwm" },  { true, 'c', 5, 1, "rwm" },
-	{ true, 'c', 5, 2, "rwm" },  { true, 'c', 136, -1, "rwm" },
-};
-
-static int write_dev_rule(int dfd, const char *dir, const struct cryo_spec_dev_rule *d, struct cryo_error *err)
-{
-	char line[64], maj[24], min[24];
-	int r;
-
-	if (d->major < 0)
-		snprintf(maj, sizeof(maj), "*");
-	else
-		snprintf(maj, sizeof(maj), "%lld", (long long)d->major);
-	if (d->minor < 0)
-		snprintf(min, sizeof(min), "*");
-	else
-		snprintf(min, sizeof(min), "%lld", (long long)d->minor);
-	if (d->type == 'a')
-		snprintf(line, sizeof(line), "a");
-	else
-		snprintf(line, sizeof(line), "%c %s:%s %s", d->type, maj, min, d->access);
-	r = cryo_write_file_at(dfd, d->allow ? "devices.allow" : "devices.deny", line);
-	if (r < 0)
-		return cryo_error_set(err, -r, "write `%s` to `%s/%s`", line, dir, d->allow ? "devices.allow" : "devices.deny");
-	return 0;
-}
-
-/*
- * The device rules, in the listed order (the kernel keeps the exceptions
- * in the order written, which is what devices.list shows), then the
- * defaults. The rules go in after the directory exists and before any
- * task joins; libcgroup can't carry them (one value per file name).
- */
-static int apply_dev_rules(const char *rel, const struct cryo_spec_resources *res, struct cryo_error *err)
-{
-	_cleanup_free_ char *dir = NULL;
-	_cleanup_close_ int dfd = -1;
-	size_t i;
-	int r;
-
-	if (!res->dev_rules || !is_v1("devices"))
-		return 0;
-	dir = v1_path("devices", rel);
-	if (!dir)
-		return cryo_error_set(err, ENOMEM, "devices cgroup `%s`", rel);
-	dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", dir);
-	for (i = 0; i < res->n_dev_rules; i++) {
-		r = write_dev_rule(dfd, dir, &res->dev_rules[i], err);
-		if (r < 0)
-			return cryo_error_prefix(err, "linux.resources.devices[%zu]", i);
-	}
-	for (i = 0; i < ARRAY_SIZE(default_dev_rules); i++) {
-		r = write_dev_rule(dfd, dir, &default_dev_rules[i], err);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
-/*
- * A weight is a share under a proportional I/O scheduler (CFQ, BFQ); with
- * none of them built in there is no weight file and nothing would honour
- * the weight: refused, as runc and crun do, rather than dropped in
- * silence. A throttle file is always there; a line naming a block device
- * this host does not have (ENODEV: nothing to throttle) is skipped, as
- * cryo did before it wrote blockIO at all, so a config made elsewhere
- * still runs.
- */
-static int write_at(int dfd, const char *dir, const char *name, const char *line, const char *field,
-		    struct cryo_error *err)
-{
-	int r = cryo_write_file_at(dfd, name, line);
-
-	if (r == -ENOENT && strstr(name, "weight"))
-		return cryo_error_setx(err, EOPNOTSUPP,
-				       "%s: this host's blkio controller has no `%s` (no proportional I/O scheduler): "
-				       "the weight would not be honoured",
-				       field, name);
-	if (r == -ENODEV) {
-		cryo_debug("cgroup: %s: `%s`: no such device on this host: not applied", field, line);
-		return 0;
-	}
-	if (r < 0)
-		return cryo_error_set(err, -r, "%s: write `%s` to `%s/%s`", field, line, dir, name);
-	return 0;
-}
-
-/* blkio.weight, or the BFQ scheduler's file where CFQ's is gone */
-static const char *weight_file(int dfd, const char *cfq, const char *bfq)
-{
-	return faccessat(dfd, cfq, F_OK, 0) == 0 || faccessat(dfd, bfq, F_OK, 0) < 0 ? cfq : bfq;
-}
-
-/* The container's directory in the v1 hierarchy of ctrl, which field of the config needs. */
-static int open_v1_dir(const char *ctrl, const char *rel, const char *field, char **ret_dir, int *ret_fd,
-		       struct cryo_error *err)
-{
-	_cleanup_free_ char *dir = NULL;
-	int fd;
-
-	if (!is_v1(ctrl))
-		return cryo_error_setx(err, EOPNOTSUPP, "%s: this host mounts no v1 %s hierarchy (cgroup2 has none)",
-				       field, ctrl);
-	dir = v1_path(ctrl, rel);
-	if (!dir)
-		return cryo_error_set(err, ENOMEM, "%s cgroup `%s`", ctrl, rel);
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return cryo_error_set(err, errno, "open `%s`", dir);
-	*ret_dir = TAKE_PTR(dir);
-	*ret_fd = fd;
-	return 0;
-}
-
-/*
- * linux.resources.blockIO. Its per-device lists are one line per device
- * into the same file, which libcgroup can't carry (one value per name):
- * written here, after the directory exists and before any task joins.
- */
-static int apply_blkio(const char *rel, const struct cryo_spec_resources *res, struct cryo_error *err)
-{
-	static const char *const throttle[_CRYO_BLKIO_LIST_MAX] = {
-		[CRYO_BLKIO_THROTTLE_READ_BPS] = "blkio.throttle.read_bps_device",
-		[CRYO_BLKIO_THROTTLE_WRITE_BPS] = "blkio.throttle.write_bps_device",
-		[CRYO_BLKIO_THROTTLE_READ_IOPS] = "blkio.throttle.read_iops_device",
-		[CRYO_BLKIO_THROTTLE_WRITE_IOPS] = "blkio.throttle.write_iops_device",
-	};
-	_cleanup_free_ char *dir = NULL;
-	_cleanup_close_ int dfd = -1;
-	const char *f = "linux.resources.blockIO";
-	char line[96];
-	size_t l, i;
-	bool any = res->blkio_weight || res->blkio_leaf_weight;
-	int r = 0;
-
-	for (l = 0; l < _CRYO_BLKIO_LIST_MAX; l++)
-		any = any || res->n_blkio[l];
-	if (!any)
-		return 0;
-	r = open_v1_dir("blkio", rel, f, &dir, &dfd, err);
-	if (r < 0)
-		return r;
-	if (res->blkio_weight) {
-		snprintf(line, sizeof(line), "%u", (unsigned)res->blkio_weight);
-		r = write_at(dfd, dir, weight_file(dfd, "blkio.weight", "blkio.bfq.weight"), line,
-			     "linux.resources.blockIO.weight", err);
-	}
-	if (r >= 0 && res->blkio_leaf_weight) {
-		snprintf(line, sizeof(line), "%u", (unsigned)res->blkio_leaf_weight);
-		r = write_at(dfd, dir, "blkio.leaf_weight", line, "linux.resources.blockIO.leafWeight", err);
-	}
-	for (i = 0; r >= 0 && i < res->n_blkio[CRYO_BLKIO_WEIGHT_DEVICE]; i++) {
-		const struct cryo_spec_blkio_dev *d = &res->blkio[CRYO_BLKIO_WEIGHT_DEVICE][i];
-
-		if (d->weight) {
-			snprintf(line, sizeof(line), "%u:%u %u", d->major, d->minor, (unsigned)d->weight);
-			r = write_at(dfd, dir, weight_file(dfd, "blkio.weight_device", "blkio.bfq.weight_device"), line,
-				     "linux.resources.blockIO.weightDevice", err);
-		}
-		if (r >= 0 && d->leaf_weight) {
-			snprintf(line, sizeof(line), "%u:%u %u", d->major, d->minor, (unsigned)d->leaf_weight);
-			r = write_at(dfd, dir, "blkio.leaf_weight_device", line, "linux.resources.blockIO.weightDevice", err);
-		}
-	}
-	for (l = 0; r >= 0 && l < _CRYO_BLKIO_LIST_MAX; l++) {
-		if (!throttle[l])
-			continue;
-		for (i = 0; r >= 0 && i < res->n_blkio[l]; i++) {
-			const struct cryo_spec_blkio_dev *d = &res->blkio[l][i];
-
-			snprintf(line, sizeof(line), "%u:%u %llu", d->major, d->minor, (unsigned long long)d->rate);
-			r = write_at(dfd, dir, throttle[l], line, "linux.resources.blockIO", err);
-		}
-	}
-	return r;
-}
-
-/*
- * linux.resources.network: net_cls.classid and one net_prio.ifpriomap
- * line per interface. Both controllers exist only on cgroup v1; a config
- * that asks for them on a host without them is refused, not run without.
- */
-static int write_v1(const char *ctrl, const char *rel, const char *name, const char *line, const char *field,
-		    struct cryo_error *err)
-{
-	_cleanup_free_ char *dir = NULL;
-	_cleanup_close_ int dfd = -1;
-	int r = open_v1_dir(ctrl, rel, field, &dir, &dfd, err);
-
-	return r < 0 ? r : write_at(dfd, dir, name, line, field, err);
-}
-
-static int apply_network(const char *rel, const struct cryo_spec_resources *res, struct cryo_error *err)
-{
-	char line[48];
-	size_t i;
-	int r = 0;
-
-	if (res->has_net_classid) {
-		snprintf(line, sizeof(line), "%u", res->net_classid);
-		r = write_v1("net_cls", rel, "net_cls.classid", line, "linux.resources.network.classID", err);
-	}
-	for (i = 0; r >= 0 && i < res->n_net_prios; i++) {
-		snprintf(line, sizeof(line), "%s %u", res->net_prios[i].name, res->net_prios[i].priority);
-		r = write_v1("net_prio", rel, "net_prio.ifpriomap", line, "linux.resources.network.priorities", err);
-	}
-	return r;
-}
-
 bool cryo_cgroup_v2_lists(int dirfd, const char *ctrl)
 {
 	_cleanup_free_ char *list = NULL;
@@ -622,54 +539,20 @@ bool cryo_cgroup_v2_lists(int dirfd, const char *ctrl)
 	return false;
 }
 
-/*
- * linux.resources.hugepageLimits: hugetlb.<size>.limit_in_bytes on a v1
- * hugetlb hierarchy, else hugetlb.<size>.max in the cgroup2 one when the
- * controller is there (this host's layout: hugetlb only on cgroup2).
- * A size the host has no pool for has no file: refused by name.
- */
-static int apply_hugepages(const char *rel, const struct cryo_cgroup_paths *paths,
-			   const struct cryo_spec_resources *res, struct cryo_error *err)
+/* The limits cglimits.c writes, into the directories of rel on this host. */
+static int apply_limits(const char *rel, const struct cryo_cgroup_paths *paths, const struct cryo_spec_resources *res,
+			struct cryo_error *err)
 {
-	_cleanup_free_ char *dir = NULL;
-	_cleanup_close_ int dfd = -1;
-	const char *f = "linux.resources.hugepageLimits";
-	bool v1 = is_v1("hugetlb");
-	size_t i;
-	int r = 0;
+	_cleanup_free_ char *devices = v1_path("devices", rel), *blkio = v1_path("blkio", rel),
+			    *net_cls = v1_path("net_cls", rel), *net_prio = v1_path("net_prio", rel),
+			    *hugetlb = v1_path("hugetlb", rel);
+	_cleanup_close_ int v2fd = paths->v2 ? open(paths->v2, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+	struct cryo_cglimits_dirs d = {
+		.devices = devices, .blkio = blkio, .net_cls = net_cls, .net_prio = net_prio, .hugetlb_v1 = hugetlb,
+		.hugetlb_v2 = v2fd >= 0 && cryo_cgroup_v2_lists(v2fd, "hugetlb") ? paths->v2 : NULL, .v2 = paths->v2,
+	};
 
-	if (!res->n_hugepages)
-		return 0;
-	if (v1) {
-		r = open_v1_dir("hugetlb", rel, f, &dir, &dfd, err);
-		if (r < 0)
-			return r;
-	} else {
-		if (!paths->v2)
-			return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no hugetlb cgroup controller", f);
-		dir = strdup(paths->v2);
-		if (!dir)
-			return cryo_error_set(err, ENOMEM, "%s", f);
-		dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (dfd < 0)
-			return cryo_error_set(err, errno, "open `%s`", dir);
-		if (!cryo_cgroup_v2_lists(dfd, "hugetlb"))
-			return cryo_error_setx(err, EOPNOTSUPP, "%s: this host has no hugetlb cgroup controller", f);
-	}
-	for (i = 0; r >= 0 && i < res->n_hugepages; i++) {
-		const struct cryo_spec_hugepage *h = &res->hugepages[i];
-		char name[64], line[32];
-
-		snprintf(name, sizeof(name), "hugetlb.%s.%s", h->page_size, v1 ? "limit_in_bytes" : "max");
-		snprintf(line, sizeof(line), "%llu", (unsigned long long)h->limit);
-		r = cryo_write_file_at(dfd, name, line);
-		if (r == -ENOENT)
-			r = cryo_error_setx(err, EOPNOTSUPP, "%s: pageSize %s: this host has no huge pages of that size", f,
-					    h->page_size);
-		else if (r < 0)
-			r = cryo_error_set(err, -r, "%s: write `%s` to `%s/%s`", f, line, dir, name);
-	}
-	return r;
+	return cryo_cglimits_apply(&d, res, err);
 }
 
 /* Does rel exist in any hierarchy create makes it in? */
@@ -689,7 +572,7 @@ static bool exists_anywhere(const char *rel)
 		if (exists(p))
 			return true;
 	}
-	return false;
+	return named_do(NAMED_EXISTS, rel, 0) == 1;
 }
 
 /*
@@ -769,7 +652,54 @@ static void remove_made_parents(const char *rel, const char *made)
 			if (d && rmdir(d) < 0 && errno != ENOENT)
 				cryo_debug("cgroup: keep `%s`: %s", d, strerror(errno));
 		}
+		(void)named_do(NAMED_RMDIR, p, 0);
 	}
+}
+
+/* What a failed create made goes again; a cgroup it joined stays, with whatever else is in it. */
+static void undo_create(const char *rel, const struct cryo_cgroup_paths *p)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (p->joined)
+		cryo_cgroup_release(rel);
+	else if (cryo_cgroup_destroy_made(rel, p->made, 1000, &e) < 0)
+		cryo_error_warn_clear(&e, "undo cgroup `%s`", rel);
+}
+
+/*
+ * An existing cgroup a container is about to join: not frozen (its init
+ * would stop in it for good), and preferably empty (runc's warning).
+ */
+static int check_joinable(const char *rel, const struct cryo_cgroup_paths *p, struct cryo_error *err)
+{
+	_cleanup_free_ pid_t *pids = NULL;
+	struct cryo_error e = CRYO_ERROR_INIT;
+	size_t n = 0;
+	bool frozen = false;
+
+	if (p->v1_freezer && exists(p->v1_freezer)) {
+		_cleanup_close_ int dfd = open(p->v1_freezer, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+		_cleanup_free_ char *s = NULL;
+		size_t len;
+
+		frozen = dfd >= 0 && cryo_read_file_at(dfd, "freezer.state", 64, &s, &len) == 0 &&
+			 strncmp(s, "THAWED", 6) != 0;
+	}
+	if (!frozen && p->v2 && exists(p->v2)) {
+		_cleanup_close_ int dfd = open(p->v2, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+		_cleanup_free_ char *s = NULL;
+		size_t len;
+
+		frozen = dfd >= 0 && cryo_read_file_at(dfd, "cgroup.freeze", 64, &s, &len) == 0 && s[0] == '1';
+	}
+	if (frozen)
+		return cryo_error_setx(err, EBUSY, "cgroup `%s`: container's cgroup unexpectedly frozen", rel);
+	if (cryo_cgroup_pids(rel, &pids, &n, &e) < 0)
+		cryo_error_clear(&e);
+	else if (n)
+		cryo_warn("cgroup `%s`: container's cgroup is not empty: %zu process(es) found", rel, n);
+	return 0;
 }
 
 int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, struct cryo_cgroup_paths *ret,
@@ -784,10 +714,13 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 	if (r < 0)
 		return r;
 	if (exists(paths.v2) || exists(paths.v1_memory) || exists(paths.v1_freezer)) {
-		cryo_cgroup_paths_free(&paths);
-		return cryo_error_setx(err, EEXIST, "cgroup `%s` exists already", rel);
-	}
-	if (made_top(rel, &paths.made) < 0) {
+		r = check_joinable(rel, &paths, err);
+		if (r < 0) {
+			cryo_cgroup_paths_free(&paths);
+			return r;
+		}
+		paths.joined = true;
+	} else if (made_top(rel, &paths.made) < 0) {
 		cryo_cgroup_paths_free(&paths);
 		return cryo_error_set(err, ENOMEM, "create cgroup `%s`", rel);
 	}
@@ -844,35 +777,24 @@ int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, s
 	enable_v2_ancestors(rel);
 	r = cpuset_prepare(rel, err);
 	if (r < 0) {
-		struct cryo_error derr = CRYO_ERROR_INIT;
-
-		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
-			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		undo_create(rel, &paths);
 		goto fail_nocg;
 	}
 	/* ignore_ownership: libcgroup would chown every file to uid 0 again */
 	r = cgroup_create_cgroup(cg, 1);
 	if (r) {
-		struct cryo_error derr = CRYO_ERROR_INIT;
-
 		r = cg_err(err, r, "create", rel);
 		/* libcgroup may have created some hierarchies (and parents) before failing */
-		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
-			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		undo_create(rel, &paths);
 		goto fail_nocg;
 	}
-	r = apply_dev_rules(rel, res, err);
-	if (r >= 0)
-		r = apply_blkio(rel, res, err);
-	if (r >= 0)
-		r = apply_network(rel, res, err);
-	if (r >= 0)
-		r = apply_hugepages(rel, &paths, res, err);
+	r = named_do(NAMED_MKDIR, rel, 0);
+	if (r < 0)
+		r = cryo_error_set(err, -r, "create cgroup `%s` in the named hierarchies", rel);
+	else
+		r = apply_limits(rel, &paths, res, err);
 	if (r < 0) {
-		struct cryo_error derr = CRYO_ERROR_INIT;
-
-		if (cryo_cgroup_destroy_made(rel, paths.made, 1000, &derr) < 0)
-			cryo_error_warn_clear(&derr, "undo cgroup `%s`", rel);
+		undo_create(rel, &paths);
 		goto fail_nocg;
 	}
 	cgroup_free(&cg);
@@ -898,6 +820,9 @@ int cryo_cgroup_attach(const char *rel, pid_t pid, struct cryo_error *err)
 	cgroup_free(&cg);
 	if (r)
 		return cg_err(err, r, "attach pid to", rel);
+	r = named_do(NAMED_ATTACH, rel, pid);
+	if (r < 0)
+		return cryo_error_set(err, -r, "attach pid %d to cgroup `%s` in the named hierarchies", (int)pid, rel);
 	return 0;
 }
 
@@ -957,6 +882,18 @@ int cryo_cgroup_kill(const char *rel, int sig, struct cryo_error *err)
 	return 0;
 }
 
+static void thaw(const struct cryo_cgroup_paths *p);
+
+void cryo_cgroup_thaw(const char *rel)
+{
+	struct cryo_cgroup_paths p = { 0 };
+
+	if (cryo_cgroup_get_paths(rel, &p, NULL) < 0)
+		return;
+	thaw(&p);
+	cryo_cgroup_paths_free(&p);
+}
+
 static void thaw(const struct cryo_cgroup_paths *p)
 {
 	if (p->v2 && exists(p->v2)) {
@@ -971,6 +908,25 @@ static void thaw(const struct cryo_cgroup_paths *p)
 		if (dfd >= 0)
 			(void)cryo_write_file_at(dfd, "freezer.state", "THAWED");
 	}
+}
+
+bool cryo_cgroup_exists(const char *rel)
+{
+	return lib_init(NULL) == 0 && exists_anywhere(rel);
+}
+
+void cryo_cgroup_release(const char *rel)
+{
+	struct cgroup *cg;
+
+	if (lib_init(NULL) < 0)
+		return;
+	cg = new_cg(rel, NULL, NULL);
+	if (!cg)
+		return;
+	(void)cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_EMPTY_ONLY | CGFLAG_DELETE_IGNORE_MIGRATION);
+	cgroup_free(&cg);
+	(void)named_do(NAMED_RMDIR, rel, 0);
 }
 
 static void remove_default_parent(const char *rel)
@@ -1057,6 +1013,7 @@ int cryo_cgroup_destroy_made(const char *rel, const char *made, int timeout_ms, 
 	if (r)
 		r = cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_RECURSIVE | CGFLAG_DELETE_IGNORE_MIGRATION);
 	cgroup_free(&cg);
+	(void)named_do(NAMED_RMDIR_TREE, rel, 0);
 	/* a leaf that stays keeps its parents: rmdir of a non-empty one fails harmlessly */
 	if (made)
 		remove_made_parents(rel, made);

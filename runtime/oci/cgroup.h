@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * A container's cgroups on this project's hosts: every v1 controller the
- * host mounts among memory, cpu, pids, freezer, cpuset, blkio, devices,
- * net_cls, net_prio and hugetlb, and the cgroup2 hierarchy side by side
- * (hybrid layout), created, filled and removed through libcgroup (the
- * per-device lines of devices and blkio, and cpuset's inherited cpus and
- * mems, are written directly).
+ * host mounts among memory, cpu, cpuacct, pids, freezer, cpuset, blkio,
+ * devices, net_cls, net_prio, hugetlb, perf_event, rdma and misc, the
+ * named v1 hierarchies (name=systemd), and the cgroup2 hierarchy side by
+ * side (hybrid layout), created, filled and removed through libcgroup
+ * (the named hierarchies, cpuset's inherited cpus and mems, and the
+ * limits of cglimits.h are done on the files directly).
  * `rel` is the cgroup path relative to each hierarchy's root
  * ("cryo/web"); absolute paths are derived from the mount points.
  */
@@ -25,6 +26,7 @@ struct cryo_cgroup_paths {
 	char *v1_memory;   /* absolute path in the v1 memory hierarchy, or NULL */
 	char *made;        /* set by create: the top-most level of rel it made ("cryo" of
 			      "cryo/web", rel itself when only the leaf was new), or NULL */
+	bool joined;       /* set by create: rel existed already, the container joined it */
 };
 
 void cryo_cgroup_paths_free(struct cryo_cgroup_paths *p);
@@ -36,21 +38,47 @@ bool cryo_cgroup_v2_lists(int dirfd, const char *ctrl);
 #define CRYO_CGROUP_DEFAULT_PARENT "cryo"
 
 /*
- * The v1 controllers a container's tasks are put in (besides cgroup2):
- * those of the list above that this host mounts on v1.
+ * The v1 hierarchies a container's tasks are put in (besides cgroup2), as
+ * CRIU names them: those of the controllers above that this host mounts
+ * on v1, then the named ones without a controller ("name=systemd").
  */
 const char *const *cryo_cgroup_v1_controllers(size_t *ret_n);
 
 /*
+ * The freezer backend of a new container: the config's annotation
+ * org.cryo.freezer (`v1` or `v2`), else v2 where this host mounts cgroup2
+ * and v1 where it does not (a v1-only host, or cgroup2 unmounted in the
+ * caller's mount namespace). -EINVAL for another annotation value.
+ */
+int cryo_cgroup_freezer_backend(const struct cryo_spec *spec, const char **ret, struct cryo_error *err);
+
+/*
  * Create rel in every hierarchy and write the resource limits; a cpuset
  * level that is new gets its parent's cpus and mems, so tasks (ours or
- * CRIU's) can join it as soon as this returns. -EEXIST
- * when the cgroup exists already (it is not ours to take over). On
- * failure nothing is left behind: neither rel nor the parents it needed.
- * ret->made names what to hand to cryo_cgroup_destroy_made() later.
+ * CRIU's) can join it as soon as this returns. A cgroup that exists
+ * already is joined (ret->joined), as runc does: with a warning when
+ * tasks are in it, refused (-EBUSY) when it is frozen. On failure nothing
+ * is left behind: neither rel nor the parents it needed.
+ * ret->made names what to hand to cryo_cgroup_destroy_made() later; a
+ * joined cgroup goes with cryo_cgroup_release() instead.
  */
 int cryo_cgroup_create(const char *rel, const struct cryo_spec_resources *res, struct cryo_cgroup_paths *ret,
 		       struct cryo_error *err);
+
+/* Does rel exist in any hierarchy create makes it in? */
+bool cryo_cgroup_exists(const char *rel);
+
+/*
+ * The end of a container that joined an existing cgroup: rel is removed
+ * if no task is left in it (the others' are never killed), else kept.
+ */
+void cryo_cgroup_release(const char *rel);
+
+/*
+ * Thaw rel (v1 freezer and cgroup2), whoever froze it: for a kill that
+ * must take effect (a frozen task dies only once thawed).
+ */
+void cryo_cgroup_thaw(const char *rel);
 
 /* Move pid into rel in every hierarchy. */
 int cryo_cgroup_attach(const char *rel, pid_t pid, struct cryo_error *err);

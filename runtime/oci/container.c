@@ -296,8 +296,9 @@ int cryo_container_state_json(const char *root, const char *id, struct json_obje
 		return cryo_error_set(err, ENOMEM, "state");
 	json_object_object_add(o, "ociVersion", json_object_new_string(CRYO_OCI_VERSION));
 	json_object_object_add(o, "id", json_object_new_string(st->id));
-	json_object_object_add(o, "status", json_object_new_string(cryo_status_names[st->status]));
+	/* runc's order (its list --format json is matched as text by some) */
 	json_object_object_add(o, "pid", json_object_new_int(st->status == CRYO_STATUS_STOPPED ? 0 : st->pid));
+	json_object_object_add(o, "status", json_object_new_string(cryo_status_names[st->status]));
 	json_object_object_add(o, "bundle", json_object_new_string(st->bundle ? st->bundle : ""));
 	json_object_object_add(o, "rootfs", json_object_new_string(st->rootfs ? st->rootfs : ""));
 	{
@@ -380,8 +381,7 @@ static int container_netns(const struct cryo_spec *spec, pid_t pid, int pidfd)
 	return fd;
 }
 
-/* Kill everything, remove cgroups, network and state; the lock is held. */
-static int destroy(const char *root, struct cryo_state *st, struct cryo_error *err)
+int cryo_container_destroy(const char *root, struct cryo_state *st, struct cryo_error *err)
 {
 	struct cryo_error e = CRYO_ERROR_INIT;
 	_cleanup_(cryo_spec_freep) struct cryo_spec *spec = bundle_spec(st);
@@ -390,15 +390,21 @@ static int destroy(const char *root, struct cryo_state *st, struct cryo_error *e
 
 	pfd = pidfd_open_checked(st->pid, st->pid_start_time);
 	netns = container_netns(spec, st->pid, pfd);
-	if (st->cgroup_path && cryo_cgroup_kill(st->cgroup_path, SIGKILL, &e) < 0)
+	/* a joined cgroup holds others' tasks too: the init's pid namespace takes the container's own */
+	if (st->cgroup_path && !st->cgroup_joined && cryo_cgroup_kill(st->cgroup_path, SIGKILL, &e) < 0)
 		cryo_error_clear(&e);
 	if (pfd >= 0) {
 		(void)syscall(SYS_pidfd_send_signal, pfd, SIGKILL, NULL, 0);
+		/* a paused container's tasks die only once thawed (delete --force of a paused one) */
+		if (st->cgroup_path)
+			cryo_cgroup_thaw(st->cgroup_path);
 		r = wait_pidfd(pfd, CRYO_CONTAINER_STOP_TIMEOUT_MS);
 		if (r < 0)
 			return cryo_error_set(err, -r, "wait for init %d to die", (int)st->pid);
 	}
-	if (st->cgroup_path) {
+	if (st->cgroup_path && st->cgroup_joined) {
+		cryo_cgroup_release(st->cgroup_path);
+	} else if (st->cgroup_path) {
 		r = cryo_cgroup_destroy_made(st->cgroup_path, st->cgroup_made, CRYO_CONTAINER_STOP_TIMEOUT_MS, err);
 		if (r < 0)
 			return r;
@@ -432,7 +438,7 @@ int cryo_container_delete(const char *root, const char *id, bool force, struct c
 				    cryo_status_names[st->status]);
 		goto out;
 	}
-	r = destroy(root, st, err);
+	r = cryo_container_destroy(root, st, err);
 	/*
 	 * -ENOENT means "no such container" to the caller (delete --force of
 	 * one already gone is done): a file missing half-way through the
@@ -535,7 +541,7 @@ static int run_blocked(const struct cryo_create_opts *o, bool wait, const sigset
 	if (r < 0) {
 		struct cryo_error e = CRYO_ERROR_INIT;
 
-		if (cryo_state_load(o->root, o->id, &st, &e) == 0 && destroy(o->root, st, &e) < 0)
+		if (cryo_state_load(o->root, o->id, &st, &e) == 0 && cryo_container_destroy(o->root, st, &e) < 0)
 			cryo_error_warn_clear(&e, "undo run");
 		cryo_error_clear(&e);
 		return r;
@@ -564,7 +570,7 @@ static int run_blocked(const struct cryo_create_opts *o, bool wait, const sigset
 	}
 	if (r >= 0) {
 		st->pid = 0;
-		r = destroy(o->root, st, err);
+		r = cryo_container_destroy(o->root, st, err);
 	}
 	if (r < 0)
 		return cryo_error_prefix(err, "remove after exit");

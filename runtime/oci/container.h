@@ -36,6 +36,14 @@ int cryo_container_run(const struct cryo_create_opts *o, bool detach, int *ret_s
 int cryo_container_kill(const char *root, const char *id, int sig, bool all, struct cryo_error *err);
 
 /*
+ * Kill what is left of the container, remove its cgroups and network, run
+ * its poststop hooks and remove its state: the end of delete, and of a
+ * checkpoint that does not leave the container running (as runc: the
+ * container is gone, restore makes it again). The caller holds the lock.
+ */
+int cryo_container_destroy(const char *root, struct cryo_state *st, struct cryo_error *err);
+
+/*
  * Remove a stopped (or created) container; force kills a running one first.
  * -ENOENT only when there is no such container.
  */

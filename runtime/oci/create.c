@@ -118,6 +118,7 @@ struct create_ctx {
 	uint64_t clone_flags;          /* the namespaces the init is cloned into */
 	int lock, fifo, console, sync[2];
 	int listener;                  /* linux.seccomp.listenerPath connection, or -1 */
+	int *mount_fds;                /* new user namespace: the bind sources, opened (init.h) */
 	bool foreground;               /* run: a terminal without socket is relayed by cryo */
 	int console_peer;              /* foreground terminal: the init sends the pty master here */
 	int *ret_console;              /* where the console step puts the master (foreground run) */
@@ -148,13 +149,9 @@ static int step_config(void *ctx, struct cryo_error *err)
 				       "config.json: process.terminal: a detached container's terminal needs --console-socket");
 	if (!c->spec->terminal && o->console_socket)
 		return cryo_error_setx(err, EINVAL, "--console-socket given but process.terminal is false");
-	c->backend = cryo_spec_annotation(c->spec, "org.cryo.freezer");
-	if (!c->backend)
-		c->backend = "v2";
-	if (strcmp(c->backend, "v1") != 0 && strcmp(c->backend, "v2") != 0)
-		return cryo_error_setx(err, EINVAL,
-				       "config.json: annotations.org.cryo.freezer: must be `v1` or `v2`, not `%s`",
-				       c->backend);
+	r = cryo_cgroup_freezer_backend(c->spec, &c->backend, err);
+	if (r < 0)
+		return r;
 	r = cryo_spec_check_sysctl_paths(c->spec, err);
 	if (r < 0)
 		return r;
@@ -220,6 +217,7 @@ static int step_cgroup(void *ctx, struct cryo_error *err)
 	st->cgroup_v2 = c->cg.v2 ? strdup(c->cg.v2) : NULL;
 	st->cgroup_v1_freezer = c->cg.v1_freezer ? strdup(c->cg.v1_freezer) : NULL;
 	st->cgroup_made = c->cg.made ? strdup(c->cg.made) : NULL;
+	st->cgroup_joined = c->cg.joined;
 	if ((c->cg.v2 && !st->cgroup_v2) || (c->cg.v1_freezer && !st->cgroup_v1_freezer) ||
 	    (c->cg.made && !st->cgroup_made))
 		return cryo_error_set(err, ENOMEM, "state");
@@ -232,7 +230,11 @@ static void undo_cgroup(void *ctx)
 	struct create_ctx *c = ctx;
 	struct cryo_error e = CRYO_ERROR_INIT;
 
-	if (c->cg_made && cryo_cgroup_destroy_made(c->st->cgroup_path, c->cg.made, CRYO_CONTAINER_STOP_TIMEOUT_MS, &e) < 0)
+	if (!c->cg_made)
+		return;
+	if (c->cg.joined)
+		cryo_cgroup_release(c->st->cgroup_path);
+	else if (cryo_cgroup_destroy_made(c->st->cgroup_path, c->cg.made, CRYO_CONTAINER_STOP_TIMEOUT_MS, &e) < 0)
 		cryo_error_warn_clear(&e, "undo create");
 }
 
@@ -277,6 +279,44 @@ static int step_channels(void *ctx, struct cryo_error *err)
  * Ours go back to our own pid namespace right after the clone, so that
  * nothing forked later (poststart hooks of `run`) lands in the container's.
  */
+static void close_mount_sources(struct create_ctx *c)
+{
+	for (size_t i = 0; c->mount_fds && i < c->spec->n_mounts; i++)
+		closep(&c->mount_fds[i]);
+	free(c->mount_fds);
+	c->mount_fds = NULL;
+}
+
+/*
+ * The bind sources, opened by us (O_PATH) for an init that starts in a
+ * user namespace of its own: there it may not reach a source the host's
+ * root can (a 0700 directory), yet the config mounts it (runc does the
+ * same). Relative sources are the bundle's.
+ */
+static int open_mount_sources(struct create_ctx *c, struct cryo_error *err)
+{
+	const struct cryo_spec *spec = c->spec;
+
+	c->mount_fds = malloc((spec->n_mounts ? spec->n_mounts : 1) * sizeof(int));
+	if (!c->mount_fds)
+		return cryo_error_set(err, ENOMEM, "bind mount sources");
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		c->mount_fds[i] = -1;
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct cryo_spec_mount *m = &spec->mounts[i];
+		_cleanup_free_ char *p = NULL;
+
+		if (!m->bind || !m->source)
+			continue;
+		if (m->source[0] != '/' && asprintf(&p, "%s/%s", c->bundle, m->source) < 0)
+			return cryo_error_set(err, ENOMEM, "bind mount sources");
+		c->mount_fds[i] = open(p ? p : m->source, O_PATH | O_CLOEXEC);
+		if (c->mount_fds[i] < 0)
+			return cryo_error_set(err, errno, "bind mount source `%s`", m->source);
+	}
+	return 0;
+}
+
 static int step_clone(void *ctx, struct cryo_error *err)
 {
 	struct create_ctx *c = ctx;
@@ -296,6 +336,11 @@ static int step_clone(void *ctx, struct cryo_error *err)
 		if (pidns < 0 || setns(pidns, CLONE_NEWPID) < 0)
 			return cryo_error_set(err, errno, "join pid namespace `%s`", spec->namespaces[CRYO_NS_PID].path);
 	}
+	if (c->clone_flags & CLONE_NEWUSER) {
+		r = open_mount_sources(c, err);
+		if (r < 0)
+			return r;
+	}
 	ca.flags = c->clone_flags;
 	fflush(NULL);
 	c->pid = (pid_t)syscall(SYS_clone3, &ca, sizeof(ca));
@@ -309,6 +354,7 @@ static int step_clone(void *ctx, struct cryo_error *err)
 			.console_fd = c->console,
 			.listener_fd = c->listener,
 			.new_userns = (c->clone_flags & CLONE_NEWUSER) != 0,
+			.mount_fds = c->mount_fds,
 			.sigmask = c->init_sigmask,
 		};
 
@@ -514,6 +560,7 @@ static void create_ctx_done(struct create_ctx *c)
 	closep(&c->console);
 	closep(&c->console_peer);
 	closep(&c->listener);
+	close_mount_sources(c);
 	closep(&c->sync[0]);
 	closep(&c->sync[1]);
 	cryo_cgroup_paths_free(&c->cg);

@@ -608,11 +608,12 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 		r = cryo_container_load(o->root, o->id, &st, err);
 	if (r < 0)
 		goto out;
-	if (st->status == CRYO_STATUS_PAUSED) {
-		r = cryo_error_setx(err, EBUSY, "container `%s` is paused: resume it first", o->id);
+	/* runc's words, which clients match */
+	if (st->status == CRYO_STATUS_PAUSED && !o->ignore_paused) {
+		r = cryo_error_setx(err, EBUSY, "cannot exec in a paused container (`%s`: resume it first)", o->id);
 		goto out;
 	}
-	if (st->status != CRYO_STATUS_RUNNING && st->status != CRYO_STATUS_CREATED) {
+	if (st->status != CRYO_STATUS_RUNNING && st->status != CRYO_STATUS_CREATED && st->status != CRYO_STATUS_PAUSED) {
 		r = cryo_error_setx(err, ESRCH, "container `%s` is %s: only a running container takes exec", o->id,
 				    cryo_status_names[st->status]);
 		goto out;
@@ -731,6 +732,9 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 		r = cryo_error_set(err, errno, "wake the process");
 		goto fail;
 	}
+	/* in a paused container it runs only after `resume`, which needs the lock */
+	if (st->status == CRYO_STATUS_PAUSED)
+		closep(&lock);
 	do
 		n = recv(sync[0], msg, sizeof(msg) - 1, 0);
 	while (n < 0 && errno == EINTR);
@@ -754,7 +758,7 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 		if (r < 0)
 			goto fail;
 	}
-	close(TAKE_FD(lock));
+	closep(&lock);
 	if (o->detach) {
 		*ret_status = 0;
 		r = 0;

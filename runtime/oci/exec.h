@@ -13,7 +13,9 @@
  * (written by cryo before the child may go on), then chdir()s to
  * process.cwd inside the container root and ends like the init
  * (runtime/process.h). A paused container is refused: a process joining a
- * frozen cgroup would freeze before it could exec.
+ * frozen cgroup would freeze before it could exec (ignore_paused: it
+ * does, and starts when the container is resumed; the container's lock
+ * is let go meanwhile, so that `resume` can take it).
  *
  * A restored container is no different: its init pid and cgroup are in
  * the state like any other's.
@@ -55,6 +57,7 @@ struct cryo_exec_opts {
 	const char *pid_file;        /* its host pid, written once it runs */
 	const char *console_socket;  /* unix socket for the pty master (terminal) */
 	unsigned int preserve_fds;   /* fds 3 .. 3+n-1 are passed on */
+	bool ignore_paused;          /* a paused container is not refused: the process starts once it is resumed */
 };
 
 /*

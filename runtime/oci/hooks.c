@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0-only
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -367,9 +368,15 @@ static int run_one(const struct cryo_hook *h, const char *what, const char *stat
 				       text[0] ? ": " : "", text);
 	if (si.si_code == CLD_EXITED)
 		status = si.si_status;
-	else
-		return cryo_error_setx(err, ECANCELED, "%s killed by signal %d (%s)%s%s", what, si.si_status,
-				       strsignal(si.si_status), text[0] ? ": " : "", text);
+	else {
+		char sig[64];
+
+		/* lower case, as runc says it ("signal: bad system call") */
+		snprintf(sig, sizeof(sig), "%s", strsignal(si.si_status));
+		sig[0] = (char)tolower((unsigned char)sig[0]);
+		return cryo_error_setx(err, ECANCELED, "%s killed by signal %d (%s)%s%s", what, si.si_status, sig,
+				       text[0] ? ": " : "", text);
+	}
 	if (status != 0)
 		return cryo_error_setx(err, ECANCELED, "%s exited with status %d%s%s", what, status,
 				       text[0] ? ": " : "", text);
@@ -387,7 +394,8 @@ int cryo_hooks_run_one(const struct cryo_hooks_spec *spec, enum cryo_hook_kind k
 	if (i >= spec->n[kind])
 		return cryo_error_setx(err, EINVAL, "no hook %s[%zu]", cryo_hook_kind_names[kind], i);
 	h = &spec->hooks[kind][i];
-	snprintf(what, sizeof(what), "hook %s[%zu] `%s`", cryo_hook_kind_names[kind], i, h->path);
+	/* "error running hook": runc's words, which clients match */
+	snprintf(what, sizeof(what), "error running hook %s[%zu] `%s`", cryo_hook_kind_names[kind], i, h->path);
 	return run_one(h, what, state_json ? state_json : "", err);
 }
 

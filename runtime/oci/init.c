@@ -214,7 +214,8 @@ static int init_filesystem(const struct init_args *a, const char *state_json, st
 	/* bind sources are relative to the bundle */
 	if (chdir(a->bundle) < 0)
 		return cryo_error_set(err, errno, "chdir to bundle `%s`", a->bundle);
-	r = cryo_mount_prepare(spec, a->rootfs, a->new_userns || spec->namespaces[CRYO_NS_USER].path, &rootfd, err);
+	r = cryo_mount_prepare(spec, a->rootfs, a->new_userns || spec->namespaces[CRYO_NS_USER].path, a->mount_fds,
+			       &rootfd, err);
 	if (r >= 0)
 		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
 	if (r >= 0)
@@ -231,13 +232,21 @@ int __attribute__((noreturn)) cryo_init_main(struct init_args *a)
 {
 	const struct cryo_spec *spec = a->spec;
 	struct cryo_error err = CRYO_ERROR_INIT;
-	const int keep[] = { a->sync_fd, a->fifo_fd, a->console_fd, a->listener_fd };
+	_cleanup_free_ int *keep = calloc(4 + spec->n_mounts, sizeof(int));
 	_cleanup_free_ char *state_json = NULL;
 	struct cryo_seccomp_listener listener = { .fd = a->listener_fd };
 	char exe[PATH_MAX], c;
 	ssize_t n;
 
-	close_fds_except(keep, ARRAY_SIZE(keep));
+	if (!keep)
+		_exit(1);
+	keep[0] = a->sync_fd;
+	keep[1] = a->fifo_fd;
+	keep[2] = a->console_fd;
+	keep[3] = a->listener_fd;
+	for (size_t i = 0; a->mount_fds && i < spec->n_mounts; i++)
+		keep[4 + i] = a->mount_fds[i];
+	close_fds_except(keep, a->mount_fds ? 4 + spec->n_mounts : 4);
 	/* `run` blocks the signals it forwards; the container's process gets the caller's mask */
 	if (a->sigmask)
 		sigprocmask(SIG_SETMASK, a->sigmask, NULL);

@@ -42,6 +42,13 @@ struct init_args {
 	int console_fd;           /* --console-socket connection, or -1 */
 	int listener_fd;          /* linux.seccomp.listenerPath connection, or -1 */
 	bool new_userns;
+	/*
+	 * In a new user namespace: an O_PATH fd of each bind mount's source,
+	 * opened by the runtime (-1 for other mounts), which the init mounts
+	 * from: a source its user namespace may not reach (a 0700 directory
+	 * of the host's root) is still mounted, as with runc. NULL otherwise.
+	 */
+	const int *mount_fds;
 	const sigset_t *sigmask;  /* restored before execve, NULL: keep the inherited one */
 };
 

@@ -11,16 +11,21 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <linux/openat2.h>
 
 #include "log.h"
 #include "mount.h"
+#include "mountinfo.h"
 #include "util.h"
 
 static int openat2_in_root(int rootfd, const char *path, int flags)
@@ -120,21 +125,273 @@ static bool is_default_device(const char *path)
 	return false;
 }
 
-static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, struct cryo_error *err)
+/* One cgroup hierarchy of the host (v1, or cgroup2 beside them). */
+struct cg_hier {
+	char *mountpoint;   /* on the host: /sys/fs/cgroup/memory */
+	char *controllers;  /* "memory", "cpu,cpuacct", "name=systemd"; "" for cgroup2 */
+};
+
+struct cg_hiers {
+	struct cg_hier v[32];
+	size_t n, n_v1;
+};
+
+static void cg_hiers_done(struct cg_hiers *h)
+{
+	for (size_t i = 0; i < h->n; i++) {
+		free(h->v[i].mountpoint);
+		free(h->v[i].controllers);
+	}
+	h->n = h->n_v1 = 0;
+}
+
+/* The controllers of a v1 hierarchy: its superblock options without the generic ones. */
+static char *v1_controllers_of(const char *options)
+{
+	static const char *const generic[] = { "rw", "ro", "noprefix", "clone_children", "xattr", "cpuset_v2_mode", "all" };
+	_cleanup_free_ char *o = strdup(options);
+	char *out = calloc(1, strlen(options) + 1), *tok, *save = NULL;
+	size_t i;
+
+	if (!o || !out) {
+		free(out);
+		return NULL;
+	}
+	for (tok = strtok_r(o, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < ARRAY_SIZE(generic) && strcmp(tok, generic[i]) != 0; i++)
+			;
+		if (i < ARRAY_SIZE(generic) || strncmp(tok, "release_agent=", 14) == 0)
+			continue;
+		if (*out)
+			strcat(out, ",");
+		strcat(out, tok);
+	}
+	return out;
+}
+
+static int collect_cgroup(const struct cryo_mount *m, void *userdata)
+{
+	struct cg_hiers *h = userdata;
+	bool v2 = strcmp(m->fstype, "cgroup2") == 0;
+	struct cg_hier *e;
+
+	if ((!v2 && strcmp(m->fstype, "cgroup") != 0) || h->n >= ARRAY_SIZE(h->v) || strcmp(m->root, "/") != 0)
+		return 0;
+	/* one entry per hierarchy: a hierarchy mounted twice is listed once */
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->v[i].mountpoint, m->mountpoint) == 0)
+			return 0;
+	e = &h->v[h->n];
+	e->mountpoint = strdup(m->mountpoint);
+	e->controllers = v2 ? strdup("") : v1_controllers_of(m->options);
+	if (!e->mountpoint || !e->controllers) {
+		free(e->mountpoint);
+		free(e->controllers);
+		return -ENOMEM;
+	}
+	h->n++;
+	if (!v2)
+		h->n_v1++;
+	return 0;
+}
+
+/* Our own path in the hierarchy whose /proc/self/cgroup controller field is ctrls ("" = cgroup2). */
+static char *own_cgroup(const char *ctrls)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	ssize_t len;
+
+	while (f && (len = getline(&line, &cap, f)) > 0) {
+		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
+
+		if (!b)
+			continue;
+		if (line[len - 1] == '\n')
+			line[len - 1] = '\0';
+		*b = '\0';
+		if (strcmp(a + 1, ctrls) == 0)
+			return strdup(b + 1);
+	}
+	return NULL;
+}
+
+/*
+ * A "cgroup" mount: the host's hierarchies as runc shows them. On a host
+ * with v1 hierarchies, a tmpfs with one directory per hierarchy (named as
+ * on the host: memory, cpu,cpuacct with a symlink per controller,
+ * systemd, and unified for a cgroup2 beside them), each the container's
+ * own cgroup: in a cgroup namespace a cgroup filesystem mounted there,
+ * else a bind of the container's directory of the host's hierarchy. The tmpfs is read-only when the mount is. A host
+ * with cgroup2 alone gets cgroup2 mounted at the destination.
+ */
+static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgroupns, int dirfd, struct cryo_error *err)
+{
+	unsigned long flags = m->flags & ~(MS_REMOUNT | MS_RDONLY | MS_BIND | MS_REC);
+	_cleanup_(cg_hiers_done) struct cg_hiers h = { 0 };
+	_cleanup_close_ int dfd = -1;
+	char target[32];
+	int r;
+
+	r = cryo_mountinfo_foreach(collect_cgroup, &h, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "list the host's cgroup hierarchies");
+	fd_path(dirfd, target);
+	if (!h.n_v1) {
+		if (mount("cgroup2", target, "cgroup2", m->flags & ~MS_REMOUNT, NULL) < 0)
+			return cryo_error_set(err, errno, "mount cgroup2 on `%s`", m->destination);
+		return 0;
+	}
+	if (mount("tmpfs", target, "tmpfs", flags, "mode=755") < 0)
+		return cryo_error_set(err, errno, "mount the tmpfs of `%s`", m->destination);
+	/* the new tmpfs, not the directory under it */
+	dfd = openat2_in_root(rootfd, m->destination, O_DIRECTORY | O_NOFOLLOW);
+	if (dfd < 0)
+		return cryo_error_set(err, -dfd, "open `%s`", m->destination);
+	for (size_t i = 0; i < h.n; i++) {
+		const struct cg_hier *e = &h.v[i];
+		const char *name = strrchr(e->mountpoint, '/') + 1;
+		bool v2 = !*e->controllers;
+		_cleanup_close_ int sub = -1;
+		char sub_target[32];
+
+		if (!*name)
+			return cryo_error_setx(err, EINVAL, "a cgroup hierarchy mounted at `%s`", e->mountpoint);
+		if (mkdirat(dfd, name, 0755) < 0)
+			return cryo_error_set(err, errno, "mkdir `%s/%s`", m->destination, name);
+		sub = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (sub < 0)
+			return cryo_error_set(err, errno, "open `%s/%s`", m->destination, name);
+		fd_path(sub, sub_target);
+		/*
+		 * In a cgroup namespace /proc/self/cgroup reads "/" for our own
+		 * cgroup: the filesystem is mounted there instead (the kernel
+		 * allows it to whoever owns the namespace, user namespaces too).
+		 */
+		if (cgroupns) {
+			_cleanup_free_ char *opts = NULL;
+
+			/* a named hierarchy without controllers is mounted with `none` */
+			if (!v2 && asprintf(&opts, "%s%s", strchr(e->controllers, '=') && !strchr(e->controllers, ',') ? "none," : "",
+					    e->controllers) < 0)
+				return cryo_error_set(err, ENOMEM, "mount `%s/%s`", m->destination, name);
+			if (mount("cgroup", sub_target, v2 ? "cgroup2" : "cgroup", m->flags & ~MS_REMOUNT, opts) < 0)
+				return cryo_error_set(err, errno, "mount the %s hierarchy on `%s/%s`", v2 ? "cgroup2" : e->controllers,
+						      m->destination, name);
+		} else {
+			_cleanup_free_ char *own = own_cgroup(e->controllers), *src = NULL;
+
+			if (!own || asprintf(&src, "%s%s", e->mountpoint, strcmp(own, "/") == 0 ? "" : own) < 0)
+				return cryo_error_setx(err, ENOENT, "our cgroup in the %s hierarchy: not in /proc/self/cgroup",
+						       v2 ? "cgroup2" : e->controllers);
+			if (mount(src, sub_target, NULL, MS_BIND | MS_REC, NULL) < 0)
+				return cryo_error_set(err, errno, "bind `%s` on `%s/%s`", src, m->destination, name);
+			if ((m->flags & ~MS_REMOUNT) != 0) {
+				_cleanup_close_ int nfd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				char ntarget[32];
+
+				if (nfd < 0)
+					return cryo_error_set(err, errno, "reopen `%s/%s`", m->destination, name);
+				fd_path(nfd, ntarget);
+				if (mount(NULL, ntarget, NULL, MS_REMOUNT | MS_BIND | (m->flags & ~MS_REMOUNT), NULL) < 0)
+					return cryo_error_set(err, errno, "remount `%s/%s` with its options", m->destination, name);
+			}
+		}
+		/* cpu,cpuacct: cpu and cpuacct lead there too */
+		if (strchr(name, ',')) {
+			_cleanup_free_ char *parts = strdup(name);
+			char *tok, *save = NULL;
+
+			for (tok = parts ? strtok_r(parts, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save))
+				if (symlinkat(name, dfd, tok) < 0 && errno != EEXIST)
+					return cryo_error_set(err, errno, "symlink `%s/%s`", m->destination, tok);
+		}
+	}
+	if (m->flags & MS_RDONLY) {
+		char dtarget[32];
+
+		fd_path(dfd, dtarget);
+		if (mount(NULL, dtarget, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | flags, NULL) < 0)
+			return cryo_error_set(err, errno, "make `%s` read-only", m->destination);
+	}
+	return 0;
+}
+
+static bool is_dev(const struct cryo_spec_mount *m)
+{
+	return !m->bind && strcmp(m->destination, "/dev") == 0;
+}
+
+/* The /dev mount made read-only once its nodes and links are there (runc does the same). */
+static int dev_readonly(int rootfd, const struct cryo_spec *spec, struct cryo_error *err)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct cryo_spec_mount *m = &spec->mounts[i];
+		_cleanup_close_ int fd = -1;
+		char target[32];
+
+		if (!is_dev(m) || !(m->flags & MS_RDONLY))
+			continue;
+		fd = openat2_in_root(rootfd, "/dev", O_PATH | O_DIRECTORY);
+		if (fd < 0)
+			return cryo_error_set(err, -fd, "open /dev");
+		fd_path(fd, target);
+		if (mount(NULL, target, NULL, MS_REMOUNT | MS_BIND | (m->flags & ~MS_REMOUNT), NULL) < 0)
+			return cryo_error_set(err, errno, "make /dev read-only");
+	}
+	return 0;
+}
+
+static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bool cgroupns, int srcfd,
+		    struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
-	char target[32];
+	char target[32], src_path[32];
+	const char *src = m->source;
 	bool as_file = false;
 	const char *type = m->type;
 	unsigned long flags = m->flags & ~MS_REMOUNT;
+
+	/* a read-only /dev is filled first, then made read-only (dev_readonly()) */
+	if (is_dev(m))
+		flags &= ~MS_RDONLY;
 	int r;
 
 	if (m->bind) {
 		struct stat st;
 
-		if (stat(m->source, &st) < 0)
+		/* the runtime's fd of the source: a user namespace may not reach the path */
+		if (srcfd >= 0) {
+			fd_path(srcfd, src_path);
+			src = src_path;
+		}
+		if ((srcfd >= 0 ? fstat(srcfd, &st) : stat(m->source, &st)) < 0)
 			return cryo_error_set(err, errno, "bind mount source `%s`", m->source);
 		as_file = !S_ISDIR(st.st_mode);
+	}
+	/*
+	 * proc and sysfs go on a directory, never through a symlink the image
+	 * put there (`/proc -> /somewhere`): what the container would then
+	 * take for /proc is not (runc refuses it too, in these words).
+	 */
+	if (!m->bind && type && (strcmp(type, "proc") == 0 || strcmp(type, "sysfs") == 0)) {
+		struct open_how how = { .flags = O_PATH | O_CLOEXEC, .resolve = RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS };
+		const char *rel = m->destination + strspn(m->destination, "/");
+		long pfd = syscall(SYS_openat2, rootfd, *rel ? rel : ".", &how, sizeof(how));
+		struct stat st;
+
+		if (pfd < 0 && errno == ELOOP)
+			return cryo_error_setx(err, EINVAL, "%s on `%s`: must be mounted on ordinary directory, not a symlink",
+					       type, m->destination);
+		if (pfd >= 0) {
+			bool dir = fstat((int)pfd, &st) == 0 && S_ISDIR(st.st_mode);
+
+			close((int)pfd);
+			if (!dir)
+				return cryo_error_setx(err, EINVAL, "%s on `%s`: must be mounted on ordinary directory", type,
+						       m->destination);
+		}
 	}
 	r = open_create_in_root(rootfd, m->destination, as_file, &fd);
 	if (r < 0)
@@ -142,7 +399,7 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, st
 	fd_path(fd, target);
 
 	if (m->bind) {
-		if (mount(m->source, target, NULL, MS_BIND | (m->recursive_bind ? MS_REC : 0), NULL) < 0)
+		if (mount(src, target, NULL, MS_BIND | (m->recursive_bind ? MS_REC : 0), NULL) < 0)
 			return cryo_error_set(err, errno, "bind mount `%s` on `%s`", m->source, m->destination);
 		/* bind ignores other flags: apply them by remounting the new mount */
 		if (flags & ~(MS_REC)) {
@@ -156,13 +413,11 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, st
 			if (mount(NULL, ntarget, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
 				return cryo_error_set(err, errno, "remount `%s` with its options", m->destination);
 		}
+	} else if (strcmp(type, "cgroup") == 0) {
+		r = mount_cgroups(rootfd, m, cgroupns, fd, err);
+		if (r < 0)
+			return r;
 	} else {
-		/*
-		 * A "cgroup" mount on this hybrid host would need one mount per v1
-		 * hierarchy; the container gets the cgroup2 hierarchy instead.
-		 */
-		if (strcmp(type, "cgroup") == 0)
-			type = "cgroup2";
 		if (mount(m->source ? m->source : type, target, type, flags, m->data) < 0) {
 			int e = errno;
 
@@ -190,11 +445,15 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, st
 }
 
 /*
- * Host device nodes are bind-mounted onto empty files in the container's
- * /dev: creating our own nodes is impossible in a user namespace, and
- * touching the host's inodes (chown/chmod) is what broke hosts before.
+ * The default device nodes (cryo_mount_devices). In a /dev that is a
+ * tmpfs of the container's own, outside a user namespace, they are new
+ * nodes there, root's, 0666, as runc and crun make them. Else (a user
+ * namespace can't mknod; a /dev the config binds from elsewhere is not
+ * ours to add nodes to) the host's nodes are bind-mounted onto empty
+ * files. Either way no host inode is ever created, chowned or chmodded:
+ * that is what broke hosts before.
  */
-static int bind_default_devices(int rootfd, struct cryo_error *err)
+static int default_devices(int rootfd, bool mknod_ok, struct cryo_error *err)
 {
 	size_t i;
 
@@ -207,6 +466,18 @@ static int bind_default_devices(int rootfd, struct cryo_error *err)
 
 		if (stat(host, &st) < 0 || !S_ISCHR(st.st_mode))
 			continue;
+		if (mknod_ok) {
+			_cleanup_close_ int dev = openat2_in_root(rootfd, "/dev", O_RDONLY | O_DIRECTORY);
+
+			if (dev < 0)
+				return cryo_error_set(err, -dev, "open the container's /dev");
+			if (mknodat(dev, host + strlen("/dev/"), S_IFCHR | 0666, st.st_rdev) < 0 && errno != EEXIST)
+				return cryo_error_set(err, errno, "mknod `%s` in the container", dest);
+			/* the umask took bits off: the mode is exactly 0666 */
+			if (fchmodat(dev, host + strlen("/dev/"), 0666, 0) < 0)
+				return cryo_error_set(err, errno, "chmod `%s` in the container", dest);
+			continue;
+		}
 		r = open_create_in_root(rootfd, dest, true, &fd);
 		if (r < 0)
 			return cryo_error_set(err, -r, "create `%s` in the container", dest);
@@ -215,6 +486,15 @@ static int bind_default_devices(int rootfd, struct cryo_error *err)
 			return cryo_error_set(err, errno, "bind `%s` into the container", host);
 	}
 	return 0;
+}
+
+/* Is the container's /dev a tmpfs it mounts itself? */
+static bool own_dev_tmpfs(const struct cryo_spec *spec)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++)
+		if (is_dev(&spec->mounts[i]) && spec->mounts[i].type && strcmp(spec->mounts[i].type, "tmpfs") == 0)
+			return true;
+	return false;
 }
 
 static int make_devices(int rootfd, const struct cryo_spec *spec, bool userns, struct cryo_error *err)
@@ -312,8 +592,8 @@ static int dev_symlinks(int rootfd, struct cryo_error *err)
 	return 0;
 }
 
-int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, int *ret_rootfd,
-		       struct cryo_error *err)
+int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool userns, const int *mount_fds,
+		       int *ret_rootfd, struct cryo_error *err)
 {
 	_cleanup_close_ int rootfd = -1;
 	size_t i;
@@ -341,19 +621,111 @@ int cryo_mount_prepare(const struct cryo_spec *spec, const char *rootfs, bool us
 		return cryo_error_set(err, errno, "open rootfs `%s`", rootfs);
 
 	for (i = 0; i < spec->n_mounts; i++) {
-		r = do_mount(rootfd, &spec->mounts[i], userns, err);
+		r = do_mount(rootfd, &spec->mounts[i], userns, spec->namespaces[CRYO_NS_CGROUP].enabled,
+			     mount_fds ? mount_fds[i] : -1, err);
 		if (r < 0)
 			return cryo_error_prefix(err, "mounts[%zu]", i);
 	}
-	r = bind_default_devices(rootfd, err);
+	r = default_devices(rootfd, !userns && own_dev_tmpfs(spec), err);
 	if (r >= 0)
 		r = make_devices(rootfd, spec, userns, err);
 	if (r >= 0)
 		r = dev_symlinks(rootfd, err);
+	if (r >= 0)
+		r = dev_readonly(rootfd, spec, err);
 	if (r < 0)
 		return r;
 	*ret_rootfd = TAKE_FD(rootfd);
 	return 0;
+}
+
+/*
+ * Is dest inside another mount than a bind (a tmpfs, /sys, /proc, /dev)?
+ * Its mountpoint is that filesystem's, which CRIU brings back (a tmpfs
+ * with its content, the others fresh): nothing to make in the rootfs.
+ */
+static bool under_fs_mount(const struct cryo_spec *spec, const char *dest)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct cryo_spec_mount *t = &spec->mounts[i];
+		size_t n = strlen(t->destination);
+
+		while (n > 1 && t->destination[n - 1] == '/')
+			n--;
+		if (!t->bind && strncmp(dest, t->destination, n) == 0 && dest[n] == '/')
+			return true;
+	}
+	return false;
+}
+
+/* The child of cryo_mount_restore_points(): 0, or a message on fd. */
+static int restore_points_child(const struct cryo_spec *spec, const char *rootfs, const char *bundle, int fd)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	_cleanup_close_ int rootfd = -1;
+	int r = 0;
+
+	if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		r = cryo_error_set(&err, errno, "a mount namespace of its own");
+	else if (chdir(bundle) < 0)
+		r = cryo_error_set(&err, errno, "chdir to the bundle `%s`", bundle);
+	else if ((rootfd = open(rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		r = cryo_error_set(&err, errno, "open rootfs `%s`", rootfs);
+	for (size_t i = 0; r >= 0 && i < spec->n_mounts; i++) {
+		const struct cryo_spec_mount *m = &spec->mounts[i];
+		_cleanup_close_ int at = -1;
+		struct stat st;
+		char target[32];
+		bool as_file = m->bind && m->source && stat(m->source, &st) == 0 && !S_ISDIR(st.st_mode);
+
+		if (under_fs_mount(spec, m->destination))
+			continue;
+		r = open_create_in_root(rootfd, m->destination, as_file, &at);
+		if (r < 0) {
+			r = cryo_error_set(&err, -r, "mountpoint `%s`", m->destination);
+			break;
+		}
+		fd_path(at, target);
+		if (m->bind && m->source && mount(m->source, target, NULL, MS_BIND | MS_REC, NULL) < 0)
+			r = cryo_error_set(&err, errno, "bind `%s` on `%s`", m->source, m->destination);
+	}
+	if (r < 0 && err.msg)
+		(void)!write(fd, err.msg, strlen(err.msg));
+	cryo_error_clear(&err);
+	return r < 0 ? 1 : 0;
+}
+
+int cryo_mount_restore_points(const struct cryo_spec *spec, const char *rootfs, const char *bundle,
+			      struct cryo_error *err)
+{
+	char msg[1024];
+	int fds[2], status;
+	pid_t pid;
+	ssize_t n;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return cryo_error_set(err, errno, "mountpoints: pipe");
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return cryo_error_set(err, errno, "mountpoints: fork");
+	}
+	if (pid == 0) {
+		close(fds[0]);
+		_exit(restore_points_child(spec, rootfs, bundle, fds[1]));
+	}
+	close(fds[1]);
+	do
+		n = read(fds[0], msg, sizeof(msg) - 1);
+	while (n < 0 && errno == EINTR);
+	close(fds[0]);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	msg[n > 0 ? n : 0] = '\0';
+	return cryo_error_setx(err, EIO, "mountpoints: %s", n > 0 ? msg : "the child failed");
 }
 
 int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err)

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -203,4 +204,48 @@ int cryo_spec_json_check_abs_path(const char *p, const char *name, struct cryo_e
 	if (strlen(p) >= PATH_MAX)
 		return cryo_spec_json_bad(err, name, "path is too long");
 	return 0;
+}
+
+int cryo_spec_json_get_string_map(struct json_object *o, const char *key, const char *name, size_t max,
+				  struct cryo_spec_kv **ret, size_t *ret_n, struct cryo_error *err)
+{
+	struct cryo_spec_kv *m;
+	struct json_object *v;
+	size_t n, i = 0;
+	int r;
+
+	r = cryo_spec_json_get_object(o, key, name, &v, err);
+	if (r < 0 || !v)
+		return r;
+	n = (size_t)json_object_object_length(v);
+	if (n > max)
+		return cryo_spec_json_bad(err, name, "too many entries");
+	m = calloc(n + 1, sizeof(*m));
+	if (!m)
+		return cryo_error_set(err, ENOMEM, CFG "%s", name);
+	*ret = m;
+	json_object_object_foreach(v, k, val)
+	{
+		if (!json_object_is_type(val, json_type_string))
+			return cryo_error_setx(err, EINVAL, CFG "%s.%s: must be a string", name, k);
+		m[i].key = strdup(k);
+		m[i].value = strdup(json_object_get_string(val));
+		*ret_n = ++i;
+		if (!m[i - 1].key || !m[i - 1].value)
+			return cryo_error_set(err, ENOMEM, CFG "%s", name);
+	}
+	return 0;
+}
+
+void cryo_spec_string_map_free(struct cryo_spec_kv *m, size_t n)
+{
+	size_t i;
+
+	if (!m)
+		return;
+	for (i = 0; i < n; i++) {
+		free(m[i].key);
+		free(m[i].value);
+	}
+	free(m);
 }

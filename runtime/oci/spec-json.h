@@ -38,6 +38,19 @@ int cryo_spec_json_get_u32(struct json_object *o, const char *key, const char *n
 		   struct cryo_error *err);
 int cryo_spec_json_get_strv(struct json_object *o, const char *key, const char *name, size_t max, bool nonempty,
 		    char ***ret, size_t *ret_n, struct cryo_error *err);
+/* A string-to-string map entry of config.json (linux.sysctl, linux.resources.unified). */
+struct cryo_spec_kv {
+	char *key;
+	char *value;
+};
+
+/*
+ * An object of strings (linux.sysctl): *ret gets its entries in order, at
+ * most max; an absent or null object leaves *ret NULL.
+ */
+int cryo_spec_json_get_string_map(struct json_object *o, const char *key, const char *name, size_t max,
+				  struct cryo_spec_kv **ret, size_t *ret_n, struct cryo_error *err);
+void cryo_spec_string_map_free(struct cryo_spec_kv *m, size_t n);
 int cryo_spec_json_check_abs_path(const char *p, const char *name, struct cryo_error *err);
 
 /* Sections parsed in files of their own, for spec.c (spec-resources.c). */

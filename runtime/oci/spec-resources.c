@@ -290,6 +290,27 @@ static int parse_hugepages(struct json_object *o, struct cryo_spec_resources *re
 	return 0;
 }
 
+/* linux.resources.unified: cgroup2 file names (no path: `memory.high`) and what to write there. */
+static int parse_unified(struct json_object *o, struct cryo_spec_resources *res, struct cryo_error *err)
+{
+	size_t i;
+	int r;
+
+	r = cryo_spec_json_get_string_map(o, "unified", "linux.resources.unified", CRYO_SPEC_MAX_LIST, &res->unified, &res->n_unified, err);
+	for (i = 0; r >= 0 && i < res->n_unified; i++) {
+		const char *k = res->unified[i].key;
+
+		if (!*k || k[0] == '.' || strchr(k, '/') || !strchr(k, '.'))
+			return cryo_error_setx(err, EINVAL, CFG "linux.resources.unified: `%s` is not a cgroup2 file name",
+					       k);
+		/* cgroup.procs, .threads, .kill, .freeze, .subtree_control act on tasks, not limits */
+		if (strncmp(k, "cgroup.", 7) == 0 && strcmp(k, "cgroup.max.depth") != 0 &&
+		    strcmp(k, "cgroup.max.descendants") != 0)
+			return cryo_error_setx(err, EINVAL, CFG "linux.resources.unified: `%s` is not a resource limit", k);
+	}
+	return r;
+}
+
 /* The nodes of linux.devices are the container's own: allow them after the configured rules. */
 int cryo_spec_allow_device_nodes(struct cryo_spec *s, struct cryo_error *err)
 {
@@ -371,6 +392,8 @@ int cryo_spec_parse_resources(struct json_object *lnx, struct cryo_spec_resource
 		r = parse_network(o, res, err);
 	if (r >= 0)
 		r = parse_hugepages(o, res, err);
+	if (r >= 0)
+		r = parse_unified(o, res, err);
 	if (r < 0)
 		return r;
 	r = cryo_spec_json_get_object(o, "pids", "linux.resources.pids", &pids, err);

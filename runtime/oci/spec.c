@@ -83,11 +83,8 @@ void cryo_spec_free(struct cryo_spec *spec)
 	free(spec->devices);
 	cryo_spec_strv_free(spec->masked_paths, spec->n_masked_paths);
 	cryo_spec_strv_free(spec->readonly_paths, spec->n_readonly_paths);
-	for (i = 0; i < spec->n_sysctls; i++) {
-		free(spec->sysctls[i].key);
-		free(spec->sysctls[i].value);
-	}
-	free(spec->sysctls);
+	cryo_spec_string_map_free(spec->sysctls, spec->n_sysctls);
+	cryo_spec_string_map_free(spec->resources.unified, spec->resources.n_unified);
 	cryo_seccomp_spec_free(&spec->seccomp);
 	free(spec);
 }
@@ -523,32 +520,17 @@ static int parse_devices(struct json_object *lnx, struct cryo_spec *s, struct cr
 
 static int parse_sysctl(struct json_object *lnx, struct cryo_spec *s, struct cryo_error *err)
 {
-	struct json_object *v;
-	size_t n, i = 0;
+	size_t i;
 	int r;
 
-	r = cryo_spec_json_get_object(lnx, "sysctl", "linux.sysctl", &v, err);
-	if (r < 0 || !v)
-		return r;
-	n = (size_t)json_object_object_length(v);
-	if (n > CRYO_SPEC_MAX_LIST)
-		return cryo_spec_json_bad(err, "linux.sysctl", "too many entries");
-	s->sysctls = calloc(n + 1, sizeof(*s->sysctls));
-	if (!s->sysctls)
-		return cryo_error_set(err, ENOMEM, CFG "linux.sysctl");
-	json_object_object_foreach(v, key, val)
-	{
-		if (!json_object_is_type(val, json_type_string))
-			return cryo_error_setx(err, EINVAL, CFG "linux.sysctl.%s: must be a string", key);
+	r = cryo_spec_json_get_string_map(lnx, "sysctl", "linux.sysctl", CRYO_SPEC_MAX_LIST, &s->sysctls, &s->n_sysctls, err);
+	for (i = 0; r >= 0 && i < s->n_sysctls; i++) {
+		const char *key = s->sysctls[i].key;
+
 		if (!*key || strstr(key, "..") || key[0] == '.' || key[0] == '/')
 			return cryo_error_setx(err, EINVAL, CFG "linux.sysctl: `%s` is not a sysctl name", key);
-		s->sysctls[i].key = strdup(key);
-		s->sysctls[i].value = strdup(json_object_get_string(val));
-		s->n_sysctls = ++i;
-		if (!s->sysctls[i - 1].key || !s->sysctls[i - 1].value)
-			return cryo_error_set(err, ENOMEM, CFG "linux.sysctl");
 	}
-	return 0;
+	return r;
 }
 
 /*

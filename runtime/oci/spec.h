@@ -22,6 +22,7 @@
 #include "hooks.h"
 #include "network.h"
 #include "rlimits.h"
+#include "spec-json.h"
 #include "seccomp.h"
 #include "util.h"
 
@@ -80,10 +81,6 @@ struct cryo_spec_device {
 	bool has_uid, has_gid;
 };
 
-struct cryo_spec_sysctl {
-	char *key;
-	char *value;
-};
 
 /* One linux.resources.devices entry: a line for v1 devices.allow/deny. */
 struct cryo_spec_dev_rule {
@@ -164,6 +161,8 @@ struct cryo_spec_resources {
 	size_t n_net_prios;
 	struct cryo_spec_hugepage *hugepages;
 	size_t n_hugepages;
+	struct cryo_spec_kv *unified; /* cgroup2 file name -> value */
+	size_t n_unified;
 };
 
 struct cryo_spec {
@@ -217,7 +216,7 @@ struct cryo_spec {
 	size_t n_masked_paths;
 	char **readonly_paths;  /* NULL-terminated */
 	size_t n_readonly_paths;
-	struct cryo_spec_sysctl *sysctls;
+	struct cryo_spec_kv *sysctls;
 	size_t n_sysctls;
 	unsigned long rootfs_propagation; /* MS_* propagation, 0 = runtime default */
 	struct cryo_seccomp_spec seccomp;  /* linux.seccomp */

@@ -109,4 +109,13 @@ out=$(c --root "$R" --debug list -q 2>&1 >/dev/null)
 echo "$out" | grep -q '^time="[^"]*" level=debug msg="' || fail "--debug printed: $out"
 out=$(c --root "$R" list -q 2>&1 >/dev/null)
 [ -z "$out" ] || fail "without --debug: $out"
+log "--criu: the criu that checkpoint, restore and check run"
+out=$(c --criu "$T/no-such-criu" check 2>&1) && fail "check with --criu of a missing binary succeeded: $out"
+echo "$out" | grep -q '^criu: not found' || fail "--criu of a missing binary: check printed: $out"
+real=$(command -v criu || true)
+[ -x /opt/cryo-criu4/sbin/criu ] && real=/opt/cryo-criu4/sbin/criu
+if [ -n "$real" ]; then
+	out=$(c --criu "$real" check 2>&1 || true)
+	echo "$out" | grep -q '^criu: not found' && fail "--criu $real: check did not find it: $out"
+fi
 echo "ok"

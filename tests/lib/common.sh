@@ -25,6 +25,8 @@ set -u
 : "${CRYO_BUILD:=$CRYO_SRC/build}"
 : "${CRYO_BIN:=$CRYO_BUILD/cryo}"
 export CRYO_SRC CRYO_BUILD CRYO_BIN
+# cg_remove
+. "$CRYO_SRC/tests/lib/cgremove.sh"
 
 TEST_NAME=$(basename "$0")
 T=$(mktemp -d "/tmp/cryo-test.XXXXXX")
@@ -112,32 +114,6 @@ m = re.search(r"cryo_checkpoint_steps\[\]\s*=\s*\{(.*?)\};", src, re.S)
 print(" ".join(re.findall(r"\"([^\"]+)\"", m.group(1))) if m else "")' "$CRYO_SRC/runtime/cr/checkpoint.c")
 	fi
 	echo "$steps"
-}
-
-cg_remove() {
-	local dir=$1 c pid
-	[ -d "$dir" ] || return 0
-	# v1: THAWED on the parent thaws its children; v2: each child keeps its own cgroup.freeze
-	[ -e "$dir/cgroup.freeze" ] && echo 0 >"$dir/cgroup.freeze"
-	[ -e "$dir/freezer.state" ] && echo THAWED >"$dir/freezer.state"
-	for c in "$dir"/*/; do
-		[ -d "$c" ] && cg_remove "${c%/}"
-	done
-	for _ in $(seq 100); do
-		# (cgroup files have no size: read them)
-		[ -n "$(cat "$dir/cgroup.procs" 2>/dev/null)" ] || break
-		if [ -e "$dir/cgroup.kill" ]; then
-			echo 1 >"$dir/cgroup.kill"
-		else
-			for pid in $(cat "$dir/cgroup.procs" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
-		fi
-		sleep 0.05
-	done
-	for _ in $(seq 40); do
-		rmdir "$dir" 2>/dev/null && return 0
-		sleep 0.05
-	done
-	rmdir "$dir"
 }
 
 if [ "${CRYO_NO_HOSTCHECK:-0}" != 1 ] && [ -d /sys/fs/cgroup ]; then

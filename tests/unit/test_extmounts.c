@@ -7,6 +7,7 @@
  * bundle given to restore, and masked files go by the /dev/null device.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -69,10 +70,82 @@ static void test_dumped_names_are_mapped(void **state)
 	cryo_spec_free(spec);
 }
 
+/*
+ * A bind mount whose destination goes through a symlink in the container
+ * is where the link leads (runc's checkpoint.bats: /conf -> /real/conf):
+ * CRIU finds the mount there, so that is the mountpoint dumped, under the
+ * config's destination as its name (restore maps that name).
+ */
+static void test_bind_destination_through_symlinks(void **state)
+{
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_spec *spec = NULL;
+	char dir[] = "/tmp/cryo-extmounts.XXXXXX", real[PATH_MAX], link[PATH_MAX], cfg[8192];
+	char want_abs[PATH_MAX], want_rel[PATH_MAX], want_up[PATH_MAX], want_missing[PATH_MAX];
+	char **dump = NULL, **restore = NULL;
+	int fd;
+
+	(void)state;
+	fd = tl_tmpdir(dir);
+
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(real, sizeof(real), "%s/real/conf", dir);
+	assert_int_equal(cryo_mkdir_p(real, 0755), 0);
+	/* absolute, relative, and a relative one with `..` through another link */
+	snprintf(link, sizeof(link), "%s/abs", dir);
+	assert_int_equal(symlink(real, link), 0);
+	snprintf(link, sizeof(link), "%s/rel", dir);
+	assert_int_equal(symlink("real/conf", link), 0);
+	snprintf(link, sizeof(link), "%s/real/up", dir);
+	assert_int_equal(symlink("../rel", link), 0);
+	snprintf(cfg, sizeof(cfg),
+		 "{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"},"
+		 "\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\"},\"mounts\":["
+		 "{\"destination\":\"%s/abs\",\"type\":\"bind\",\"source\":\"a\",\"options\":[\"bind\"]},"
+		 "{\"destination\":\"%s/rel/x\",\"type\":\"bind\",\"source\":\"b\",\"options\":[\"bind\"]},"
+		 "{\"destination\":\"%s/real/up/\",\"type\":\"bind\",\"source\":\"c\",\"options\":[\"bind\"]},"
+		 "{\"destination\":\"%s/missing/abs\",\"type\":\"bind\",\"source\":\"d\",\"options\":[\"bind\"]}],"
+		 "\"linux\":{\"namespaces\":[{\"type\":\"mount\"}]}}",
+		 dir, dir, dir, dir);
+	assert_int_equal(cryo_spec_parse(cfg, strlen(cfg), &spec, &err), 0);
+	assert_int_equal(cryo_extmounts_dump(spec, getpid(), &dump, &err), 0);
+	assert_int_equal(cryo_extmounts_restore(spec, "/b", &restore, &err), 0);
+	snprintf(want_abs, sizeof(want_abs), "%s/real/conf", dir);
+	snprintf(want_rel, sizeof(want_rel), "%s/real/conf/x", dir);
+	snprintf(want_up, sizeof(want_up), "%s/real/conf", dir);
+	snprintf(want_missing, sizeof(want_missing), "%s/missing/abs", dir);
+	/* /tmp itself may be a link elsewhere: compare what each name maps from */
+	for (char **p = dump; p[0] && p[1]; p += 2) {
+		const char *want = NULL;
+
+		if (strstr(p[1], "/abs") && !strstr(p[1], "/missing/"))
+			want = want_abs;
+		else if (strstr(p[1], "/rel/x"))
+			want = want_rel;
+		else if (strstr(p[1], "/real/up"))
+			want = want_up;
+		else if (strstr(p[1], "/missing/abs"))
+			want = want_missing;
+		if (!want)
+			continue;
+		if (strcmp(p[0] + strlen(p[0]) - strlen(want + strlen(dir)), want + strlen(dir)) != 0)
+			fail_msg("`%s` is dumped at `%s`, not at .../%s", p[1], p[0], want + strlen(dir) + 1);
+		/* the name is the config's destination, which restore maps */
+		assert_non_null(lookup(restore, p[1]));
+	}
+	assert_non_null(lookup(dump, want_missing));
+	cryo_strv_free(dump);
+	cryo_strv_free(restore);
+	cryo_spec_free(spec);
+	tl_rm_rf(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dumped_names_are_mapped),
+		cmocka_unit_test(test_bind_destination_through_symlinks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

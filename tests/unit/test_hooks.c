@@ -155,7 +155,7 @@ static void test_run_failure(void **state)
 			     " {\"path\": \"@D/never.sh\"}]}",
 			     CRYO_HOOK_POSTSTOP, "{}", &err),
 			 -ECANCELED);
-	snprintf(want, sizeof(want), "hook poststop[0] `%s/fail.sh` exited with status 3: some output boom", tl_dir);
+	snprintf(want, sizeof(want), "error running hook poststop[0] `%s/fail.sh` exited with status 3: some output boom", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 	/* stopped at the first failure */
@@ -165,14 +165,14 @@ static void test_run_failure(void **state)
 	assert_int_equal(run("{\"prestart\": [{\"path\": \"@D/missing\"}]}", CRYO_HOOK_PRESTART, "{}", &err),
 			 -ECANCELED);
 	snprintf(want, sizeof(want),
-		 "hook prestart[0] `%s/missing` exited with status 127: cannot execute: No such file or directory", tl_dir);
+		 "error running hook prestart[0] `%s/missing` exited with status 127: cannot execute: No such file or directory", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 
 	write_script("signal.sh", "kill -TERM $$");
 	assert_int_equal(run("{\"prestart\": [{\"path\": \"@D/signal.sh\"}]}", CRYO_HOOK_PRESTART, "{}", &err),
 			 -ECANCELED);
-	snprintf(want, sizeof(want), "hook prestart[0] `%s/signal.sh` killed by signal 15 (Terminated)", tl_dir);
+	snprintf(want, sizeof(want), "error running hook prestart[0] `%s/signal.sh` killed by signal 15 (terminated)", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 }
@@ -188,7 +188,7 @@ static void test_run_timeout(void **state)
 			     CRYO_HOOK_START_CONTAINER, "{}", &err),
 			 -ETIMEDOUT);
 	assert_true(cryo_now_ms() - t0 < 5000);
-	snprintf(want, sizeof(want), "hook startContainer[0] `%s/slow.sh` timed out after 1 s: started", tl_dir);
+	snprintf(want, sizeof(want), "error running hook startContainer[0] `%s/slow.sh` timed out after 1 s: started", tl_dir);
 	assert_string_equal(err.msg, want);
 	cryo_error_clear(&err);
 }
