@@ -1,5 +1,4 @@
 // SPDX-License-Identifier: GPL-2.0-only
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -15,8 +14,6 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include <json-c/json.h>
-
 #include "hold.h"
 #include "kmod.h"
 #include "log.h"
@@ -24,44 +21,9 @@
 #include "util.h"
 #include "watchdog.h"
 
-#define HOLDS_DIR CRYO_HOLD_DIR
-#define LEGACY_HOLDS_DIR "holds"
 #define STAGING_TAG ".staging-"
 #define LEGACY_LOCK_FILE ".lock"
-#define REC_MAX_BYTES 65536
 #define READY_TIMEOUT_MS 5000
-
-const char *const cryo_hold_kind_names[_CRYO_HOLD_KIND_MAX] = {
-	[CRYO_HOLD_CGROUP_THAW] = "cgroup-thaw",
-	[CRYO_HOLD_FS_THAW] = "fs-thaw",
-	[CRYO_HOLD_STAGING] = "staging-dir",
-	[CRYO_HOLD_CGROUP_KILL] = "cgroup-kill",
-	[CRYO_HOLD_LINK_UP] = "link-up",
-	[CRYO_HOLD_RESTORE] = "restore",
-};
-
-int cryo_hold_validate_name(const char *name, struct cryo_error *err)
-{
-	_cleanup_free_ char *id = NULL;
-	const char *at = name ? strchr(name, '@') : NULL;
-	const char *p;
-	int r;
-
-	if (!at)
-		return cryo_validate_id(name, err);
-	id = strndup(name, (size_t)(at - name));
-	if (!id)
-		return cryo_error_set(err, ENOMEM, "hold name");
-	r = cryo_validate_id(id, err);
-	if (r < 0)
-		return r;
-	if (!at[1] || strlen(at) > 64)
-		return cryo_error_setx(err, EINVAL, "hold name `%s`: the tag after `@` is empty or too long", name);
-	for (p = at + 1; *p; p++)
-		if (!isalnum((unsigned char)*p) && !strchr("-_.:", *p))
-			return cryo_error_setx(err, EINVAL, "hold name `%s` has an invalid character in its tag", name);
-	return 0;
-}
 
 struct cryo_hold {
 	char *root;
@@ -79,20 +41,6 @@ static int pidfd_signal(int pidfd, int sig)
 	return (int)syscall(SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
 }
 
-void cryo_hold_rec_free(struct cryo_hold_rec *rec)
-{
-	if (!rec)
-		return;
-	free(rec->name);
-	free(rec->target);
-	free(rec->backend);
-	free(rec->boot_id);
-	free(rec->nonce);
-	free(rec->detail);
-	free(rec->root);
-	free(rec);
-}
-
 void cryo_hold_free(struct cryo_hold *h)
 {
 	if (!h)
@@ -102,365 +50,6 @@ void cryo_hold_free(struct cryo_hold *h)
 	cryo_hold_rec_free(h->rec);
 	free(h->root);
 	free(h);
-}
-
-static char *read_boot_id(void)
-{
-	char *buf = NULL;
-	size_t len = 0;
-
-	if (cryo_read_file_at(AT_FDCWD, "/proc/sys/kernel/random/boot_id", 64, &buf, &len) < 0)
-		return strdup("");
-	if (len > 0 && buf[len - 1] == '\n')
-		buf[len - 1] = '\0';
-	return buf;
-}
-
-/*
- * Before the journal took a name no container id can have, it was
- * <root>/holds, which `create holds` / `delete holds` could take over or
- * remove. Move an old journal (a `holds` dir that is no container: no
- * state.json) to its new place. Watchdogs of old holds keep working: they
- * hold the directory by fd.
- */
-static void migrate_legacy(const char *root)
-{
-	_cleanup_close_ int rfd = -1, lfd = -1;
-	struct stat st;
-
-	rfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
-		return;
-	lfd = openat(rfd, LEGACY_HOLDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (lfd < 0)
-		return;
-	if (fstatat(lfd, "state.json", &st, AT_SYMLINK_NOFOLLOW) == 0)
-		return; /* a container called `holds` */
-	if (renameat2(rfd, LEGACY_HOLDS_DIR, rfd, HOLDS_DIR, RENAME_NOREPLACE) == 0)
-		cryo_debug("moved the hold journal `%s/%s` to `%s/%s`", root, LEGACY_HOLDS_DIR, root, HOLDS_DIR);
-	else if (errno != ENOENT)
-		cryo_debug("could not move the old hold journal `%s/%s`: %s", root, LEGACY_HOLDS_DIR, strerror(errno));
-}
-
-/* Open (creating) <root>/.holds. */
-static int open_holds_dir(const char *root, bool create, int *ret, struct cryo_error *err)
-{
-	char path[PATH_MAX];
-	int fd;
-
-	if (snprintf(path, sizeof(path), "%s/%s", root, HOLDS_DIR) >= (int)sizeof(path))
-		return cryo_error_setx(err, ENAMETOOLONG, "state dir `%s` is too long", root);
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		migrate_legacy(root);
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	}
-	if (fd < 0 && errno == ENOENT && create) {
-		int r = cryo_mkdir_p(path, 0700);
-
-		if (r < 0)
-			return cryo_error_set(err, r, "create `%s`", path);
-		fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	}
-	if (fd < 0)
-		return cryo_error_set(err, errno, "open `%s`", path);
-	*ret = fd;
-	return 0;
-}
-
-/*
- * Serialises journal changes between holders, watchdogs and `cryo
- * recover`: a flock on a new open file of the journal dir (no lock file
- * is left behind; a watchdog keeps the dir open, but never this file).
- */
-static int lock_dir(int dfd)
-{
-	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			int r = -errno;
-
-			close(fd);
-			return r;
-		}
-	}
-	return fd;
-}
-
-int cryo_hold_lock(const char *root, int timeout_ms, int *ret_dfd, int *ret_lockfd, struct cryo_error *err)
-{
-	_cleanup_close_ int dfd = -1, fd = -1;
-	int64_t until = cryo_now_ms() + timeout_ms;
-	int r, delay = 1;
-
-	r = open_holds_dir(root, true, &dfd, err);
-	if (r < 0)
-		return r;
-	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return cryo_error_set(err, errno, "open `%s/%s`", root, HOLDS_DIR);
-	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return cryo_error_set(err, errno, "lock `%s/%s`", root, HOLDS_DIR);
-		if (cryo_now_ms() >= until)
-			return cryo_error_setx(err, EBUSY, "another cryo command holds the lock of `%s/%s` for more than %d ms",
-					       root, HOLDS_DIR, timeout_ms);
-		/* short steps: many commands of one node take it in turns, each for a few ms */
-		cryo_sleep_ms(delay);
-		delay = delay < 8 ? delay * 2 : 8;
-	}
-	*ret_dfd = TAKE_FD(dfd);
-	*ret_lockfd = TAKE_FD(fd);
-	return 0;
-}
-
-static int rec_to_json(const struct cryo_hold_rec *rec, char **ret)
-{
-	struct json_object *o = json_object_new_object();
-	char *s;
-
-	if (!o)
-		return -ENOMEM;
-	json_object_object_add(o, "name", json_object_new_string(rec->name));
-	json_object_object_add(o, "kind", json_object_new_string(cryo_hold_kind_names[rec->kind]));
-	json_object_object_add(o, "target", json_object_new_string(rec->target));
-	json_object_object_add(o, "backend", json_object_new_string(rec->backend));
-	json_object_object_add(o, "undoOnExit", json_object_new_boolean(rec->flags & CRYO_HOLD_UNDO_ON_EXIT));
-	json_object_object_add(o, "kmod", json_object_new_boolean(rec->flags & CRYO_HOLD_KMOD));
-	json_object_object_add(o, "noWatchdog", json_object_new_boolean(rec->flags & CRYO_HOLD_NO_WATCHDOG));
-	if (rec->flags & CRYO_HOLD_ENDED)
-		json_object_object_add(o, "ended", json_object_new_boolean(1));
-	json_object_object_add(o, "holderPid", json_object_new_int(rec->holder_pid));
-	json_object_object_add(o, "holderStartTime", json_object_new_uint64(rec->holder_start));
-	json_object_object_add(o, "watchdogPid", json_object_new_int(rec->watchdog_pid));
-	json_object_object_add(o, "watchdogStartTime", json_object_new_uint64(rec->watchdog_start));
-	json_object_object_add(o, "deadlineMonotonicMs", json_object_new_int64(rec->deadline_ms));
-	if (rec->exit_delay_ms > 0)
-		json_object_object_add(o, "exitDelayMs", json_object_new_int64(rec->exit_delay_ms));
-	json_object_object_add(o, "bootId", json_object_new_string(rec->boot_id));
-	json_object_object_add(o, "nonce", json_object_new_string(rec->nonce));
-	if (rec->detail) {
-		struct json_object *d = json_tokener_parse(rec->detail);
-
-		if (!d || !json_object_is_type(d, json_type_object)) {
-			json_object_put(d);
-			json_object_put(o);
-			return -EINVAL;
-		}
-		json_object_object_add(o, "detail", d);
-	}
-	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE));
-	json_object_put(o);
-	if (!s)
-		return -ENOMEM;
-	*ret = s;
-	return 0;
-}
-
-static int get_str(struct json_object *o, const char *key, char **ret)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_string))
-		return -EINVAL;
-	*ret = strdup(json_object_get_string(v));
-	return *ret ? 0 : -ENOMEM;
-}
-
-static int get_int(struct json_object *o, const char *key, int64_t *ret)
-{
-	struct json_object *v;
-
-	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
-		return -EINVAL;
-	*ret = json_object_get_int64(v);
-	return 0;
-}
-
-static int load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err)
-{
-	_cleanup_free_ char *data = NULL;
-	char *kind = NULL;
-	struct cryo_hold_rec *rec;
-	struct json_object *o, *v;
-	char file[PATH_MAX];
-	int64_t i64 = 0;
-	size_t len = 0, k;
-	int r;
-
-	snprintf(file, sizeof(file), "%s.json", name);
-	r = cryo_read_file_at(dfd, file, REC_MAX_BYTES, &data, &len);
-	if (r == -ENOENT)
-		return cryo_error_setx(err, ENOENT, "no hold `%s`", name);
-	if (r < 0)
-		return cryo_error_set(err, r, "read hold `%s`", name);
-	o = json_tokener_parse(data);
-	if (!o)
-		return cryo_error_setx(err, EINVAL, "hold `%s`: journal entry is not JSON", name);
-	rec = calloc(1, sizeof(*rec));
-	if (!rec) {
-		json_object_put(o);
-		return cryo_error_set(err, ENOMEM, "hold `%s`", name);
-	}
-	r = get_str(o, "name", &rec->name);
-	if (r == 0)
-		r = get_str(o, "kind", &kind);
-	if (r == 0)
-		r = get_str(o, "target", &rec->target);
-	if (r == 0)
-		r = get_str(o, "backend", &rec->backend);
-	if (r == 0)
-		r = get_str(o, "bootId", &rec->boot_id);
-	if (r == 0)
-		r = get_str(o, "nonce", &rec->nonce);
-	if (r == 0 && (r = get_int(o, "holderPid", &i64)) == 0)
-		rec->holder_pid = (pid_t)i64;
-	if (r == 0 && (r = get_int(o, "holderStartTime", &i64)) == 0)
-		rec->holder_start = (uint64_t)i64;
-	if (r == 0 && (r = get_int(o, "watchdogPid", &i64)) == 0)
-		rec->watchdog_pid = (pid_t)i64;
-	if (r == 0 && (r = get_int(o, "watchdogStartTime", &i64)) == 0)
-		rec->watchdog_start = (uint64_t)i64;
-	if (r == 0)
-		r = get_int(o, "deadlineMonotonicMs", &rec->deadline_ms);
-	if (r == 0 && json_object_object_get_ex(o, "exitDelayMs", &v))
-		r = get_int(o, "exitDelayMs", &rec->exit_delay_ms);
-	if (r == 0 && json_object_object_get_ex(o, "undoOnExit", &v) && json_object_get_boolean(v))
-		rec->flags |= CRYO_HOLD_UNDO_ON_EXIT;
-	if (r == 0 && json_object_object_get_ex(o, "kmod", &v) && json_object_get_boolean(v))
-		rec->flags |= CRYO_HOLD_KMOD;
-	if (r == 0 && json_object_object_get_ex(o, "noWatchdog", &v) && json_object_get_boolean(v))
-		rec->flags |= CRYO_HOLD_NO_WATCHDOG;
-	if (r == 0 && json_object_object_get_ex(o, "ended", &v) && json_object_get_boolean(v))
-		rec->flags |= CRYO_HOLD_ENDED;
-	if (r == 0 && json_object_object_get_ex(o, "detail", &v) && json_object_is_type(v, json_type_object) &&
-	    !(rec->detail = strdup(json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN))))
-		r = -ENOMEM;
-	json_object_put(o);
-	if (r < 0 || !kind) {
-		free(kind);
-		cryo_hold_rec_free(rec);
-		return cryo_error_setx(err, EINVAL, "hold `%s`: journal entry lacks a field or has a wrong type", name);
-	}
-	for (k = 0; k < _CRYO_HOLD_KIND_MAX; k++)
-		if (strcmp(kind, cryo_hold_kind_names[k]) == 0)
-			break;
-	if (k == _CRYO_HOLD_KIND_MAX) {
-		r = cryo_error_setx(err, EINVAL, "hold `%s`: unknown kind `%.32s`", name, kind);
-		free(kind);
-		cryo_hold_rec_free(rec);
-		return r;
-	}
-	free(kind);
-	rec->kind = (enum cryo_hold_kind)k;
-	*ret = rec;
-	return 0;
-}
-
-int cryo_hold_load_at(int dfd, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err)
-{
-	return load_at(dfd, name, ret, err);
-}
-
-/* The journal dir that should hold entry name; a missing dir is "no hold `name`" (-ENOENT). */
-static int open_holds_dir_for(const char *root, const char *name, int *ret_fd, struct cryo_error *err)
-{
-	int r;
-
-	r = cryo_hold_validate_name(name, err);
-	if (r < 0)
-		return r;
-	r = open_holds_dir(root, false, ret_fd, err);
-	if (r == -ENOENT) {
-		cryo_error_clear(err);
-		return cryo_error_setx(err, ENOENT, "no hold `%s`", name);
-	}
-	return r;
-}
-
-int cryo_hold_load(const char *root, const char *name, struct cryo_hold_rec **ret, struct cryo_error *err)
-{
-	_cleanup_close_ int dfd = -1;
-	int r;
-
-	r = open_holds_dir_for(root, name, &dfd, err);
-	if (r < 0)
-		return r;
-	r = load_at(dfd, name, ret, err);
-	if (r == 0 && !((*ret)->root = strdup(root))) {
-		cryo_hold_rec_free(*ret);
-		*ret = NULL;
-		return cryo_error_set(err, ENOMEM, "hold `%s`", name);
-	}
-	return r;
-}
-
-/*
- * Atomic (a cryo killed mid-write leaves the old entry or the new), not
- * synced: the journal is for a holder that dies, not a host that does.
- * After a host crash every hold is of another boot, so stale, whether its
- * entry reached the disk or not (the state root is a tmpfs by default
- * anyway), and what it held is gone with the boot: no frozen cgroup,
- * filesystem or link is left to undo, and a staging dir is removed by the
- * next checkpoint to that place. An fsync here was paid inside frozen
- * windows (a migration's destination takes a hold on the copy it restored
- * before the source may commit), and waits for every writer of the disk.
- */
-static int save_at(int dfd, const struct cryo_hold_rec *rec)
-{
-	char file[PATH_MAX], *json = NULL;
-	int r;
-
-	r = rec_to_json(rec, &json);
-	if (r < 0)
-		return r;
-	snprintf(file, sizeof(file), "%s.json", rec->name);
-	r = cryo_write_file_atomic_at(dfd, file, json, strlen(json), 0600, false);
-	free(json);
-	return r;
-}
-
-int cryo_hold_update_at(int dfd, const struct cryo_hold_rec *rec, struct cryo_error *err)
-{
-	int r = save_at(dfd, rec);
-
-	return r < 0 ? cryo_error_set(err, -r, "hold `%s`: write journal entry", rec->name) : 0;
-}
-
-void cryo_hold_remove_at(int dfd, const char *name)
-{
-	char file[PATH_MAX];
-
-	snprintf(file, sizeof(file), "%s.json", name);
-	unlinkat(dfd, file, 0);
-}
-
-int cryo_hold_open_dir(const char *root, int *ret_dfd, struct cryo_error *err)
-{
-	return open_holds_dir(root, true, ret_dfd, err);
-}
-
-/* Does the entry called name still carry this nonce? Its exit delay in *ret_exit_delay_ms (may be NULL). */
-static bool entry_is_delay(int dfd, const char *name, const char *nonce, int64_t *ret_exit_delay_ms)
-{
-	struct cryo_hold_rec *cur = NULL;
-	bool same;
-
-	if (load_at(dfd, name, &cur, NULL) < 0 || !cur)
-		return false;
-	same = strcmp(cur->nonce, nonce) == 0;
-	if (same && ret_exit_delay_ms)
-		*ret_exit_delay_ms = cur->exit_delay_ms;
-	cryo_hold_rec_free(cur);
-	return same;
-}
-
-static bool entry_is(int dfd, const char *name, const char *nonce)
-{
-	return entry_is_delay(dfd, name, nonce, NULL);
 }
 
 /* A zombie is dead for us: PID 1 of a sandbox may reap orphans late. */
@@ -490,7 +79,7 @@ static bool pid_matches(pid_t pid, uint64_t start)
 
 static bool same_boot(const struct cryo_hold_rec *rec)
 {
-	char *boot = read_boot_id();
+	char *boot = cryo_hold_boot_id();
 	bool same = boot && strcmp(boot, rec->boot_id) == 0;
 
 	free(boot);
@@ -533,8 +122,8 @@ static void watchdog_fire(struct watchdog_args *a)
 	char file[PATH_MAX];
 	int lfd;
 
-	lfd = lock_dir(a->dfd);
-	if (entry_is(a->dfd, a->rec->name, a->rec->nonce)) {
+	lfd = cryo_hold_dir_lock(a->dfd);
+	if (cryo_hold_entry_is(a->dfd, a->rec->name, a->rec->nonce)) {
 		if (a->undo(a->rec, &err) == 0) {
 			snprintf(file, sizeof(file), "%s.json", a->rec->name);
 			unlinkat(a->dfd, file, 0);
@@ -593,12 +182,12 @@ static void hold_watchdog_main(void *data, int ready_fd)
 				/* spurious: look at the journal anyway */
 			}
 			/* a release removed our entry: done; anything else (an exit delay set): keep guarding */
-			if (!entry_is_delay(a->dfd, a->rec->name, a->rec->nonce, &exit_delay))
+			if (!cryo_hold_entry_is_delay(a->dfd, a->rec->name, a->rec->nonce, &exit_delay))
 				_exit(0);
 		}
 		if (r > 0 && holder >= 0 && (p[1].revents & (POLLIN | POLLHUP))) {
 			/* (the entry, again: a delay set just before the holder died) */
-			if (!entry_is_delay(a->dfd, a->rec->name, a->rec->nonce, &exit_delay))
+			if (!cryo_hold_entry_is_delay(a->dfd, a->rec->name, a->rec->nonce, &exit_delay))
 				_exit(0);
 			if (exit_delay <= 0) {
 				watchdog_fire(a);
@@ -732,13 +321,13 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 		return cryo_error_setx(err, EINVAL, "hold `%s`: needs a deadline or undo-on-exit", name);
 	if (timeout_ms > (uint64_t)INT64_MAX / 2)
 		return cryo_error_setx(err, ERANGE, "hold `%s`: timeout too large", name);
-	r = open_holds_dir(root, true, &dfd, err);
+	r = cryo_hold_dir_open(root, true, &dfd, err);
 	if (r < 0)
 		return r;
-	lfd = lock_dir(dfd);
+	lfd = cryo_hold_dir_lock(dfd);
 	if (lfd < 0)
 		return cryo_error_set(err, lfd, "lock `%s/%s`", root, HOLDS_DIR);
-	if (load_at(dfd, name, &old, NULL) == 0 && old) {
+	if (cryo_hold_load_at(dfd, name, &old, NULL) == 0 && old) {
 		r = take_over_stale(dfd, root, old, kind, undo, err);
 		cryo_hold_rec_free(old);
 		old = NULL;
@@ -760,7 +349,7 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 	h->rec->backend = strdup(backend);
 	h->rec->flags = flags;
 	h->rec->holder_pid = getpid();
-	h->rec->boot_id = read_boot_id();
+	h->rec->boot_id = cryo_hold_boot_id();
 	h->rec->nonce = new_nonce();
 	h->rec->root = strdup(root);
 	h->rec->deadline_ms = timeout_ms ? cryo_now_ms() + (int64_t)timeout_ms : 0;
@@ -785,7 +374,7 @@ int cryo_hold_acquire(const char *root, const char *name, enum cryo_hold_kind ki
 	if (cryo_fault("hold-journal"))
 		r = -EIO;
 	else
-		r = save_at(dfd, h->rec);
+		r = cryo_hold_rec_save_at(dfd, h->rec);
 	if (r < 0) {
 		/* without its entry the watchdog exits at the next look */
 		if (h->watchdog_pidfd >= 0)
@@ -813,10 +402,10 @@ static int drop_entry(int dfd, const struct cryo_hold_rec *rec, struct cryo_erro
 	char file[PATH_MAX];
 	int lfd, r = 0;
 
-	lfd = lock_dir(dfd);
+	lfd = cryo_hold_dir_lock(dfd);
 	if (lfd < 0)
 		return cryo_error_set(err, lfd, "lock holds of `%s`", rec->name);
-	if (!entry_is(dfd, rec->name, rec->nonce)) {
+	if (!cryo_hold_entry_is(dfd, rec->name, rec->nonce)) {
 		r = cryo_error_setx(err, ETIME, "hold `%s` was already undone by its watchdog (deadline passed)",
 				    rec->name);
 	} else {
@@ -836,16 +425,16 @@ int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_
 	if (!(h->rec->flags & CRYO_HOLD_UNDO_ON_EXIT) || (h->rec->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_NO_WATCHDOG)))
 		return cryo_error_setx(err, EINVAL, "hold `%s`: an exit delay needs a watchdog that undoes on exit",
 				       h->rec->name);
-	r = open_holds_dir(h->root, false, &dfd, err);
+	r = cryo_hold_dir_open(h->root, false, &dfd, err);
 	if (r < 0)
 		return r;
-	lfd = lock_dir(dfd);
+	lfd = cryo_hold_dir_lock(dfd);
 	if (lfd < 0)
 		return cryo_error_set(err, lfd, "lock `%s/%s`", h->root, HOLDS_DIR);
-	if (!entry_is(dfd, h->rec->name, h->rec->nonce))
+	if (!cryo_hold_entry_is(dfd, h->rec->name, h->rec->nonce))
 		return cryo_error_setx(err, ETIME, "hold `%s`: its watchdog undid it already", h->rec->name);
 	h->rec->exit_delay_ms = delay_ms > 0 ? delay_ms : 0;
-	r = save_at(dfd, h->rec);
+	r = cryo_hold_rec_save_at(dfd, h->rec);
 	if (r < 0)
 		return cryo_error_set(err, r, "hold `%s`: write journal entry", h->rec->name);
 	/* the watchdog reads it again (before it looks at a holder that died meanwhile) */
@@ -861,7 +450,7 @@ int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err)
 
 	if (!h)
 		return 0;
-	r = open_holds_dir(h->root, false, &dfd, err);
+	r = cryo_hold_dir_open(h->root, false, &dfd, err);
 	if (r == 0)
 		r = drop_entry(dfd, h->rec, err);
 	if (h->watchdog_pidfd >= 0)
@@ -884,7 +473,7 @@ int cryo_hold_put_self(int dfd, const struct cryo_hold_rec *tmpl, bool replace, 
 		.holder_pid = getpid(),
 		.watchdog_pid = getpid(),
 	};
-	_cleanup_free_ char *boot = read_boot_id(), *nonce = new_nonce();
+	_cleanup_free_ char *boot = cryo_hold_boot_id(), *nonce = new_nonce();
 	int r;
 
 	r = cryo_hold_validate_name(name, err);
@@ -901,7 +490,7 @@ int cryo_hold_put_self(int dfd, const struct cryo_hold_rec *tmpl, bool replace, 
 	snprintf(file, sizeof(file), "%s.json", name);
 	if (!replace && faccessat(dfd, file, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
 		return cryo_error_setx(err, EEXIST, "hold `%s` exists", name);
-	r = save_at(dfd, &rec);
+	r = cryo_hold_rec_save_at(dfd, &rec);
 	if (r < 0)
 		return cryo_error_set(err, r, "hold `%s`: write journal entry", name);
 	return 0;
@@ -912,7 +501,7 @@ void cryo_hold_drop_self(int dfd, const char *name)
 	struct cryo_hold_rec *rec = NULL;
 	char file[PATH_MAX];
 
-	if (load_at(dfd, name, &rec, NULL) < 0 || !rec)
+	if (cryo_hold_load_at(dfd, name, &rec, NULL) < 0 || !rec)
 		return;
 	if (rec->watchdog_pid == getpid()) {
 		snprintf(file, sizeof(file), "%s.json", name);
@@ -931,13 +520,13 @@ int cryo_hold_set_detail(struct cryo_hold *h, const char *detail, struct cryo_er
 		return cryo_error_set(err, ENOMEM, "hold `%s`", h->rec->name);
 	free(h->rec->detail);
 	h->rec->detail = copy;
-	r = open_holds_dir(h->root, false, &dfd, err);
+	r = cryo_hold_dir_open(h->root, false, &dfd, err);
 	if (r < 0)
 		return r;
-	lfd = lock_dir(dfd);
+	lfd = cryo_hold_dir_lock(dfd);
 	if (lfd < 0)
 		return cryo_error_set(err, lfd, "lock holds of `%s`", h->rec->name);
-	if (!entry_is(dfd, h->rec->name, h->rec->nonce))
+	if (!cryo_hold_entry_is(dfd, h->rec->name, h->rec->nonce))
 		return cryo_error_setx(err, ETIME, "hold `%s` was already undone", h->rec->name);
 	return cryo_hold_update_at(dfd, h->rec, err);
 }
@@ -951,10 +540,10 @@ int cryo_hold_check(const struct cryo_hold *h, struct cryo_error *err)
 		return 0;
 	if (h->rec->deadline_ms > 0 && cryo_now_ms() >= h->rec->deadline_ms)
 		return cryo_error_setx(err, ETIME, "hold `%s` passed its deadline", h->rec->name);
-	r = open_holds_dir(h->root, false, &dfd, err);
+	r = cryo_hold_dir_open(h->root, false, &dfd, err);
 	if (r < 0)
 		return r;
-	if (!entry_is(dfd, h->rec->name, h->rec->nonce))
+	if (!cryo_hold_entry_is(dfd, h->rec->name, h->rec->nonce))
 		return cryo_error_setx(err, ETIME, "hold `%s` was already undone by its watchdog", h->rec->name);
 	return 0;
 }
@@ -965,10 +554,10 @@ int cryo_hold_release_name(const char *root, const char *name, struct cryo_error
 	struct cryo_hold_rec *rec = NULL;
 	int r;
 
-	r = open_holds_dir_for(root, name, &dfd, err);
+	r = cryo_hold_dir_open_for(root, name, &dfd, err);
 	if (r < 0)
 		return r;
-	r = load_at(dfd, name, &rec, err);
+	r = cryo_hold_load_at(dfd, name, &rec, err);
 	if (r < 0 || !rec)
 		return r < 0 ? r : -EIO;
 	r = drop_entry(dfd, rec, err);
@@ -987,7 +576,7 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 	DIR *d;
 	int r, ret = 0;
 
-	r = open_holds_dir(root, false, &dfd, err);
+	r = cryo_hold_dir_open(root, false, &dfd, err);
 	if (r == -ENOENT) {
 		cryo_error_clear(err);
 		return 0;
@@ -1011,7 +600,7 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		}
 		if (de->d_name[0] == '.' && len > 9 && strcmp(de->d_name + len - 9, ".json.tmp") == 0) {
 			/* written under the lock: one that is there while we hold it was left by a killed writer */
-			lfd = lock_dir(dfd);
+			lfd = cryo_hold_dir_lock(dfd);
 			if (unlinkat(dfd, de->d_name, 0) == 0)
 				cryo_debug("removed the half-written hold entry `%s`", de->d_name);
 			if (lfd >= 0)
@@ -1022,8 +611,8 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		    strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
-		lfd = lock_dir(dfd);
-		r = load_at(dfd, name, &rec, &e);
+		lfd = cryo_hold_dir_lock(dfd);
+		r = cryo_hold_load_at(dfd, name, &rec, &e);
 		if (r == 0 && rec && !(rec->root = strdup(root)))
 			r = cryo_error_set(&e, ENOMEM, "hold `%s`", name);
 		if (r < 0 || !rec) {
