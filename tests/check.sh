@@ -9,6 +9,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SRC=$PWD
 
+# each phase's wall time, printed as it ends and again at the end (CI
+# must stay well under its limit: this says where the time goes)
+times=()
+t0=$SECONDS
+phase_end() {
+	times+=("$(printf '%5d s  %s' $((SECONDS - t0)) "$1")")
+	echo "== $1: $((SECONDS - t0)) s"
+	t0=$SECONDS
+}
+
 bash tests/setup.sh
 # CRIU 4 for the host tests that checkpoint (Debian's 3.17 fails on kernels >= 6.13)
 bash tests/setup-criu4.sh
@@ -16,10 +26,12 @@ bash tests/setup-criu4.sh
 bash tests/setup-cri.sh || echo "check.sh: tests/setup-cri.sh failed: the host/cri_* tests will skip"
 # runc's own integration suite, for host/runc_bats (a slice of it) and host/runtime_contract
 bash tests/setup-runc-bats.sh
+phase_end "setup"
 
 jobs=$(nproc)
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCRYO_WERROR=ON >/dev/null
 cmake --build build -j"$jobs"
+phase_end "build"
 
 # The last lines of each failed test's output, again at the end of the run:
 # a long log is often cut in the middle, and the reason is what matters.
@@ -36,6 +48,7 @@ tails() {
 rc=0
 echo "== ctest: unit, host and vm tests"
 (cd build && ctest --output-on-failure --no-tests=error) || { rc=1; failed+=(build); }
+phase_end "ctest: unit, host and vm"
 
 # the packaging tests (a .deb build, man pages and completion against --help)
 # test packaging, not memory: once, above; of the CRI tests (containerd
@@ -50,6 +63,7 @@ cmake --build build-asan -j"$jobs"
 	ctest --output-on-failure --no-tests=error -L 'unit|host' \
 		-E '^host/(package_|cri_(two_nodes|faults)$)|^soak/(cycles|faults|concurrency)$') ||
 	{ rc=1; failed+=(build-asan); }
+phase_end "ASan+UBSan build and ctest"
 
 # the threaded parts (image hashing while CRIU writes, the transport's
 # writers, the lazy relay, holds and watchdogs): their unit tests under
@@ -59,12 +73,15 @@ cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCRYO_WERROR=ON -DCRYO_SANITI
 cmake --build build-tsan -j"$jobs"
 (cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure --no-tests=error -L unit) ||
 	{ rc=1; failed+=(build-tsan); }
+phase_end "TSan build and ctest"
 
 echo "== fuzzing: each tests/fuzz target for 40 s (libFuzzer, ASan+UBSan), 0 crashes"
 bash tests/fuzz/run.sh 40 || rc=1
+phase_end "fuzzing"
 
 echo "== static checks"
 bash tests/lint.sh build || rc=1
+phase_end "static checks"
 
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "== failed tests"
@@ -73,4 +90,6 @@ if [ ${#failed[@]} -gt 0 ]; then
 	done
 fi
 
+echo "== where the time went"
+printf '%s\n' "${times[@]}"
 exit $rc

@@ -74,7 +74,12 @@ StrictModes no
 LogLevel VERBOSE
 EOF
 "$SSHD" -t -f "$K/sshd_config" || fail "sshd rejects the test's config"
-on_dest "$SSHD" -D -e -f "$K/sshd_config" 2>"$T/sshd.log" &
+# sshd runs the remote command with root's shell, which reads ~/.bashrc:
+# not this host's (a pyenv there once waited 60 s for a stale lock in
+# each session, and every --timeout ran out): an empty one, in the dest
+# host's own mount namespace
+on_dest sh -c '[ ! -e "$HOME/.bashrc" ] || mount --bind /dev/null "$HOME/.bashrc"; exec "$@"' sshd \
+	"$SSHD" -D -e -f "$K/sshd_config" 2>"$T/sshd.log" &
 at_exit "[ -s '$K/sshd.pid' ] && kill \$(cat '$K/sshd.pid') 2>/dev/null"
 for _ in $(seq 100); do
 	[ -s "$K/sshd.pid" ] && ip netns exec "$MIG_NS" ss -ltn | grep -q "$MIG_IP_DST:22 " && break
