@@ -506,7 +506,7 @@ static int step_hold_tasks(void *ctx, struct cryo_error *err)
 	r = cryo_freezer_open_for(c->freezer_backend, c->cg.v2, c->cg.v1_freezer, &c->fz, err);
 	if (r < 0)
 		return r;
-	snprintf(name, sizeof(name), "%s@restore", c->o->id);
+	snprintf(name, sizeof(name), "%s@tasks", c->o->id);
 	return cryo_hold_acquire(c->o->root, name, CRYO_HOLD_CGROUP_KILL, cryo_freezer_path(c->fz),
 				 cryo_freezer_backend_names[cryo_freezer_backend_of(c->fz)], 0, CRYO_HOLD_UNDO_ON_EXIT,
 				 cryo_freezer_kill_undo, &c->kill_hold, err);

@@ -70,7 +70,7 @@ for at in criu-restore pause-or-run; do
 	migrate_bg
 	rp=$(wait_receive_stopped) || fail "$at: receive did not stop there: $(cat "$T/r.out") / $(cat "$T/m.out")"
 	[ "$(rt freezer-state "$id")" = FROZEN ] || fail "$at: the source is $(rt freezer-state "$id") while receive restores"
-	hold=$MIG_ROOT_DST/.holds/$id@restore.json
+	hold=$MIG_ROOT_DST/.holds/$id@tasks.json
 	python3 - "$hold" "$MIG_CG/$CGPARENT/$id" <<'PY' || fail "$at: no kill hold on the copy's cgroup: $(cat "$MIG_ROOT_DST/.holds/"*.json 2>/dev/null)"
 import json, os, sys
 h = json.load(open(sys.argv[1]))

@@ -141,7 +141,7 @@ bundle_set "$B" "c.get('annotations', {}).pop('org.cryo.freezer', None)"
 restore_bg CRYO_PAUSE_AT=restore:state -- --image-path "$T/img"
 wait_cryo_stopped "$rpid" "kill"
 [ -n "$(procs)" ] || fail "kill: no restored task before the kill"
-grep -q '"kind": *"cgroup-kill"' "$RTROOT/.holds/$id@restore.json" 2>/dev/null ||
+grep -q '"kind": *"cgroup-kill"' "$RTROOT/.holds/$id@tasks.json" 2>/dev/null ||
 	fail "kill: no kill hold in the journal: $(cat "$RTROOT/.holds/"*.json 2>/dev/null)"
 kill -9 "$rpid"
 wait "$rpid" 2>/dev/null
