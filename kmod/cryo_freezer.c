@@ -515,6 +515,20 @@ static long cryo_ioctl_version(void __user *argp)
 	return 0;
 }
 
+/* FREEZE: read the args, return the file they name (fput it) or an ERR_PTR. */
+static struct file *cryo_freeze_target(void __user *argp,
+				       struct cryo_freezer_hold *args)
+{
+	struct file *file;
+	int ret;
+
+	ret = cryo_get_args(args, argp, CRYO_OP_FREEZE);
+	if (ret)
+		return ERR_PTR(ret);
+	file = fget(args->fd);
+	return file ? file : ERR_PTR(-EBADF);
+}
+
 static long cryo_ioctl_fs_freeze(struct cryo_holder *holder,
 				 void __user *argp)
 {
@@ -525,12 +539,9 @@ static long cryo_ioctl_fs_freeze(struct cryo_holder *holder,
 	struct file *file;
 	int ret;
 
-	ret = cryo_get_args(&args, argp, CRYO_OP_FREEZE);
-	if (ret)
-		return ret;
-	file = fget(args.fd);
-	if (!file)
-		return -EBADF;
+	file = cryo_freeze_target(argp, &args);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
 	sb = file_inode(file)->i_sb;
 	ret = -EOPNOTSUPP;
 	if (!sb->s_op->freeze_fs && !sb->s_op->freeze_super)
@@ -582,12 +593,9 @@ static long cryo_ioctl_cgroup_freeze(struct cryo_holder *holder,
 	char *buf, *p;
 	int ret;
 
-	ret = cryo_get_args(&args, argp, CRYO_OP_FREEZE);
-	if (ret)
-		return ret;
-	file = fget(args.fd);
-	if (!file)
-		return -EBADF;
+	file = cryo_freeze_target(argp, &args);
+	if (IS_ERR(file))
+		return PTR_ERR(file);
 	ret = cryo_cg_target(file, &t);
 	if (ret)
 		goto out_fput;

@@ -124,20 +124,7 @@ kill_counters() {
 	COUNTERS=()
 }
 
-# Returns 0 when a writer on $MNT is still blocked after $1 ms (and leaves
-# it behind in $WRITER, to be reaped once thawed).
-fs_blocked() {
-	touch "$MNT/w.$RANDOM" &
-	WRITER=$!
-	local i
-	for i in $(seq $(($1 / 50))); do
-		kill -0 "$WRITER" 2>/dev/null || { wait "$WRITER"; return 1; }
-		sleep 0.05
-	done
-	return 0
-}
-
-# Wait up to $1 ms for $WRITER to finish. Returns 0 when it did.
+# Wait up to $1 ms for $WRITER to finish. Returns 0 when it did (reaped).
 writer_done() {
 	local i
 	for i in $(seq $(($1 / 50))); do
@@ -145,6 +132,14 @@ writer_done() {
 		sleep 0.05
 	done
 	return 1
+}
+
+# Returns 0 when a writer on $MNT is still blocked after $1 ms (and leaves
+# it behind in $WRITER, to be reaped once thawed).
+fs_blocked() {
+	touch "$MNT/w.$RANDOM" &
+	WRITER=$!
+	! writer_done "$1"
 }
 
 cg2_frozen() { grep -q '^frozen 1' "$1/cgroup.events"; }
