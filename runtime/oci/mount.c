@@ -221,7 +221,8 @@ static char *own_cgroup(const char *ctrls)
  * A "cgroup" mount: the host's hierarchies as runc shows them. On a host
  * with v1 hierarchies, a tmpfs with one directory per hierarchy (named as
  * on the host: memory, cpu,cpuacct with a symlink per controller,
- * systemd, and unified for a cgroup2 beside them), each the container's
+ * systemd; not a cgroup2 beside them, as runc does not: CRIU can dump a
+ * cgroup2 bind of a sub-cgroup only as an external mount), each the container's
  * own cgroup: in a cgroup namespace a cgroup filesystem mounted there,
  * else a bind of the container's directory of the host's hierarchy. The tmpfs is read-only when the mount is. A host
  * with cgroup2 alone gets cgroup2 mounted at the destination.
@@ -252,10 +253,11 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 	for (size_t i = 0; i < h.n; i++) {
 		const struct cg_hier *e = &h.v[i];
 		const char *name = strrchr(e->mountpoint, '/') + 1;
-		bool v2 = !*e->controllers;
 		_cleanup_close_ int sub = -1;
 		char sub_target[32];
 
+		if (!*e->controllers)
+			continue; /* the cgroup2 beside them */
 		if (!*name)
 			return cryo_error_setx(err, EINVAL, "a cgroup hierarchy mounted at `%s`", e->mountpoint);
 		if (mkdirat(dfd, name, 0755) < 0)
@@ -273,18 +275,18 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 			_cleanup_free_ char *opts = NULL;
 
 			/* a named hierarchy without controllers is mounted with `none` */
-			if (!v2 && asprintf(&opts, "%s%s", strchr(e->controllers, '=') && !strchr(e->controllers, ',') ? "none," : "",
+			if (asprintf(&opts, "%s%s", strchr(e->controllers, '=') && !strchr(e->controllers, ',') ? "none," : "",
 					    e->controllers) < 0)
 				return cryo_error_set(err, ENOMEM, "mount `%s/%s`", m->destination, name);
-			if (mount("cgroup", sub_target, v2 ? "cgroup2" : "cgroup", m->flags & ~MS_REMOUNT, opts) < 0)
-				return cryo_error_set(err, errno, "mount the %s hierarchy on `%s/%s`", v2 ? "cgroup2" : e->controllers,
+			if (mount("cgroup", sub_target, "cgroup", m->flags & ~MS_REMOUNT, opts) < 0)
+				return cryo_error_set(err, errno, "mount the %s hierarchy on `%s/%s`", e->controllers,
 						      m->destination, name);
 		} else {
 			_cleanup_free_ char *own = own_cgroup(e->controllers), *src = NULL;
 
 			if (!own || asprintf(&src, "%s%s", e->mountpoint, strcmp(own, "/") == 0 ? "" : own) < 0)
 				return cryo_error_setx(err, ENOENT, "our cgroup in the %s hierarchy: not in /proc/self/cgroup",
-						       v2 ? "cgroup2" : e->controllers);
+						       e->controllers);
 			if (mount(src, sub_target, NULL, MS_BIND | MS_REC, NULL) < 0)
 				return cryo_error_set(err, errno, "bind `%s` on `%s/%s`", src, m->destination, name);
 			if ((m->flags & ~MS_REMOUNT) != 0) {

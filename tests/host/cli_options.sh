@@ -37,8 +37,9 @@ for form in -- -; do
 	expect_fail 1 c --root "$R" checkpoint ${form}image-path "$T/img" ${form}work-path "$T/w" ${form}leave-running \
 		${form}file-locks ${form}tcp-established ${form}ext-unix-sk ${form}shell-job ${form}status-fd 2 nosuch-$$
 	echo "$LAST_OUTPUT" | grep -qi "option" && fail "checkpoint ${form}options not all accepted: $LAST_OUTPUT"
-	# exec (the shim's `ctr task exec`), migrate and receive take both forms too
-	expect_fail 1 c --root "$R" exec ${form}detach ${form}cwd / ${form}env A=b ${form}pid-file "$T/p" nosuch-$$ true
+	# exec (the shim's `ctr task exec`), migrate and receive take both forms too; exec's own
+	# failures (no such container) exit 255, as runc's
+	expect_fail 255 c --root "$R" exec ${form}detach ${form}cwd / ${form}env A=b ${form}pid-file "$T/p" nosuch-$$ true
 	echo "$LAST_OUTPUT" | grep -qi "option" && fail "exec ${form}options not all accepted: $LAST_OUTPUT"
 	[ "$(c migrate ${form}list-steps | head -1)" = connect ] || fail "migrate ${form}list-steps"
 	[ "$(c receive ${form}list-steps | head -1)" = accept ] || fail "receive ${form}list-steps"
