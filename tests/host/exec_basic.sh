@@ -29,9 +29,9 @@ expect_fail 0 rt exec "$id" true
 expect_fail 7 rt exec "$id" sh -c 'exit 7'
 expect_fail 8 rt exec "$id" -- sh -c 'exit 8'
 expect_fail 137 rt exec "$id" sh -c 'kill -9 $$'
-expect_fail 1 rt exec "$id" no-such-binary
+expect_fail 255 rt exec "$id" no-such-binary
 expect_output "no-such-binary. not found" "missing binary"
-expect_fail 1 rt exec --cwd /no/such/dir "$id" true
+expect_fail 255 rt exec --cwd /no/such/dir "$id" true
 expect_output "chdir .*/no/such/dir" "missing cwd"
 
 # every namespace of the init (its /proc/1 inside the container)
@@ -89,7 +89,7 @@ EOF
 expect_fail 3 rt exec --process "$T/proc.json" "$id"
 [ "$LAST_OUTPUT" = "33:34 yes /etc" ] || fail "--process: $LAST_OUTPUT"
 echo '{"args": []}' >"$T/bad.json"
-expect_fail 1 rt exec --process "$T/bad.json" "$id"
+expect_fail 255 rt exec --process "$T/bad.json" "$id"
 expect_output "process.args" "bad --process"
 expect_fail 2 rt exec --process "$T/proc.json" "$id" true
 
@@ -98,7 +98,7 @@ echo preserved >"$T/fd3"
 out=$(rt exec --preserve-fds 1 "$id" sh -c 'cat <&3; for f in 3 4 5 6 7 8 9; do [ -e /proc/$$/fd/$f ] && echo fd$f; done; true' 3<"$T/fd3" 4<"$T/fd3") \
 	|| fail "preserve-fds: $out"
 [ "$(echo $out)" = "preserved fd3" ] || fail "--preserve-fds 1: \`$(echo $out)\`"
-expect_fail 1 rt exec --preserve-fds 5 "$id" true 3</dev/null
+expect_fail 255 rt exec --preserve-fds 5 "$id" true 3</dev/null
 expect_output "fd 4 is not open" "preserve-fds of closed fds"
 
 # signals to a foreground exec go to the process
@@ -145,7 +145,7 @@ fi
 
 # paused: refused with a clear message; resumed: fine again
 check rt pause "$id"
-expect_fail 1 rt exec "$id" true
+expect_fail 255 rt exec "$id" true
 expect_output "paused" "exec into a paused container"
 check rt resume "$id"
 check rt exec "$id" true
@@ -153,8 +153,8 @@ check rt exec "$id" true
 # stopped, missing
 check rt kill "$id" KILL
 for _ in $(seq 100); do rt state "$id" 2>/dev/null | grep -q '"status":"stopped"' && break; sleep 0.05; done
-expect_fail 1 rt exec "$id" true
+expect_fail 255 rt exec "$id" true
 expect_output "stopped" "exec into a stopped container"
-expect_fail 1 rt exec no-such-ctr-$$ true
+expect_fail 255 rt exec no-such-ctr-$$ true
 expect_fail 2 rt exec "$id"
 echo ok

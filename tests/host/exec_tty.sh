@@ -40,7 +40,7 @@ out=$(printf 'echo in-$((6*7))\nexit 4\n' | timeout 30 "$CRYO_BIN" --root "$RTRO
 echo "$out" | grep -q "in-42" || fail "exec -t with piped input: $out"
 
 # a terminal for a detached exec needs a console socket
-expect_fail 1 rt exec -d -t "$id" true
+expect_fail 255 rt exec -d -t "$id" true
 expect_output "console-socket" "exec -d -t"
 
 # --console-socket: the master goes to recvtty, which prints what the process writes
