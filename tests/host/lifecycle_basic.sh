@@ -40,7 +40,10 @@ rt list | grep -q "^$id .*running" || fail "list: $(rt list)"
 rt list -q | grep -qx "$id" || fail "list -q: $(rt list -q)"
 rt list --format json | python3 -c 'import json,sys; l=json.load(sys.stdin); assert any(c["id"]==sys.argv[1] for c in l), l' "$id" \
 	|| fail "list --format json"
-rt ps "$id" | grep -qx "$pid" || fail "ps does not list the init $pid: $(rt ps "$id")"
+# the table is ps(1)'s (runc's), the pids alone are --format json
+rt ps --format json "$id" | python3 -c 'import json, sys; sys.exit(int(sys.argv[1]) not in json.load(sys.stdin))' "$pid" ||
+	fail "ps --format json does not list the init $pid: $(rt ps --format json "$id")"
+rt ps "$id" | awk -v p="$pid" 'NR > 1 && $2 == p { f = 1 } END { exit !f }' || fail "ps does not list the init $pid: $(rt ps "$id")"
 [ "$(cgfile unified "$id" cgroup.procs | head -1)" = "$pid" ] || fail "init is not in the v2 cgroup"
 # v1 lists a cgroup's pids sorted: after a pid wrap (pid_max is 32768 here)
 # the init's child can come first

@@ -291,7 +291,8 @@ rt_dst state "$id" | grep -q '"org.cryo.migrate.downtime_usec":"[0-9]*"' || fail
 python3 - "$T/m.out" "$(rt_dst state "$id")" <<'PY' || fail "downtime steps: $(cat "$T/m.out")"
 import json, re, sys
 out = open(sys.argv[1]).read()
-down = float(re.search(r"downtime ([0-9.]+) ms", out).group(1))
+# the source's own line (the destination's stderr, relayed, has one too)
+down = float(re.search(r"^migrated .*: downtime ([0-9.]+) ms", out, re.M).group(1))
 steps = re.findall(r"^ +(-?[0-9.]+) +([0-9.]+)  (here|there) +([a-z-]+):([a-z-]+)$", out, re.M)
 top = [(float(a), float(t)) for a, t, h, tab, s in steps if h == "here" and tab == "migrate"]
 names = {(h, tab, s) for a, t, h, tab, s in steps}
