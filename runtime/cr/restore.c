@@ -453,7 +453,12 @@ static void undo_stage_rootfs(void *ctx)
 	cryo_snapshot_undo(c->snap);
 }
 
-/* The mountpoints of the config's mounts, in the rootfs and in the sources of binds that hold others. */
+/*
+ * The mountpoints of the config's mounts, in the rootfs and in the sources
+ * of binds that hold others: empty directories, which stay, as create's
+ * and runc's do. The last step before CRIU's, so that a restore refused
+ * or failed before it leaves the bundle as it was.
+ */
 static int step_mountpoints(void *ctx, struct cryo_error *err)
 {
 	struct ctx *c = ctx;
@@ -913,9 +918,9 @@ static const struct cryo_step restore_steps[] = {
 	{ "check-bundle", step_check_bundle, NULL },
 	{ "claim-id", step_claim_id, undo_claim_id },
 	{ "stage-rootfs", step_stage_rootfs, undo_stage_rootfs },
-	{ "mountpoints", step_mountpoints, NULL },
 	{ "cgroup", step_cgroup, undo_cgroup },
 	{ "hold-tasks", step_hold_tasks, undo_hold_tasks },
+	{ "mountpoints", step_mountpoints, NULL },
 	{ "criu-restore", step_criu_restore, undo_criu_restore },
 	{ "pause-or-run", step_pause_or_run, undo_pause_or_run },
 	{ "state", step_state, undo_state },
