@@ -220,9 +220,8 @@ static char *own_cgroup(const char *ctrls)
 /*
  * A "cgroup" mount: the host's hierarchies as runc shows them. On a host
  * with v1 hierarchies, a tmpfs with one directory per hierarchy (named as
- * on the host: memory, cpu,cpuacct with a symlink per controller,
- * systemd; not a cgroup2 beside them, as runc does not: CRIU can dump a
- * cgroup2 bind of a sub-cgroup only as an external mount), each the container's
+ * on the host: memory, cpu,cpuacct with a symlink per controller; not
+ * the cgroup2 nor the named hierarchies beside them, see below), each the container's
  * own cgroup: in a cgroup namespace a cgroup filesystem mounted there,
  * else a bind of the container's directory of the host's hierarchy. The tmpfs is read-only when the mount is. A host
  * with cgroup2 alone gets cgroup2 mounted at the destination.
@@ -256,8 +255,14 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 		_cleanup_close_ int sub = -1;
 		char sub_target[32];
 
-		if (!*e->controllers)
-			continue; /* the cgroup2 beside them */
+		/*
+		 * the controllers' hierarchies only: not the cgroup2 beside them
+		 * (runc shows none either), nor a named one (name=systemd), whose
+		 * bind of a sub-cgroup CRIU finds no root mount for (runc makes
+		 * those external mounts of its dumps)
+		 */
+		if (!*e->controllers || strncmp(e->controllers, "name=", 5) == 0)
+			continue;
 		if (!*name)
 			return cryo_error_setx(err, EINVAL, "a cgroup hierarchy mounted at `%s`", e->mountpoint);
 		if (mkdirat(dfd, name, 0755) < 0)
