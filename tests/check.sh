@@ -47,21 +47,19 @@ tails() {
 
 rc=0
 echo "== ctest: unit, host and vm tests"
-(cd build && ctest --output-on-failure --no-tests=error) || { rc=1; failed+=(build); }
+(cd build && ctest --output-on-failure --no-tests=error -LE soak) || { rc=1; failed+=(build); }
 phase_end "ctest: unit, host and vm"
 
 # the packaging tests (a .deb build, man pages and completion against --help)
 # test packaging, not memory: once, above; of the CRI tests (containerd
 # drives cryo), lifecycle, checkpoint and restore run its CRI paths under ASan;
-# two_nodes and faults repeat them at length (minutes): once, above. So are
-# the soak's cycles, faults and concurrency slices (minutes under ASan, the
-# code they drive is the host tests'); the receive fuzzing runs under ASan too.
-echo "== ctest under ASan+UBSan: unit and host tests (not host/package_*, host/cri_{two_nodes,faults}, soak/{cycles,faults,concurrency})"
+# two_nodes and faults repeat them at length (minutes): once, above
+echo "== ctest under ASan+UBSan: unit and host tests (not host/package_*, host/cri_{two_nodes,faults})"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCRYO_WERROR=ON -DCRYO_SANITIZE=ON >/dev/null
 cmake --build build-asan -j"$jobs"
 (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	ctest --output-on-failure --no-tests=error -L 'unit|host' \
-		-E '^host/(package_|cri_(two_nodes|faults)$)|^soak/(cycles|faults|concurrency)$') ||
+		-E '^host/(package_|cri_(two_nodes|faults)$)') ||
 	{ rc=1; failed+=(build-asan); }
 phase_end "ASan+UBSan build and ctest"
 

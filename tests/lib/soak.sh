@@ -70,11 +70,13 @@ _soak_procs() {
 }
 
 soak_resources() {
-	local procs p fds=0 rss=0 holds staging
+	local procs p v fds=0 rss=0 holds staging
 	procs=$(_soak_procs)
 	for p in $procs; do
 		fds=$((fds + $(ls "/proc/$p/fd" 2>/dev/null | wc -l)))
-		rss=$((rss + $(awk '/^VmRSS/ { print $2 }' "/proc/$p/status" 2>/dev/null || echo 0)))
+		# (a process that just ended, or a zombie, has no VmRSS)
+		v=$(awk '/^VmRSS/ { print $2 }' "/proc/$p/status" 2>/dev/null) || v=
+		rss=$((rss + ${v:-0}))
 	done
 	holds=$(find "$T" -path '*/.holds/*.json' 2>/dev/null | wc -l)
 	staging=$( (find "$T" -maxdepth 4 \( -path '*/.migrate-in/*' -o -path '*/.migrate-out/*' -o -path '*/.restore/*' \
