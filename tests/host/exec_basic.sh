@@ -133,12 +133,12 @@ if command -v valgrind >/dev/null && [ "${CRYO_SANITIZE:-0}" != 1 ] && cp "$CRYO
 	vg 3 exec --process "$T/proc.json" "$id"
 	# the config's process with the flags: valgrind lowers the hard RLIMIT_NOFILE for
 	# itself, so the config's rlimit fails in the child, an error path worth the check too
-	vg 1 exec -u 1000:1000 -g 7 -e A=b -c CAP_CHOWN --cwd /tmp "$id" sh -c 'exit 5'
+	vg 255 exec -u 1000:1000 -g 7 -e A=b -c CAP_CHOWN --cwd /tmp "$id" sh -c 'exit 5'
 	grep -q "RLIMIT_NOFILE" "$T/vg.out" || fail "exec with flags under valgrind: $(cat "$T/vg.out")"
-	vg 1 exec "$id" no-such-binary
-	vg 1 exec --process "$T/bad.json" "$id"
+	vg 255 exec "$id" no-such-binary
+	vg 255 exec --process "$T/bad.json" "$id"
 	vg 2 exec -u x "$id" true
-	vg 1 exec no-such-ctr-$$ true
+	vg 255 exec no-such-ctr-$$ true
 else
 	log "valgrind part skipped (no valgrind, a sanitizer build, or no chattr +i here)"
 fi
