@@ -27,7 +27,8 @@ if ! cppcheck --quiet --error-exitcode=1 --enable=warning,portability,performanc
 fi
 
 echo "-- clang-tidy"
-if ! clang-tidy --quiet -p "$BUILD" --warnings-as-errors='*' $srcs 2>/dev/null; then
+# one file per run, as many at once as there are cores
+if ! printf '%s\n' $srcs | xargs -P "$(nproc)" -n 1 clang-tidy --quiet -p "$BUILD" --warnings-as-errors='*' 2>/dev/null; then
 	rc=1
 fi
 
