@@ -195,36 +195,13 @@ static int collect_cgroup(const struct cryo_mount *m, void *userdata)
 	return 0;
 }
 
-/* Our own path in the hierarchy whose /proc/self/cgroup controller field is ctrls ("" = cgroup2). */
-static char *own_cgroup(const char *ctrls)
-{
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-
-	while (f && (len = getline(&line, &cap, f)) > 0) {
-		char *a = strchr(line, ':'), *b = a ? strchr(a + 1, ':') : NULL;
-
-		if (!b)
-			continue;
-		if (line[len - 1] == '\n')
-			line[len - 1] = '\0';
-		*b = '\0';
-		if (strcmp(a + 1, ctrls) == 0)
-			return strdup(b + 1);
-	}
-	return NULL;
-}
-
 /*
- * A "cgroup" mount: the host's hierarchies as runc shows them. On a host
- * with v1 hierarchies, a tmpfs with one directory per hierarchy (named as
- * on the host: memory, cpu,cpuacct with a symlink per controller; not
- * the cgroup2 nor the named hierarchies beside them, see below), each the container's
- * own cgroup: in a cgroup namespace a cgroup filesystem mounted there,
- * else a bind of the container's directory of the host's hierarchy. The tmpfs is read-only when the mount is. A host
- * with cgroup2 alone gets cgroup2 mounted at the destination.
+ * A "cgroup" mount. In a cgroup namespace on a host with v1 hierarchies:
+ * the controllers' hierarchies as runc shows them, a tmpfs with one
+ * directory per hierarchy (named as on the host: memory, cpu,cpuacct with
+ * a symlink per controller), each a cgroup filesystem mounted in the
+ * namespace; read-only when the mount is. Otherwise the cgroup2
+ * hierarchy at the destination (see below).
  */
 static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgroupns, int dirfd, struct cryo_error *err)
 {
@@ -238,7 +215,14 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 	if (r < 0)
 		return cryo_error_prefix(err, "list the host's cgroup hierarchies");
 	fd_path(dirfd, target);
-	if (!h.n_v1) {
+	/*
+	 * Without a cgroup namespace the v1 hierarchies would be binds of the
+	 * container's sub-cgroups, which CRIU dumps only as external mounts
+	 * mapped to the restored container's cgroups (runc's way), not done
+	 * here yet: such a container (the CRI's and podman's on a v1 host)
+	 * gets the cgroup2 hierarchy, which CRIU dumps as it is.
+	 */
+	if (!h.n_v1 || !cgroupns) {
 		if (mount("cgroup2", target, "cgroup2", m->flags & ~MS_REMOUNT, NULL) < 0)
 			return cryo_error_set(err, errno, "mount cgroup2 on `%s`", m->destination);
 		return 0;
@@ -257,9 +241,8 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 
 		/*
 		 * the controllers' hierarchies only: not the cgroup2 beside them
-		 * (runc shows none either), nor a named one (name=systemd), whose
-		 * bind of a sub-cgroup CRIU finds no root mount for (runc makes
-		 * those external mounts of its dumps)
+		 * (runc shows none either), nor a named one (name=systemd), which
+		 * no checkpoint here has been seen to dump yet
 		 */
 		if (!*e->controllers || strncmp(e->controllers, "name=", 5) == 0)
 			continue;
@@ -272,39 +255,13 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 			return cryo_error_set(err, errno, "open `%s/%s`", m->destination, name);
 		fd_path(sub, sub_target);
 		/*
-		 * In a cgroup namespace /proc/self/cgroup reads "/" for our own
-		 * cgroup: the filesystem is mounted there instead (the kernel
-		 * allows it to whoever owns the namespace, user namespaces too).
+		 * In the container's cgroup namespace the hierarchy's root is its
+		 * own cgroup: the filesystem is mounted there (the kernel allows it
+		 * to whoever owns the namespace, user namespaces too)
 		 */
-		if (cgroupns) {
-			_cleanup_free_ char *opts = NULL;
-
-			/* a named hierarchy without controllers is mounted with `none` */
-			if (asprintf(&opts, "%s%s", strchr(e->controllers, '=') && !strchr(e->controllers, ',') ? "none," : "",
-					    e->controllers) < 0)
-				return cryo_error_set(err, ENOMEM, "mount `%s/%s`", m->destination, name);
-			if (mount("cgroup", sub_target, "cgroup", m->flags & ~MS_REMOUNT, opts) < 0)
-				return cryo_error_set(err, errno, "mount the %s hierarchy on `%s/%s`", e->controllers,
-						      m->destination, name);
-		} else {
-			_cleanup_free_ char *own = own_cgroup(e->controllers), *src = NULL;
-
-			if (!own || asprintf(&src, "%s%s", e->mountpoint, strcmp(own, "/") == 0 ? "" : own) < 0)
-				return cryo_error_setx(err, ENOENT, "our cgroup in the %s hierarchy: not in /proc/self/cgroup",
-						       e->controllers);
-			if (mount(src, sub_target, NULL, MS_BIND | MS_REC, NULL) < 0)
-				return cryo_error_set(err, errno, "bind `%s` on `%s/%s`", src, m->destination, name);
-			if ((m->flags & ~MS_REMOUNT) != 0) {
-				_cleanup_close_ int nfd = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				char ntarget[32];
-
-				if (nfd < 0)
-					return cryo_error_set(err, errno, "reopen `%s/%s`", m->destination, name);
-				fd_path(nfd, ntarget);
-				if (mount(NULL, ntarget, NULL, MS_REMOUNT | MS_BIND | (m->flags & ~MS_REMOUNT), NULL) < 0)
-					return cryo_error_set(err, errno, "remount `%s/%s` with its options", m->destination, name);
-			}
-		}
+		if (mount("cgroup", sub_target, "cgroup", m->flags & ~MS_REMOUNT, e->controllers) < 0)
+			return cryo_error_set(err, errno, "mount the %s hierarchy on `%s/%s`", e->controllers, m->destination,
+					      name);
 		/* cpu,cpuacct: cpu and cpuacct lead there too */
 		if (strchr(name, ',')) {
 			_cleanup_free_ char *parts = strdup(name);
