@@ -781,6 +781,51 @@ static void ctx_done(struct ctx *c)
 	cryo_imghash_free(c->hash);
 }
 
+/*
+ * dir/rel with `.` and `..` taken lexically, as Go's filepath.Join (runc
+ * joins them so): the image dir is made only at the commit, so
+ * `img/../pre` can't be looked up through it.
+ */
+static char *join_lexical(const char *dir, const char *rel)
+{
+	_cleanup_free_ char *all = NULL;
+	char *out, *tok, *save = NULL;
+	size_t n = 0;
+
+	if (asprintf(&all, "%s/%s", dir, rel) < 0)
+		return NULL;
+	out = calloc(strlen(all) + 2, 1);
+	if (!out)
+		return NULL;
+	if (all[0] == '/')
+		out[n++] = '/';
+	for (tok = strtok_r(all, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
+		char *slash;
+
+		if (strcmp(tok, ".") == 0)
+			continue;
+		if (strcmp(tok, "..") == 0 && n == 1 && out[0] == '/')
+			continue; /* above the root is the root */
+		if (strcmp(tok, "..") == 0 && n > 0) {
+			out[n] = '\0';
+			slash = strrchr(out, '/');
+			/* `..` after `..` (a relative path above its start) stays */
+			if (strcmp(slash ? slash + 1 : out, "..") != 0) {
+				n = slash ? (size_t)(slash - out) + (slash == out) : 0;
+				out[n] = '\0';
+				continue;
+			}
+		}
+		if (n > 0 && out[n - 1] != '/')
+			out[n++] = '/';
+		n += (size_t)sprintf(out + n, "%s", tok);
+	}
+	if (n == 0)
+		out[n++] = '.';
+	out[n] = '\0';
+	return out;
+}
+
 /* --parent-path names a (pre-)dump beside the image, relative to it (runc's rule and words). */
 static int check_parent_path(const struct cryo_checkpoint_opts *o, struct cryo_error *err)
 {
@@ -790,7 +835,8 @@ static int check_parent_path(const struct cryo_checkpoint_opts *o, struct cryo_e
 	if (o->parent_path[0] == '/')
 		return cryo_error_setx(err, EINVAL, "--parent-path must be relative to the image path, not `%s`",
 				       o->parent_path);
-	if (asprintf(&p, "%s/%s", o->image_path ? o->image_path : "checkpoint", o->parent_path) < 0)
+	p = join_lexical(o->image_path ? o->image_path : "checkpoint", o->parent_path);
+	if (!p)
 		return cryo_error_set(err, ENOMEM, "--parent-path");
 	if (stat(p, &sb) < 0)
 		return cryo_error_set(err, errno, "invalid --parent-path `%s` (`%s`)", o->parent_path, p);
