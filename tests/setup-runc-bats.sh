@@ -118,6 +118,18 @@ for h in "${HELPERS[@]}"; do
 	fi
 done
 
+# --- setup_recvtty starts recvtty in the background and returns at once: a
+# runtime started right after may find no socket yet (on a loaded host:
+# "connect to console socket ...: No such file"). It waits for the socket
+# here (5 s at most), for every runtime alike.
+helpers=$src/tests/integration/helpers.bash
+if ! grep -q 'cryo-setup: wait for the socket' "$helpers"; then
+	sed -i '/("\$RECVTTY" --pid-file "\$dir\/pid" --mode null "\$CONSOLE_SOCKET" &) &/a\
+	# cryo-setup: wait for the socket\
+	for _ in $(seq 100); do [ -S "$CONSOLE_SOCKET" ] \&\& break; sleep 0.05; done' "$helpers"
+	grep -q 'cryo-setup: wait for the socket' "$helpers" || die "could not make setup_recvtty wait for its socket in $helpers"
+fi
+
 # --- tests no runtime can pass here: a `skip` as their first line, for every runtime alike ---
 # Each run starts again from runc's own files (*.bats.orig), so a helper
 # built later gets its tests back. DIR/skipped lists what was skipped.

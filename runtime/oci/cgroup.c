@@ -945,9 +945,10 @@ static void remove_default_parent(const char *rel)
 	cg = new_cg(parent, NULL, NULL);
 	if (!cg)
 		return;
-	/* other containers may live there: only an empty parent goes */
+	/* other containers may live there: only an empty parent goes (libcgroup's hierarchies, then the named ones) */
 	(void)cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_EMPTY_ONLY | CGFLAG_DELETE_IGNORE_MIGRATION);
 	cgroup_free(&cg);
+	(void)named_do(NAMED_RMDIR, parent, 0);
 }
 
 int cryo_cgroup_destroy(const char *rel, int timeout_ms, struct cryo_error *err)

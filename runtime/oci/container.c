@@ -61,9 +61,8 @@ int cryo_signal_parse(const char *s, int *ret)
 
 	if (!s || !*s)
 		return -EINVAL;
+	/* 0 too: no signal, only the check that the process is there (kill(2), runc) */
 	if (cryo_parse_u64(s, SIGRTMAX, &n) == 0) {
-		if (n == 0)
-			return -EINVAL;
 		*ret = (int)n;
 		return 0;
 	}
