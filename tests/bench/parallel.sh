@@ -110,6 +110,8 @@ bench_runc() { # N
 	done
 	for i in $(seq "$n"); do wait_counting "$T/br$i" 10; done
 	rm -rf "$T/img" "$T/work"
+	# runc makes the image and work dirs, not their parents
+	mkdir -p "$T/img" "$T/work"
 	batch runc checkpoint "$n" "${RUNC[@]}" checkpoint --image-path "$T/img/@I@" --work-path "$T/work/@I@" "pb@I@"
 	for i in $(seq "$n"); do c[$i]=$(count_of "$T/br$i"); done
 	batch runc restore "$n" "${RUNC[@]}" restore -d --image-path "$T/img/@I@" --work-path "$T/work/@I@" \

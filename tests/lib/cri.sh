@@ -294,6 +294,8 @@ _cri_node_down() {
 	fi
 	[ -f "$D/containerd.pid" ] && kill "$(cat "$D/containerd.pid")" 2>/dev/null
 	[ -f "$D/registry.pid" ] && kill "$(cat "$D/registry.pid")" 2>/dev/null
+	# (that pid is the subshell cri_in ran in: the registry itself is its child)
+	pkill -f "^docker-registry serve $D/registry.yml\$" 2>/dev/null
 	wait "$(cat "$D/containerd.pid" 2>/dev/null)" 2>/dev/null
 	# shims outlive containerd by design: ours name our socket
 	for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $D/containerd.sock" 2>/dev/null); do kill -9 "$p"; done
