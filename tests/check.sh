@@ -47,20 +47,18 @@ tails() {
 
 rc=0
 # The VM tests (qemu: their guests see the host's files through 9p and
-# touch none of its cgroups, mounts or devices) run beside the host tests,
+# touch none of its cgroups, mounts or devices) run beside everything else,
 # from a directory of their own (ctest's logs are per directory) and
 # without the host check (the host tests' own runs change the host
 # meanwhile; their ctest checks it around them).
-echo "== ctest: the vm tests (in the background) beside the unit and host tests"
+echo "== ctest: the vm tests (in the background, to the end) beside the unit and host tests"
 rm -rf build-vm && mkdir build-vm && cp build/tests/CTestTestfile.cmake build-vm/
 (cd build-vm && ctest --output-on-failure --no-tests=error -L vm -FA hostcheck -E '^hostcheck') >build-vm/ctest.out 2>&1 &
 vm_pid=$!
+# (should this script end early, the vm tests end with it)
+trap 'kill $vm_pid 2>/dev/null || true' EXIT
 (cd build && ctest --output-on-failure --no-tests=error -LE 'soak|vm') || { rc=1; failed+=(build); }
 phase_end "ctest: unit and host"
-wait $vm_pid || { rc=1; failed+=(build-vm); }
-echo "== ctest: the vm tests"
-cat build-vm/ctest.out
-phase_end "ctest: vm (the rest of it, after the host tests)"
 
 # Under ASan+UBSan: the unit tests, and the host tests that drive every
 # command's C paths once (create/run/exec/kill/delete, config parsing and
@@ -97,6 +95,12 @@ phase_end "fuzzing"
 echo "== static checks"
 bash tests/lint.sh build || rc=1
 phase_end "static checks"
+
+# the vm tests ran beside all of the above
+wait $vm_pid || { rc=1; failed+=(build-vm); }
+echo "== ctest: the vm tests"
+cat build-vm/ctest.out
+phase_end "ctest: vm (what was left of it after the static checks)"
 
 if [ ${#failed[@]} -gt 0 ]; then
 	echo "== failed tests"
