@@ -57,7 +57,9 @@ static char *resolve_in_root(int root, const char *path)
 	char out[PATH_MAX] = "", target[PATH_MAX];
 	int links = 0;
 
-	while (todo) {
+	if (!todo)
+		return NULL;
+	for (;;) {
 		char *comp = todo + strspn(todo, "/"), *next = NULL;
 		size_t len = strlen(out), clen = strcspn(comp, "/");
 		const char *rest = comp[clen] ? comp + clen + 1 : "";

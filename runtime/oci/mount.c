@@ -377,6 +377,8 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 			if (mount(NULL, ntarget, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
 				return cryo_error_set(err, errno, "remount `%s` with its options", m->destination);
 		}
+	} else if (!type) {
+		return cryo_error_setx(err, EINVAL, "mount on `%s`: a mount that is not a bind needs a type", m->destination);
 	} else if (strcmp(type, "cgroup") == 0) {
 		r = mount_cgroups(rootfd, m, cgroupns, fd, err);
 		if (r < 0)
