@@ -142,6 +142,7 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_migrate_opts o = { .root = cli->root };
 	const struct cli_migrate_args ma = { &o.tls, &o.timeout_ms, &cryo_migrate_step_table };
+	struct cli_criu_args ca = { .cmd = "migrate", .flags = &o.criu };
 	struct cryo_migrate_result res;
 	struct cli_progress pc = { .json = cli->log_json, .tty = isatty(STDERR_FILENO) };
 	const char *remote_cryo = "cryo", *remote_opts = NULL;
@@ -149,14 +150,7 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	uint64_t v;
 	int c, r;
 
-	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
-		int rc = cli_criu_flag("migrate", c, optarg, &o.criu);
-
-		if (rc >= 0) {
-			if (rc > 0)
-				return rc;
-			continue;
-		}
+	while ((c = cli_criu_getopt(&ca, argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case OPT_SSH:
 			o.ssh = optarg;
@@ -191,7 +185,7 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			r = cli_migrate_opt("migrate", c, optarg, &ma);
+			r = c == '?' ? ca.status : cli_migrate_opt("migrate", c, optarg, &ma);
 			if (r != CLI_GO_ON)
 				return r;
 			break;
