@@ -7,16 +7,20 @@
 #include "error.h"
 #include "log.h"
 
-static int error_vset(struct cryo_error *err, int errnum, int with_strerror,
-		      const char *fmt, va_list ap)
+int cryo_error_set_(struct cryo_error *err, int errnum, int with_strerror, const char *fmt, ...)
 {
 	char *base = NULL, *msg = NULL;
 	int status = errnum > 0 ? errnum : (errnum < 0 ? -errnum : EIO);
+	va_list ap;
+	int r;
 
 	if (!err)
 		return -status;
 
-	if (vasprintf(&base, fmt, ap) < 0)
+	va_start(ap, fmt);
+	r = vasprintf(&base, fmt, ap);
+	va_end(ap);
+	if (r < 0)
 		base = NULL;
 	if (base && with_strerror && errnum != 0) {
 		if (asprintf(&msg, "%s: %s", base, strerror(status)) < 0)
@@ -29,28 +33,6 @@ static int error_vset(struct cryo_error *err, int errnum, int with_strerror,
 	err->status = status;
 	err->msg = msg;
 	return -status;
-}
-
-int cryo_error_set_(struct cryo_error *err, int errnum, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = error_vset(err, errnum, 1, fmt, ap);
-	va_end(ap);
-	return r;
-}
-
-int cryo_error_setx_(struct cryo_error *err, int errnum, const char *fmt, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, fmt);
-	r = error_vset(err, errnum, 0, fmt, ap);
-	va_end(ap);
-	return r;
 }
 
 int cryo_error_prefix_(struct cryo_error *err, const char *fmt, ...)

@@ -19,15 +19,12 @@ struct cryo_error {
 
 /*
  * Set *err (if err is not NULL) to "fmt: strerror(errnum)" and return
- * -errnum. errnum 0 means "no errno": the message stands alone and -EIO
- * is returned.
+ * -errnum (cryo_error_set()); with_strerror 0 leaves the suffix out
+ * (cryo_error_setx()). errnum 0 means "no errno": the message stands
+ * alone and -EIO is returned.
  */
-int cryo_error_set_(struct cryo_error *err, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-/* Like cryo_error_set() but the message has no strerror() suffix. */
-int cryo_error_setx_(struct cryo_error *err, int errnum, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int cryo_error_set_(struct cryo_error *err, int errnum, int with_strerror, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 
 /* Prepend "fmt: " to the message in *err; returns -err->status. */
 int cryo_error_prefix_(struct cryo_error *err, const char *fmt, ...)
@@ -42,8 +39,8 @@ static inline int cryo_error_negative(int r)
 {
 	return r < 0 ? r : -5 /* EIO */;
 }
-#define cryo_error_set(err, errnum, ...) cryo_error_negative(cryo_error_set_(err, errnum, __VA_ARGS__))
-#define cryo_error_setx(err, errnum, ...) cryo_error_negative(cryo_error_setx_(err, errnum, __VA_ARGS__))
+#define cryo_error_set(err, errnum, ...) cryo_error_negative(cryo_error_set_(err, errnum, 1, __VA_ARGS__))
+#define cryo_error_setx(err, errnum, ...) cryo_error_negative(cryo_error_set_(err, errnum, 0, __VA_ARGS__))
 #define cryo_error_prefix(err, ...) cryo_error_negative(cryo_error_prefix_(err, __VA_ARGS__))
 
 /* Free the message and reset *err. Accepts NULL. */

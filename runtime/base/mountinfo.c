@@ -89,61 +89,13 @@ static bool path_under(const char *path, const char *dir)
 	return strncmp(path, dir, n) == 0 && (path[n] == '/' || path[n] == '\0');
 }
 
-int cryo_mountinfo_find_fd(int fd, struct cryo_mount *ret, struct cryo_error *err)
-{
-	_cleanup_fclose_ FILE *f = NULL;
-	_cleanup_free_ char *line = NULL;
-	char self[64], target[4096];
-	struct cryo_mount best = { 0 };
-	struct statx stx;
-	size_t cap = 0;
-	bool have_id;
-	ssize_t len;
-
-	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID | STATX_BASIC_STATS, &stx) < 0)
-		return cryo_error_set(err, errno, "statx");
-	have_id = stx.stx_mask & STATX_MNT_ID;
-
-	/* only needed when the kernel predates STATX_MNT_ID (5.8) */
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	len = readlink(self, target, sizeof(target) - 1);
-	if (len < 0)
-		return cryo_error_set(err, errno, "readlink `%s`", self);
-	target[len] = '\0';
-
-	f = fopen("/proc/self/mountinfo", "re");
-	if (!f)
-		return cryo_error_set(err, errno, "open /proc/self/mountinfo");
-	while (getline(&line, &cap, f) > 0) {
-		struct cryo_mount m;
-		int r = parse_line(line, &m);
-
-		if (r == -ENOMEM)
-			return cryo_error_set(err, ENOMEM, "parse /proc/self/mountinfo");
-		if (r < 0)
-			continue;
-		if (have_id ? m.mnt_id == stx.stx_mnt_id
-			    : (m.dev == makedev(stx.stx_dev_major, stx.stx_dev_minor) &&
-			       path_under(target, m.mountpoint))) {
-			/* later lines are mounted on top of earlier ones */
-			cryo_mount_done(&best);
-			best = m;
-			if (have_id)
-				break;
-		} else {
-			cryo_mount_done(&m);
-		}
-	}
-	if (!best.mountpoint)
-		return cryo_error_setx(err, ENOENT, "`%s` is on no mount listed in /proc/self/mountinfo", target);
-	/* mountinfo shows a btrfs subvolume's anonymous dev only on recent kernels */
-	best.dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-	*ret = best;
-	return 0;
-}
-
-int cryo_mountinfo_foreach(int (*fn)(const struct cryo_mount *m, void *userdata), void *userdata,
-			   struct cryo_error *err)
+/*
+ * Call fn for each mount of /proc/self/mountinfo, in its order. fn may
+ * keep m (moving it out and leaving it zeroed); what it leaves is freed.
+ * A negative return of fn stops the walk and is returned, a positive one
+ * stops it with 0.
+ */
+static int walk(int (*fn)(struct cryo_mount *m, void *userdata), void *userdata, struct cryo_error *err)
 {
 	_cleanup_fclose_ FILE *f = NULL;
 	_cleanup_free_ char *line = NULL;
@@ -162,10 +114,86 @@ int cryo_mountinfo_foreach(int (*fn)(const struct cryo_mount *m, void *userdata)
 			continue;
 		r = fn(&m, userdata);
 		cryo_mount_done(&m);
-		if (r < 0)
-			return r;
+		if (r)
+			return r < 0 ? r : 0;
 	}
 	return 0;
+}
+
+/* What cryo_mountinfo_find_fd() looks for, and the mount it found. */
+struct find {
+	struct statx stx;
+	bool have_id;
+	const char *target;
+	struct cryo_mount best;
+};
+
+static int find_one(struct cryo_mount *m, void *userdata)
+{
+	struct find *f = userdata;
+
+	if (f->have_id ? m->mnt_id != f->stx.stx_mnt_id
+			: (m->dev != makedev(f->stx.stx_dev_major, f->stx.stx_dev_minor) ||
+			   !path_under(f->target, m->mountpoint)))
+		return 0;
+	/* later lines are mounted on top of earlier ones */
+	cryo_mount_done(&f->best);
+	f->best = *m;
+	*m = (struct cryo_mount){ 0 };
+	return f->have_id;
+}
+
+int cryo_mountinfo_find_fd(int fd, struct cryo_mount *ret, struct cryo_error *err)
+{
+	char self[64], target[4096];
+	struct find fnd = { .target = target };
+	ssize_t len;
+	int r;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_STATX_SYNC_AS_STAT, STATX_MNT_ID | STATX_BASIC_STATS, &fnd.stx) < 0)
+		return cryo_error_set(err, errno, "statx");
+	fnd.have_id = fnd.stx.stx_mask & STATX_MNT_ID;
+
+	/* only needed when the kernel predates STATX_MNT_ID (5.8) */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	len = readlink(self, target, sizeof(target) - 1);
+	if (len < 0)
+		return cryo_error_set(err, errno, "readlink `%s`", self);
+	target[len] = '\0';
+
+	r = walk(find_one, &fnd, err);
+	if (r < 0) {
+		cryo_mount_done(&fnd.best);
+		return r;
+	}
+	if (!fnd.best.mountpoint)
+		return cryo_error_setx(err, ENOENT, "`%s` is on no mount listed in /proc/self/mountinfo", target);
+	/* mountinfo shows a btrfs subvolume's anonymous dev only on recent kernels */
+	fnd.best.dev = makedev(fnd.stx.stx_dev_major, fnd.stx.stx_dev_minor);
+	*ret = fnd.best;
+	return 0;
+}
+
+/* cryo_mountinfo_foreach()'s callback and its data, called by walk() */
+struct foreach_call {
+	int (*fn)(const struct cryo_mount *m, void *userdata);
+	void *userdata;
+};
+
+static int call_foreach(struct cryo_mount *m, void *userdata)
+{
+	const struct foreach_call *c = userdata;
+	int r = c->fn(m, c->userdata);
+
+	return r < 0 ? r : 0;
+}
+
+int cryo_mountinfo_foreach(int (*fn)(const struct cryo_mount *m, void *userdata), void *userdata,
+			   struct cryo_error *err)
+{
+	struct foreach_call c = { fn, userdata };
+
+	return walk(call_foreach, &c, err);
 }
 
 int cryo_mountinfo_find(const char *path, struct cryo_mount *ret, struct cryo_error *err)

@@ -86,6 +86,26 @@ static int dir_path(const char *root, const char *id, char *buf, size_t len, str
 	return 0;
 }
 
+/*
+ * The state dir of id opened (its fd), its path in dir (PATH_MAX bytes)
+ * for messages. A dir that is not there is "container `id` does not
+ * exist" where the caller asks who it is (missing_is_unknown), an error
+ * of open otherwise.
+ */
+static int open_dir(const char *root, const char *id, bool missing_is_unknown, char *dir, struct cryo_error *err)
+{
+	int fd, r = dir_path(root, id, dir, PATH_MAX, err);
+
+	if (r < 0)
+		return r;
+	fd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	if (errno == ENOENT && missing_is_unknown)
+		return cryo_error_setx(err, ENOENT, "container `%s` does not exist", id);
+	return cryo_error_set(err, errno, "open state dir `%s`", dir);
+}
+
 static int get_string(struct json_object *o, const char *key, char **ret)
 {
 	struct json_object *v;
@@ -107,15 +127,9 @@ int cryo_state_load(const char *root, const char *id, struct cryo_state **ret, s
 	_cleanup_close_ int dfd = -1;
 	int r;
 
-	r = dir_path(root, id, dir, sizeof(dir), err);
-	if (r < 0)
-		return r;
-	dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-	if (dfd < 0) {
-		if (errno == ENOENT)
-			return cryo_error_setx(err, ENOENT, "container `%s` does not exist", id);
-		return cryo_error_set(err, errno, "open state dir `%s`", dir);
-	}
+	dfd = open_dir(root, id, true, dir, err);
+	if (dfd < 0)
+		return dfd;
 	r = cryo_read_file_at(dfd, STATE_FILE, STATE_MAX_BYTES, &buf, NULL);
 	if (r == -ENOENT)
 		return cryo_error_setx(err, ENOENT, "container `%s` does not exist (no state yet)", id);
@@ -193,12 +207,9 @@ int cryo_state_save_ext(const char *root, const struct cryo_state *st, bool dura
 	const char *text;
 	int r;
 
-	r = dir_path(root, st->id, dir, sizeof(dir), err);
-	if (r < 0)
-		return r;
-	dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	dfd = open_dir(root, st->id, false, dir, err);
 	if (dfd < 0)
-		return cryo_error_set(err, errno, "open state dir `%s`", dir);
+		return dfd;
 
 	o = json_object_new_object();
 	if (!o)
@@ -268,17 +279,10 @@ int cryo_state_lock(const char *root, const char *id, int timeout_ms, int *ret_f
 	_cleanup_close_ int dfd = -1, fd = -1;
 	int64_t deadline = timeout_ms < 0 ? INT64_MAX : cryo_now_ms() + timeout_ms;
 	int64_t backoff = 1;
-	int r;
 
-	r = dir_path(root, id, dir, sizeof(dir), err);
-	if (r < 0)
-		return r;
-	dfd = open(dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
-	if (dfd < 0) {
-		if (errno == ENOENT)
-			return cryo_error_setx(err, ENOENT, "container `%s` does not exist", id);
-		return cryo_error_set(err, errno, "open state dir `%s`", dir);
-	}
+	dfd = open_dir(root, id, true, dir, err);
+	if (dfd < 0)
+		return dfd;
 	fd = openat(dfd, "lock", O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
 	if (fd < 0)
 		return cryo_error_set(err, errno, "open `%s/lock`", dir);

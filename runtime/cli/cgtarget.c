@@ -59,6 +59,46 @@ fail:
 	return r;
 }
 
+int cgtarget_opt(const char *name, int c, const char *arg, uint64_t *timeout, const char **cgroup)
+{
+	switch (c) {
+	case 't':
+		if (cryo_parse_u64(arg, 24ULL * 3600 * 1000, timeout) < 0)
+			return cli_usage_error(name, "--timeout wants milliseconds, not `%s`", arg);
+		return CLI_GO_ON;
+	case 'c':
+		*cgroup = arg;
+		return CLI_GO_ON;
+	default:
+		return cli_usage_error(name, "unknown option");
+	}
+}
+
+int cgtarget_parse(const struct cgtarget_cmd *cmd, int argc, char **argv, uint64_t *timeout, const char **cgroup,
+		   const char **ret_id)
+{
+	int c, r;
+
+	while ((c = cli_getopt(argc, argv, "h", cmd->opts, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			cmd->usage(cmd->name, stdout);
+			return 0;
+		case 't':
+		case 'c':
+			r = cgtarget_opt(cmd->name, c, optarg, timeout, cgroup);
+			break;
+		default:
+			r = cmd->opt ? cmd->opt(cmd->name, c, optarg, cmd->userdata) : cli_usage_error(cmd->name, "unknown option");
+			break;
+		}
+		if (r != CLI_GO_ON)
+			return r;
+	}
+	r = cgtarget_operands(cmd->name, cmd->plain, cmd->oci, argc, argv, *cgroup, ret_id);
+	return r ? r : CLI_GO_ON;
+}
+
 int cgtarget_operands(const char *name, const char *plain, bool oci, int argc, char **argv, const char *cgroup,
 		      const char **ret_id)
 {

@@ -7,7 +7,10 @@
 #ifndef CRYO_CLI_CGTARGET_H
 #define CRYO_CLI_CGTARGET_H
 
+#include <getopt.h>
 #include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "error.h"
 #include "freezer.h"
@@ -23,6 +26,39 @@ struct cgtarget {
 	char hold_name[160];    /* journal name of this target's holds */
 	char what[300];         /* "container `x`" or "cgroup `/p`" for messages */
 };
+
+/* The options of a command that acts on a target: --timeout MS (where it has one) and --cgroup PATH. */
+#define CGTARGET_OPTIONS                                           \
+	{ "timeout", required_argument, NULL, 't' },               \
+	{ "cgroup", required_argument, NULL, 'c' }
+
+/*
+ * Take getopt's result c (with optarg arg) of command name when it is one
+ * of CGTARGET_OPTIONS, into *timeout (ms) or *cgroup: CLI_GO_ON when
+ * taken, else the exit status of the usage error printed (a bad
+ * --timeout, or any other c: "unknown option").
+ */
+int cgtarget_opt(const char *name, int c, const char *arg, uint64_t *timeout, const char **cgroup);
+
+/* A command that acts on a target, as cgtarget_parse() reads its command line. */
+struct cgtarget_cmd {
+	const char *name;                   /* as called: "freeze", "pause" */
+	const char *plain;                  /* the name that takes --cgroup ("freeze") */
+	bool oci;                           /* an OCI name (pause, resume): no --cgroup */
+	const struct option *opts;          /* CGTARGET_OPTIONS, the command's own, "help" */
+	void (*usage)(const char *name, FILE *out);
+	/* the command's own options (NULL: none): CLI_GO_ON or an exit status */
+	int (*opt)(const char *name, int c, const char *arg, void *userdata);
+	void *userdata;
+};
+
+/*
+ * The command line of cmd: its options (--help prints the usage), then
+ * its operands (cgtarget_operands()). CLI_GO_ON with *timeout, *cgroup
+ * and *ret_id set, or the status to exit with (0 after --help).
+ */
+int cgtarget_parse(const struct cgtarget_cmd *cmd, int argc, char **argv, uint64_t *timeout, const char **cgroup,
+		   const char **ret_id);
 
 int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const char *cgroup, struct cryo_error *err);
 

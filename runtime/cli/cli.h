@@ -53,6 +53,13 @@ const char *cli_last_usage_error(void);
  * (stderr and --log); '?' is returned for it, as getopt does.
  */
 int cli_getopt(int argc, char *const argv[], const char *optstring, const struct option *longopts, int *longindex);
+/*
+ * What a helper that takes one of a command's options returns when it
+ * took it and parsing goes on; any other value is the status the command
+ * ends with.
+ */
+#define CLI_GO_ON (-1)
+
 /* The subcommand being run, for messages (set by main). */
 extern const char *cli_command_name;
 
@@ -89,19 +96,6 @@ int cmd_update(struct cryo_cli *cli, int argc, char **argv);
 int cmd_events(struct cryo_cli *cli, int argc, char **argv);
 int cmd_migrate(struct cryo_cli *cli, int argc, char **argv);
 int cmd_receive(struct cryo_cli *cli, int argc, char **argv);
-
-/* Progress of `migrate` and `receive` on stderr (userdata: a struct cli_progress). */
-struct cli_progress {
-	bool json, tty, quiet, line_open;
-};
-struct cryo_migrate_progress;
-void cli_migrate_progress(const struct cryo_migrate_progress *p, void *userdata);
-/*
- * For migrate and receive, which pass hundreds of MiB through frames of
- * 256 KiB: keep freed memory for the next frame instead of handing it
- * back to the kernel and faulting it in again (malloc's defaults).
- */
-void cli_malloc_for_streams(void);
 
 struct cryo_create_opts;
 /* create/run option parsing; <0 = help printed, >0 = exit status */

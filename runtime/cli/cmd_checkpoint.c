@@ -39,8 +39,7 @@ static void usage(FILE *out)
 int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "image-path", required_argument, NULL, 'i' },
-		{ "work-path", required_argument, NULL, 'w' },
+		CLI_CRIU_IMAGE_OPTIONS,
 		{ "leave-running", no_argument, NULL, 'l' },
 		CLI_CRIU_FLAG_OPTIONS,
 		{ "pre-dump", no_argument, NULL, 'P' },
@@ -55,25 +54,12 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_checkpoint_opts o = { .root = cli->root };
+	struct cli_criu_args ca = { "checkpoint", &o.criu, &o.image_path, &o.work_path, &o.sign_key, "CRYO_SIGN_KEY", 2 };
 	uint64_t v;
-	const char *env_key;
-	int c;
+	int c, rc;
 
-	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
-		int rc = cli_criu_flag("checkpoint", c, optarg, &o.criu);
-
-		if (rc >= 0) {
-			if (rc > 0)
-				return rc;
-			continue;
-		}
+	while ((c = cli_criu_getopt(&ca, argc, argv, "h", opts)) != -1) {
 		switch (c) {
-		case 'i':
-			o.image_path = optarg;
-			break;
-		case 'w':
-			o.work_path = optarg;
-			break;
 		case 'l':
 			o.leave_running = true;
 			break;
@@ -116,16 +102,11 @@ int cmd_checkpoint(struct cryo_cli *cli, int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			return 2;
+			return ca.status;
 		}
 	}
-	if (optind + 1 != argc)
-		return cli_usage_error("checkpoint", "expects exactly one container id");
-	/* the node's key, set where the runtime is configured (a CRI handler's wrapper) */
-	env_key = getenv("CRYO_SIGN_KEY");
-	if (!o.sign_key && env_key && *env_key)
-		o.sign_key = env_key;
-	o.id = argv[optind];
+	if (cli_criu_operand(&ca, argc, argv, &o.id) > 1)
+		return 2;
 	if (cryo_checkpoint(&o, &err) < 0)
 		return cli_fail(&err);
 	return cli_criu_flags_finish();

@@ -71,81 +71,83 @@ static void hold_for(uint64_t ms)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
+/* freeze's own options, besides --timeout and --cgroup */
+struct freeze_args {
+	unsigned flags;
+	bool thaw_retry;
+	uint64_t deadline, hold_ms;
+};
+
+static int freeze_opt(const char *name, int c, const char *arg, void *userdata)
+{
+	struct freeze_args *a = userdata;
+
+	switch (c) {
+	case 'k':
+		a->flags |= CRYO_FREEZER_KEEP_FREEZING;
+		return CLI_GO_ON;
+	case 'r':
+		a->thaw_retry = true;
+		return CLI_GO_ON;
+	case 'd':
+		if (cryo_parse_u64(arg, 24ULL * 3600 * 1000, &a->deadline) < 0 || a->deadline == 0)
+			return cli_usage_error(name, "--deadline wants milliseconds > 0, not `%s`", arg);
+		return CLI_GO_ON;
+	case 'H':
+		if (cryo_parse_u64(arg, 24ULL * 3600 * 1000, &a->hold_ms) < 0 || a->hold_ms == 0)
+			return cli_usage_error(name, "--hold wants milliseconds > 0, not `%s`", arg);
+		return CLI_GO_ON;
+	default:
+		return cli_usage_error(name, "unknown option");
+	}
+}
+
 static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "timeout", required_argument, NULL, 't' },
+		CGTARGET_OPTIONS,
 		{ "keep-freezing", no_argument, NULL, 'k' },
 		{ "thaw-retry", no_argument, NULL, 'r' },
 		{ "deadline", required_argument, NULL, 'd' },
 		{ "hold", required_argument, NULL, 'H' },
-		{ "cgroup", required_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct freeze_args a = { .flags = CRYO_FREEZER_STRICT };
+	const struct cgtarget_cmd cmd = {
+		.name = name, .plain = "freeze", .oci = oci, .opts = opts, .usage = usage, .opt = freeze_opt, .userdata = &a,
+	};
 	struct cryo_error err = CRYO_ERROR_INIT;
-	uint64_t timeout = DEFAULT_TIMEOUT_MS, deadline = 0, hold_ms = 0;
+	uint64_t timeout = DEFAULT_TIMEOUT_MS;
 	const char *cgroup = NULL, *id = NULL;
-	unsigned flags = CRYO_FREEZER_STRICT;
-	bool thaw_retry = false;
 	struct cryo_hold *hold = NULL;
 	struct cgtarget t;
-	int c, r;
+	int r;
 
-	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &timeout) < 0)
-				return cli_usage_error(name, "--timeout wants milliseconds, not `%s`", optarg);
-			break;
-		case 'k':
-			flags |= CRYO_FREEZER_KEEP_FREEZING;
-			break;
-		case 'r':
-			thaw_retry = true;
-			break;
-		case 'd':
-			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &deadline) < 0 || deadline == 0)
-				return cli_usage_error(name, "--deadline wants milliseconds > 0, not `%s`", optarg);
-			break;
-		case 'H':
-			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &hold_ms) < 0 || hold_ms == 0)
-				return cli_usage_error(name, "--hold wants milliseconds > 0, not `%s`", optarg);
-			break;
-		case 'c':
-			cgroup = optarg;
-			break;
-		case 'h':
-			usage(name, stdout);
-			return 0;
-		default:
-			return cli_usage_error(name, "unknown option");
-		}
-	}
-	r = cgtarget_operands(name, "freeze", oci, argc, argv, cgroup, &id);
-	if (r)
+	r = cgtarget_parse(&cmd, argc, argv, &timeout, &cgroup, &id);
+	if (r != CLI_GO_ON)
 		return r;
-	if (deadline && hold_ms)
+	if (a.deadline && a.hold_ms)
 		return cli_usage_error(name, "--deadline and --hold exclude each other");
 
 	r = cgtarget_open_live(&t, cli->root, id, cgroup, "running", &err);
 	if (r < 0)
 		return cli_fail(&err);
 	/* v1 tasks can miss a single kick; a thaw + freeze catches them */
-	if (thaw_retry || cryo_freezer_backend_of(t.f) == CRYO_FREEZER_V1)
-		flags |= CRYO_FREEZER_THAW_RETRY;
+	if (a.thaw_retry || cryo_freezer_backend_of(t.f) == CRYO_FREEZER_V1)
+		a.flags |= CRYO_FREEZER_THAW_RETRY;
 
-	if (deadline || hold_ms) {
+	if (a.deadline || a.hold_ms) {
 		struct cryo_freezer_hold_opts ho = {
 			.root = cli->root,
 			.name = t.hold_name,
-			.deadline_ms = deadline ? deadline : hold_ms + HOLD_GRACE_MS,
-			.detached = deadline != 0,
+			.deadline_ms = a.deadline ? a.deadline : a.hold_ms + HOLD_GRACE_MS,
+			.detached = a.deadline != 0,
 		};
 
-		r = cryo_freezer_freeze_held(t.f, (int64_t)timeout, flags, &ho, &hold, &err);
+		r = cryo_freezer_freeze_held(t.f, (int64_t)timeout, a.flags, &ho, &hold, &err);
 	} else {
-		r = cryo_freezer_freeze(t.f, (int64_t)timeout, flags, &err);
+		r = cryo_freezer_freeze(t.f, (int64_t)timeout, a.flags, &err);
 	}
 	if (r < 0) {
 		cryo_error_prefix(&err, "freeze %s", t.what);
@@ -155,8 +157,8 @@ static int run_freeze(const char *name, bool oci, struct cryo_cli *cli, int argc
 	if (r < 0)
 		goto fail_thaw;
 
-	if (hold_ms) {
-		hold_for(hold_ms);
+	if (a.hold_ms) {
+		hold_for(a.hold_ms);
 		/* -ETIME: the deadline thawed it first */
 		r = cryo_freezer_thaw_held(t.f, TAKE_PTR(hold), DEFAULT_TIMEOUT_MS, 0, &err);
 		if (r < 0 && r != -ETIME)

@@ -54,19 +54,46 @@ static int parse_seconds(const char *opt, const char *s, uint64_t *ret)
 	return 0;
 }
 
-int cli_fsfreeze_operands(const char *name, int argc, char **argv, const char *path, const char **ret_id)
+int cli_fsfreeze_parse(const struct cli_fsfreeze_cmd *cmd, int argc, char **argv, struct cryo_fsfreeze_opts *o,
+		       const char **ret_path, const char **ret_id)
 {
-	const char *id = NULL;
+	const char *path = NULL, *id = NULL;
+	int c, r;
 
+	/* 0, not 1: glibc re-reads the ordering mode (main parses with "+") */
+	optind = 0;
+	while ((c = cli_getopt(argc, argv, "h", cmd->opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			path = optarg;
+			continue;
+		case 'o':
+			o->owner = optarg;
+			continue;
+		case 'f':
+			o->flags |= CRYO_FSFREEZE_FORCE;
+			continue;
+		case 'h':
+			cmd->usage(stdout);
+			return 0;
+		default:
+			r = cmd->opt ? cmd->opt(c, optarg, o, cmd->userdata) : cli_usage_error(cmd->name, "bad option");
+			if (r != CLI_GO_ON)
+				return r;
+		}
+	}
 	if (!path) {
 		if (optind >= argc)
-			return cli_usage_error(name, "name a container ID or --path MOUNTPOINT");
+			return cli_usage_error(cmd->name, "name a container ID or --path MOUNTPOINT");
 		id = argv[optind++];
 	}
 	if (optind < argc)
-		return cli_usage_error(name, "unexpected argument `%s`", argv[optind]);
+		return cli_usage_error(cmd->name, "unexpected argument `%s`", argv[optind]);
+	if (!o->owner)
+		o->owner = id;
+	*ret_path = path;
 	*ret_id = id;
-	return 0;
+	return CLI_GO_ON;
 }
 
 /* The rootfs of container id, or path as given. */
@@ -93,15 +120,21 @@ int cli_fsfreeze_target(struct cryo_cli *cli, const char *id, const char *path, 
 	return 0;
 }
 
-void cli_fsfreeze_print_thawed(const char *target, const struct cryo_fsfreeze_thawed *th)
+int cli_fsfreeze_thaw(const char *target, const struct cryo_fsfreeze_opts *o)
 {
-	if (!th->thawed)
-		printf("`%s` stays frozen: %u other hold(s)\n", target, th->holds_left);
-	else if (th->frozen_us)
-		printf("thawed `%s` (frozen %" PRIu64 ".%03" PRIu64 " ms)\n", target, th->frozen_us / 1000,
-		       th->frozen_us % 1000);
+	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_fsfreeze_thawed th = { 0 };
+
+	if (cryo_fsfreeze_thaw(target, o, &th, &err) < 0)
+		return cli_fail(&err);
+	if (!th.thawed)
+		printf("`%s` stays frozen: %u other hold(s)\n", target, th.holds_left);
+	else if (th.frozen_us)
+		printf("thawed `%s` (frozen %" PRIu64 ".%03" PRIu64 " ms)\n", target, th.frozen_us / 1000,
+		       th.frozen_us % 1000);
 	else
 		printf("thawed `%s`\n", target);
+	return 0;
 }
 
 static int run_frozen(char **argv)
@@ -124,26 +157,56 @@ static int run_frozen(char **argv)
 	return 128 + WTERMSIG(status);
 }
 
+/* fsfreeze's own options, besides CLI_FSFREEZE_OPTIONS */
+struct fsfreeze_args {
+	uint64_t timeout_s, reset_s;
+	bool reset;
+	const char *keep[MAX_KEEP + 2];
+	size_t nkeep;
+};
+
+static int fsfreeze_opt(int c, const char *arg, struct cryo_fsfreeze_opts *o, void *userdata)
+{
+	struct fsfreeze_args *a = userdata;
+
+	switch (c) {
+	case 't':
+		return parse_seconds("--timeout", arg, &a->timeout_s) < 0 ? 2 : CLI_GO_ON;
+	case 'R':
+		a->reset = true;
+		return parse_seconds("--reset-timeout", arg, &a->reset_s) < 0 ? 2 : CLI_GO_ON;
+	case 'k':
+		if (a->nkeep >= MAX_KEEP)
+			return cli_usage_error("fsfreeze", "at most %d --keep-writable", MAX_KEEP);
+		a->keep[a->nkeep++] = arg;
+		return CLI_GO_ON;
+	case 'x':
+		o->flags |= CRYO_FSFREEZE_THAW_ON_EXIT;
+		return CLI_GO_ON;
+	default:
+		return cli_usage_error("fsfreeze", "bad option");
+	}
+}
+
 int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "path", required_argument, NULL, 'p' },
+		CLI_FSFREEZE_OPTIONS,
 		{ "timeout", required_argument, NULL, 't' },
 		{ "reset-timeout", required_argument, NULL, 'R' },
-		{ "owner", required_argument, NULL, 'o' },
 		{ "keep-writable", required_argument, NULL, 'k' },
 		{ "thaw-on-exit", no_argument, NULL, 'x' },
-		{ "force", no_argument, NULL, 'f' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	struct fsfreeze_args a = { .timeout_s = DEFAULT_TIMEOUT_S };
+	const struct cli_fsfreeze_cmd fc = {
+		.name = "fsfreeze", .opts = opts, .usage = usage, .opt = fsfreeze_opt, .userdata = &a,
+	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_fsfreeze_opts o = { .state_dir = cli->root };
-	const char *keep[MAX_KEEP + 2] = { 0 }, *path = NULL, *id = NULL;
+	const char *path = NULL, *id = NULL;
 	char target[PATH_MAX];
-	uint64_t timeout_s = DEFAULT_TIMEOUT_S, reset_s = 0;
-	bool reset = false;
-	size_t nkeep = 0;
 	char **cmd = NULL;
 	int c, r;
 
@@ -155,83 +218,42 @@ int cmd_fsfreeze(struct cryo_cli *cli, int argc, char **argv)
 			break;
 		}
 	}
-	/* 0, not 1: glibc re-reads the ordering mode (main parses with "+") */
-	optind = 0;
-	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			path = optarg;
-			break;
-		case 't':
-			if (parse_seconds("--timeout", optarg, &timeout_s) < 0)
-				return 2;
-			break;
-		case 'R':
-			if (parse_seconds("--reset-timeout", optarg, &reset_s) < 0)
-				return 2;
-			reset = true;
-			break;
-		case 'o':
-			o.owner = optarg;
-			break;
-		case 'k':
-			if (nkeep >= MAX_KEEP)
-				return cli_usage_error("fsfreeze", "at most %d --keep-writable", MAX_KEEP);
-			keep[nkeep++] = optarg;
-			break;
-		case 'x':
-			o.flags |= CRYO_FSFREEZE_THAW_ON_EXIT;
-			break;
-		case 'f':
-			o.flags |= CRYO_FSFREEZE_FORCE;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			return cli_usage_error("fsfreeze", "bad option");
-		}
-	}
-	r = cli_fsfreeze_operands("fsfreeze", argc, argv, path, &id);
-	if (r)
+	r = cli_fsfreeze_parse(&fc, argc, argv, &o, &path, &id);
+	if (r != CLI_GO_ON)
 		return r;
 	if (cmd && !*cmd)
 		return cli_usage_error("fsfreeze", "no COMMAND after `--`");
-	if (cmd && reset)
+	if (cmd && a.reset)
 		return cli_usage_error("fsfreeze", "--reset-timeout takes no COMMAND");
-	if (!o.owner)
-		o.owner = id;
 	if ((o.flags & CRYO_FSFREEZE_THAW_ON_EXIT) && !cmd)
 		return cli_usage_error("fsfreeze", "--thaw-on-exit needs a COMMAND (cryo fsfreeze exits right after freezing)");
 	if (cli->log_path)
-		keep[nkeep++] = cli->log_path;
-	o.keep_writable = keep;
+		a.keep[a.nkeep++] = cli->log_path;
+	o.keep_writable = a.keep;
 
-	if (reset && reset_s == 0 && !(o.flags & CRYO_FSFREEZE_FORCE))
+	if (a.reset && a.reset_s == 0 && !(o.flags & CRYO_FSFREEZE_FORCE))
 		return cli_usage_error("fsfreeze", "--reset-timeout 0 removes the deadline: add --force if you mean it");
-	if (!reset && timeout_s == 0 && !(o.flags & CRYO_FSFREEZE_FORCE))
+	if (!a.reset && a.timeout_s == 0 && !(o.flags & CRYO_FSFREEZE_FORCE))
 		return cli_usage_error("fsfreeze", "--timeout 0 freezes without a deadline: add --force if you mean it");
 
 	r = cli_fsfreeze_target(cli, id, path, target, sizeof(target), &err);
 	if (r < 0)
 		return cli_fail(&err);
-	if (reset) {
-		r = cryo_fsfreeze_reset_timeout(target, reset_s * 1000, &o, &err);
+	if (a.reset) {
+		r = cryo_fsfreeze_reset_timeout(target, a.reset_s * 1000, &o, &err);
 		return r < 0 ? cli_fail(&err) : 0;
 	}
 
-	r = cryo_fsfreeze_freeze(target, timeout_s * 1000, &o, &err);
+	r = cryo_fsfreeze_freeze(target, a.timeout_s * 1000, &o, &err);
 	if (r < 0)
 		return cli_fail(&err);
 	if (cmd) {
-		struct cryo_fsfreeze_thawed th = { 0 };
 		int status = run_frozen(cmd);
 
 		o.flags &= ~CRYO_FSFREEZE_FORCE;
-		r = cryo_fsfreeze_thaw(target, &o, &th, &err);
-		if (r < 0)
-			return cli_fail(&err);
-		cli_fsfreeze_print_thawed(target, &th);
+		r = cli_fsfreeze_thaw(target, &o);
+		if (r)
+			return r;
 		if (status < 0) {
 			fprintf(stderr, "cryo fsfreeze: run `%s`: %s\n", cmd[0], strerror(-status));
 			return 1;

@@ -28,51 +28,21 @@ static void usage(FILE *out)
 int cmd_fsthaw(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "path", required_argument, NULL, 'p' },
-		{ "owner", required_argument, NULL, 'o' },
-		{ "force", no_argument, NULL, 'f' },
+		CLI_FSFREEZE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const struct cli_fsfreeze_cmd fc = { .name = "fsthaw", .opts = opts, .usage = usage };
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_fsfreeze_opts o = { .state_dir = cli->root };
-	struct cryo_fsfreeze_thawed th = { 0 };
 	char target[PATH_MAX];
 	const char *path = NULL, *id = NULL;
-	int c, r;
+	int r;
 
-	/* 0, not 1: glibc re-reads the ordering mode (main parses with "+") */
-	optind = 0;
-	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'p':
-			path = optarg;
-			break;
-		case 'o':
-			o.owner = optarg;
-			break;
-		case 'f':
-			o.flags |= CRYO_FSFREEZE_FORCE;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			return cli_usage_error("fsthaw", "bad option");
-		}
-	}
-	r = cli_fsfreeze_operands("fsthaw", argc, argv, path, &id);
-	if (r)
+	r = cli_fsfreeze_parse(&fc, argc, argv, &o, &path, &id);
+	if (r != CLI_GO_ON)
 		return r;
-	if (!o.owner)
-		o.owner = id;
-
-	r = cli_fsfreeze_target(cli, id, path, target, sizeof(target), &err);
-	if (r < 0)
+	if (cli_fsfreeze_target(cli, id, path, target, sizeof(target), &err) < 0)
 		return cli_fail(&err);
-	r = cryo_fsfreeze_thaw(target, &o, &th, &err);
-	if (r < 0)
-		return cli_fail(&err);
-	cli_fsfreeze_print_thawed(target, &th);
-	return 0;
+	return cli_fsfreeze_thaw(target, &o);
 }

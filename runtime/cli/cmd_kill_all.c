@@ -41,8 +41,7 @@ static int parse_signal(const char *s, int *ret)
 int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "timeout", required_argument, NULL, 't' },
-		{ "cgroup", required_argument, NULL, 'c' },
+		CGTARGET_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -54,13 +53,6 @@ int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv)
 
 	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
 		switch (c) {
-		case 't':
-			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &timeout) < 0)
-				return cli_usage_error("kill-all", "--timeout wants milliseconds, not `%s`", optarg);
-			break;
-		case 'c':
-			cgroup = optarg;
-			break;
 		case 'h':
 			printf("Usage: cryo kill-all [--timeout MS] (ID | --cgroup PATH) [SIGNAL]\n\n"
 			       "Send SIGNAL (default KILL) to every task of the cgroup so that none\n"
@@ -69,7 +61,10 @@ int cmd_kill_all(struct cryo_cli *cli, int argc, char **argv)
 			       DEFAULT_TIMEOUT_MS);
 			return 0;
 		default:
-			return cli_usage_error("kill-all", "unknown option");
+			r = cgtarget_opt("kill-all", c, optarg, &timeout, &cgroup);
+			if (r != CLI_GO_ON)
+				return r;
+			break;
 		}
 	}
 	if (!cgroup && optind < argc)

@@ -6,8 +6,6 @@
  * --log-format json, one line per phase otherwise.
  */
 #include <getopt.h>
-#include <malloc.h>
-#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,24 +13,18 @@
 
 #include "cli.h"
 #include "criu-flags.h"
-#include "migrate.h"
-#include "step.h"
+#include "migrate-common.h"
 #include "util.h"
 
 enum {
 	OPT_SSH = 0x200,
 	OPT_REMOTE_CRYO,
 	OPT_REMOTE_OPTS,
-	OPT_CERT,
-	OPT_KEY,
-	OPT_CA,
 	OPT_SIGN_KEY,
 	OPT_DRY_RUN,
 	OPT_FREEZE_DEADLINE,
-	OPT_TIMEOUT,
 	OPT_PRE_COPY,
 	OPT_LAZY,
-	OPT_LIST_STEPS,
 };
 
 /* exit statuses (documented in usage) */
@@ -89,53 +81,6 @@ static void usage(FILE *out)
 		"copy here could not be stopped: it is left frozen here (delete it).\n");
 }
 
-void cli_malloc_for_streams(void)
-{
-	/* frames (at most CRYO_MIGRATE_FRAME_MAX) come from the heap, which keeps what is freed */
-	(void)mallopt(M_MMAP_THRESHOLD, 4 << 20);
-	(void)mallopt(M_TRIM_THRESHOLD, 64 << 20);
-}
-
-void cli_migrate_progress(const struct cryo_migrate_progress *p, void *userdata)
-{
-	struct cli_progress *pc = userdata;
-	double secs = (double)p->phase_us / 1e6;
-	double rate = secs > 0 ? (double)p->bytes / secs : 0;
-
-	if (pc->quiet)
-		return;
-	if (pc->json) {
-		fprintf(stderr,
-			"{\"progress\":{\"side\":\"%s\",\"phase\":\"%s\",\"done\":%s,\"bytes\":%" PRIu64
-			",\"total\":%" PRIu64 ",\"rate_bps\":%.0f,\"elapsed_ms\":%.1f}}\n",
-			p->side, p->phase, p->phase_done ? "true" : "false", p->bytes, p->total, rate,
-			(double)p->phase_us / 1e3);
-		return;
-	}
-	if (pc->tty) {
-		if (p->phase_done) {
-			fprintf(stderr, "\r\033[K%s: %-10s done in %.1f ms\n", p->side, p->phase, (double)p->phase_us / 1e3);
-			pc->line_open = false;
-		} else if (p->bytes || p->total) {
-			double eta = rate > 0 && p->total > p->bytes ? (double)(p->total - p->bytes) / rate : 0;
-
-			fprintf(stderr, "\r\033[K%s: %-10s %.1f/%.1f MiB  %.1f MiB/s  ETA %.0f s", p->side, p->phase,
-				(double)p->bytes / 1048576.0, (double)p->total / 1048576.0, rate / 1048576.0, eta);
-			pc->line_open = true;
-		} else {
-			fprintf(stderr, "\r\033[K%s: %-10s ...", p->side, p->phase);
-			pc->line_open = true;
-		}
-		fflush(stderr);
-		return;
-	}
-	if (p->phase_done)
-		fprintf(stderr, "%s: %s done in %.1f ms\n", p->side, p->phase, (double)p->phase_us / 1e3);
-	else if (p->bytes && p->total && p->bytes == p->total)
-		fprintf(stderr, "%s: %s %.1f MiB at %.1f MiB/s\n", p->side, p->phase, (double)p->bytes / 1048576.0,
-			rate / 1048576.0);
-}
-
 static void print_facts(const char *end, const struct cryo_migrate_facts *f)
 {
 	printf("%-12s kernel %s, CRIU %s%s, cryo %s, cgroups %s", end, f->kernel[0] ? f->kernel : "?",
@@ -184,22 +129,20 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 		{ "ssh", required_argument, NULL, OPT_SSH },
 		{ "remote-cryo", required_argument, NULL, OPT_REMOTE_CRYO },
 		{ "remote-opts", required_argument, NULL, OPT_REMOTE_OPTS },
-		{ "cert", required_argument, NULL, OPT_CERT },
-		{ "key", required_argument, NULL, OPT_KEY },
-		{ "ca", required_argument, NULL, OPT_CA },
 		{ "sign-key", required_argument, NULL, OPT_SIGN_KEY },
 		{ "dry-run", no_argument, NULL, OPT_DRY_RUN },
 		{ "freeze-deadline", required_argument, NULL, OPT_FREEZE_DEADLINE },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "pre-copy", required_argument, NULL, OPT_PRE_COPY },
 		{ "lazy", no_argument, NULL, OPT_LAZY },
-		{ "list-steps", no_argument, NULL, OPT_LIST_STEPS },
+		CLI_MIGRATE_OPTIONS,
 		CLI_CRIU_FLAG_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_migrate_opts o = { .root = cli->root };
+	const struct cli_migrate_args ma = { &o.tls, &o.timeout_ms, &cryo_migrate_step_table };
+	struct cli_criu_args ca = { .cmd = "migrate", .flags = &o.criu };
 	struct cryo_migrate_result res;
 	struct cli_progress pc = { .json = cli->log_json, .tty = isatty(STDERR_FILENO) };
 	const char *remote_cryo = "cryo", *remote_opts = NULL;
@@ -207,14 +150,7 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	uint64_t v;
 	int c, r;
 
-	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
-		int rc = cli_criu_flag("migrate", c, optarg, &o.criu);
-
-		if (rc >= 0) {
-			if (rc > 0)
-				return rc;
-			continue;
-		}
+	while ((c = cli_criu_getopt(&ca, argc, argv, "h", opts)) != -1) {
 		switch (c) {
 		case OPT_SSH:
 			o.ssh = optarg;
@@ -224,15 +160,6 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 			break;
 		case OPT_REMOTE_OPTS:
 			remote_opts = optarg;
-			break;
-		case OPT_CERT:
-			o.tls.cert = optarg;
-			break;
-		case OPT_KEY:
-			o.tls.key = optarg;
-			break;
-		case OPT_CA:
-			o.tls.ca = optarg;
 			break;
 		case OPT_SIGN_KEY:
 			o.sign_key = optarg;
@@ -245,11 +172,6 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 				return cli_usage_error("migrate", "--freeze-deadline takes milliseconds (>= 1000), not `%s`", optarg);
 			o.freeze_deadline_ms = (int64_t)v;
 			break;
-		case OPT_TIMEOUT:
-			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &v) < 0 || v == 0)
-				return cli_usage_error("migrate", "--timeout takes milliseconds, not `%s`", optarg);
-			o.timeout_ms = (int64_t)v;
-			break;
 		case OPT_PRE_COPY:
 			if (cryo_parse_u64(optarg, CRYO_MIGRATE_MAX_ROUNDS, &v) < 0 || v == 0)
 				return cli_usage_error("migrate", "--pre-copy takes a number of rounds from 1 to %u, not `%s`",
@@ -259,15 +181,14 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 		case OPT_LAZY:
 			o.lazy = true;
 			break;
-		case OPT_LIST_STEPS:
-			for (size_t i = 0; i < cryo_migrate_step_table.n_steps; i++)
-				printf("%s\n", cryo_migrate_step_table.steps[i].name);
-			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			return 2;
+			r = c == '?' ? ca.status : cli_migrate_opt("migrate", c, optarg, &ma);
+			if (r != CLI_GO_ON)
+				return r;
+			break;
 		}
 	}
 	if (optind + 2 != argc)
@@ -284,12 +205,9 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 	o.progress = cli_migrate_progress;
 	o.userdata = &pc;
 
-	/* a peer that hangs up is an error to report, not a signal to die of */
-	signal(SIGPIPE, SIG_IGN);
-	cli_malloc_for_streams();
+	cli_stream_begin();
 	r = cryo_migrate(&o, &res, &err);
-	if (pc.line_open)
-		fputc('\n', stderr);
+	cli_progress_end(&pc);
 	if (o.dry_run && (res.local.kernel[0] || res.remote.kernel[0])) {
 		print_facts("here:", &res.local);
 		if (res.remote.kernel[0])
@@ -306,11 +224,10 @@ int cmd_migrate(struct cryo_cli *cli, int argc, char **argv)
 			return EXIT_STOP_FAILED;
 		}
 
-		fprintf(stderr, "cryo migrate: failed at %s%s%s%s; %s\n", res.failed_phase ? res.failed_phase : "?",
-			res.peer_phase ? " (the destination at " : "", res.peer_phase ? res.peer_phase : "",
-			res.peer_phase ? ")" : "", in_doubt ? "the container is left PAUSED here (in doubt)"
-				 : not_resumed ? "the container could NOT be resumed here"
-					       : "the container runs here as before");
+		cli_migrate_failed("migrate", res.failed_phase, "destination", res.peer_phase,
+				   in_doubt      ? "the container is left PAUSED here (in doubt)" :
+				   not_resumed ? "the container could NOT be resumed here" :
+						 "the container runs here as before");
 		cryo_migrate_result_done(&res);
 		cli_fail(&err);
 		if (in_doubt)

@@ -6,29 +6,22 @@
  * nothing else may be written there.
  */
 #include <getopt.h>
-#include <signal.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli.h"
-#include "migrate.h"
-#include "step.h"
+#include "migrate-common.h"
 #include "util.h"
 
 enum {
 	OPT_STDIO = 0x200,
 	OPT_LISTEN,
-	OPT_CERT,
-	OPT_KEY,
-	OPT_CA,
 	OPT_BUNDLE_DIR,
 	OPT_VERIFY_KEY,
 	OPT_ALLOW_UNSIGNED,
-	OPT_TIMEOUT,
 	OPT_ACCEPT_TIMEOUT,
-	OPT_LIST_STEPS,
 };
 
 #define DEFAULT_BUNDLE_DIR "/var/lib/cryo/bundles"
@@ -75,23 +68,19 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 	static const struct option opts[] = {
 		{ "stdio", no_argument, NULL, OPT_STDIO },
 		{ "listen", required_argument, NULL, OPT_LISTEN },
-		{ "cert", required_argument, NULL, OPT_CERT },
-		{ "key", required_argument, NULL, OPT_KEY },
-		{ "ca", required_argument, NULL, OPT_CA },
 		{ "bundle-dir", required_argument, NULL, OPT_BUNDLE_DIR },
 		{ "verify-key", required_argument, NULL, OPT_VERIFY_KEY },
 		{ "allow-unsigned", no_argument, NULL, OPT_ALLOW_UNSIGNED },
-		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "accept-timeout", required_argument, NULL, OPT_ACCEPT_TIMEOUT },
-		{ "list-steps", no_argument, NULL, OPT_LIST_STEPS },
+		CLI_MIGRATE_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_receive_opts o = { .root = cli->root, .bundle_dir = DEFAULT_BUNDLE_DIR };
+	const struct cli_migrate_args ma = { &o.tls, &o.timeout_ms, &cryo_receive_step_table };
 	struct cryo_receive_result res;
 	struct cli_progress pc = { .json = cli->log_json, .tty = isatty(STDERR_FILENO) };
-	uint64_t v;
 	int c, r;
 
 	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
@@ -102,15 +91,6 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 		case OPT_LISTEN:
 			o.listen = optarg;
 			break;
-		case OPT_CERT:
-			o.tls.cert = optarg;
-			break;
-		case OPT_KEY:
-			o.tls.key = optarg;
-			break;
-		case OPT_CA:
-			o.tls.ca = optarg;
-			break;
 		case OPT_BUNDLE_DIR:
 			o.bundle_dir = optarg;
 			break;
@@ -120,25 +100,18 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 		case OPT_ALLOW_UNSIGNED:
 			o.allow_unsigned = true;
 			break;
-		case OPT_TIMEOUT:
 		case OPT_ACCEPT_TIMEOUT:
-			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &v) < 0 || v == 0)
-				return cli_usage_error("receive", "--%s takes milliseconds, not `%s`",
-						       c == OPT_TIMEOUT ? "timeout" : "accept-timeout", optarg);
-			if (c == OPT_TIMEOUT)
-				o.timeout_ms = (int64_t)v;
-			else
-				o.accept_timeout_ms = (int64_t)v;
+			if (cli_migrate_parse_ms("receive", "accept-timeout", optarg, &o.accept_timeout_ms))
+				return 2;
 			break;
-		case OPT_LIST_STEPS:
-			for (size_t i = 0; i < cryo_receive_step_table.n_steps; i++)
-				printf("%s\n", cryo_receive_step_table.steps[i].name);
-			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;
 		default:
-			return 2;
+			r = cli_migrate_opt("receive", c, optarg, &ma);
+			if (r != CLI_GO_ON)
+				return r;
+			break;
 		}
 	}
 	if (optind != argc)
@@ -157,16 +130,11 @@ int cmd_receive(struct cryo_cli *cli, int argc, char **argv)
 	o.progress = cli_migrate_progress;
 	o.userdata = &pc;
 
-	/* a peer that hangs up is an error to report, not a signal to die of */
-	signal(SIGPIPE, SIG_IGN);
-	cli_malloc_for_streams();
+	cli_stream_begin();
 	r = cryo_receive(&o, &res, &err);
-	if (pc.line_open)
-		fputc('\n', stderr);
+	cli_progress_end(&pc);
 	if (r < 0) {
-		fprintf(stderr, "cryo receive: failed at %s%s%s%s; nothing is left here\n",
-			res.failed_phase ? res.failed_phase : "?", res.peer_phase ? " (the source at " : "",
-			res.peer_phase ? res.peer_phase : "", res.peer_phase ? ")" : "");
+		cli_migrate_failed("receive", res.failed_phase, "source", res.peer_phase, "nothing is left here");
 		cryo_receive_result_done(&res);
 		return cli_fail(&err);
 	}

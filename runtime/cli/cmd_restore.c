@@ -11,8 +11,7 @@
 int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "image-path", required_argument, NULL, 'i' },
-		{ "work-path", required_argument, NULL, 'w' },
+		CLI_CRIU_IMAGE_OPTIONS,
 		{ "bundle", required_argument, NULL, 'b' },
 		{ "detach", no_argument, NULL, 'd' },
 		{ "pid-file", required_argument, NULL, 'p' },
@@ -27,25 +26,12 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_restore_opts o = { .root = cli->root, .bundle = "." };
-	const char *env_key;
+	struct cli_criu_args ca = { "restore", &o.criu, &o.image_path, &o.work_path, &o.verify_key, "CRYO_VERIFY_KEY", 2 };
 	pid_t pid = 0;
-	int c, status = 0;
+	int c, r, status = 0;
 
-	while ((c = cli_getopt(argc, argv, "db:h", opts, NULL)) != -1) {
-		int rc = cli_criu_flag("restore", c, optarg, &o.criu);
-
-		if (rc >= 0) {
-			if (rc > 0)
-				return rc;
-			continue;
-		}
+	while ((c = cli_criu_getopt(&ca, argc, argv, "db:h", opts)) != -1) {
 		switch (c) {
-		case 'i':
-			o.image_path = optarg;
-			break;
-		case 'w':
-			o.work_path = optarg;
-			break;
 		case 'b':
 			o.bundle = optarg;
 			break;
@@ -94,17 +80,15 @@ int cmd_restore(struct cryo_cli *cli, int argc, char **argv)
 			       CLI_CRIU_FLAG_HELP);
 			return 0;
 		default:
-			return 2;
+			return ca.status;
 		}
 	}
-	if (optind + 1 != argc)
-		return cli_usage_error("restore", "expects exactly one container id");
-	env_key = getenv("CRYO_VERIFY_KEY");
-	if (!o.verify_key && env_key && *env_key) {
-		o.verify_key = env_key;
+	r = cli_criu_operand(&ca, argc, argv, &o.id);
+	if (r > 1)
+		return r;
+	/* a node's key from the environment also makes a signature a must */
+	if (r == 1)
 		o.require_signature = true;
-	}
-	o.id = argv[optind];
 	if (cryo_restore(&o, &pid, o.detach ? NULL : &status, &err) < 0)
 		return cli_fail(&err);
 	return o.detach ? 0 : status;

@@ -33,36 +33,20 @@ static void usage(const char *name, FILE *out)
 static int run_thaw(const char *name, bool oci, struct cryo_cli *cli, int argc, char **argv)
 {
 	static const struct option opts[] = {
-		{ "timeout", required_argument, NULL, 't' },
-		{ "cgroup", required_argument, NULL, 'c' },
+		CGTARGET_OPTIONS,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
+	const struct cgtarget_cmd cmd = { .name = name, .plain = "thaw", .oci = oci, .opts = opts, .usage = usage };
 	struct cryo_error err = CRYO_ERROR_INIT;
 	const char *cgroup = NULL, *id = NULL;
 	uint64_t timeout = DEFAULT_TIMEOUT_MS;
 	unsigned strict = CRYO_FREEZER_STRICT;
 	struct cgtarget t;
-	int c, r;
+	int r;
 
-	while ((c = cli_getopt(argc, argv, "h", opts, NULL)) != -1) {
-		switch (c) {
-		case 't':
-			if (cryo_parse_u64(optarg, 24ULL * 3600 * 1000, &timeout) < 0)
-				return cli_usage_error(name, "--timeout wants milliseconds, not `%s`", optarg);
-			break;
-		case 'c':
-			cgroup = optarg;
-			break;
-		case 'h':
-			usage(name, stdout);
-			return 0;
-		default:
-			return cli_usage_error(name, "unknown option");
-		}
-	}
-	r = cgtarget_operands(name, "thaw", oci, argc, argv, cgroup, &id);
-	if (r)
+	r = cgtarget_parse(&cmd, argc, argv, &timeout, &cgroup, &id);
+	if (r != CLI_GO_ON)
 		return r;
 
 	r = cgtarget_open_live(&t, cli->root, id, cgroup, "paused", &err);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-only
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,7 +20,12 @@ static int refuse(const char *cmd, const char *opt, const char *why)
 	return cli_fail(&err);
 }
 
-int cli_criu_flag(const char *cmd, int c, const char *arg, struct cryo_criu_flags *f)
+/*
+ * Take getopt's result c (with optarg arg) into f when it is one of the
+ * flags above: 0 when taken, -1 when c is not one of them, else the exit
+ * status of an error of cmd, already printed.
+ */
+static int criu_flag(const char *cmd, int c, const char *arg, struct cryo_criu_flags *f)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
 	bool restore = strcmp(cmd, "restore") == 0;
@@ -100,6 +106,45 @@ int cli_criu_flag(const char *cmd, int c, const char *arg, struct cryo_criu_flag
 	default:
 		return -1;
 	}
+}
+
+int cli_criu_getopt(struct cli_criu_args *a, int argc, char **argv, const char *optstring,
+		    const struct option *longopts)
+{
+	int c, r;
+
+	a->status = 2;
+	for (;;) {
+		c = cli_getopt(argc, argv, optstring, longopts, NULL);
+		if (c == CLI_OPT_IMAGE_PATH && a->image_path) {
+			*a->image_path = optarg;
+			continue;
+		}
+		if (c == CLI_OPT_WORK_PATH && a->work_path) {
+			*a->work_path = optarg;
+			continue;
+		}
+		r = criu_flag(a->cmd, c, optarg, a->flags);
+		if (r < 0)
+			return c;
+		if (r > 0) {
+			a->status = r;
+			return '?';
+		}
+	}
+}
+
+int cli_criu_operand(const struct cli_criu_args *a, int argc, char **argv, const char **ret_id)
+{
+	const char *env = getenv(a->key_env);
+
+	if (optind + 1 != argc)
+		return cli_usage_error(a->cmd, "expects exactly one container id");
+	*ret_id = argv[optind];
+	if (*a->key || !env || !*env)
+		return 0;
+	*a->key = env;
+	return 1;
 }
 
 int cli_criu_flags_finish(void)

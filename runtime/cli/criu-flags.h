@@ -46,7 +46,14 @@ enum {
 	CLI_OPT_NO_PIVOT,        /* restore only */
 	CLI_OPT_LSM_PROFILE,     /* restore only */
 	CLI_OPT_LSM_MOUNT_CONTEXT, /* restore only */
+	CLI_OPT_IMAGE_PATH,      /* checkpoint and restore: CLI_CRIU_IMAGE_OPTIONS */
+	CLI_OPT_WORK_PATH,
 };
+
+/* Where the image is and where CRIU works and logs (checkpoint, restore). */
+#define CLI_CRIU_IMAGE_OPTIONS                                                             \
+	{ "image-path", required_argument, NULL, CLI_OPT_IMAGE_PATH },                      \
+	{ "work-path", required_argument, NULL, CLI_OPT_WORK_PATH }
 
 #define CLI_CRIU_FLAG_OPTIONS                                                              \
 	{ "tcp-established", no_argument, NULL, CLI_OPT_TCP_ESTABLISHED },                  \
@@ -79,12 +86,35 @@ enum {
 	"  --lazy-pages, --page-server ADDR:PORT  refused: images are complete and local\n"  \
 	"Every long option also takes a single dash (-no-subreaper).\n"
 
+/* Where a command's CRIU flags, image options and signing key go. */
+struct cli_criu_args {
+	const char *cmd;                    /* "checkpoint", "restore", "migrate" */
+	struct cryo_criu_flags *flags;
+	const char **image_path, **work_path; /* CLI_CRIU_IMAGE_OPTIONS; NULL: not taken */
+	const char **key;                   /* cli_criu_operand(): the key an option gave, */
+	const char *key_env;                /* else the one this environment variable names */
+	int status;                         /* the exit status for a bad option (see below) */
+};
+
 /*
- * Take getopt's result c (with optarg arg) into f when it is one of the
- * flags above: 0 when taken, -1 when c is not one of them, else the exit
- * status of an error of cmd ("checkpoint" or "restore"), already printed.
+ * cli_getopt() for a command with the CRIU flags: takes them, and
+ * --image-path and --work-path, into a itself and returns the command's
+ * next other option, -1 at the end, or '?' after a bad one, its error
+ * printed and a->status the status to exit with (2, or 1 for a flag
+ * cryo refuses).
  */
-int cli_criu_flag(const char *cmd, int c, const char *arg, struct cryo_criu_flags *f);
+int cli_criu_getopt(struct cli_criu_args *a, int argc, char **argv, const char *optstring,
+		    const struct option *longopts);
+
+/*
+ * After the options of checkpoint or restore: their one operand, the
+ * container id, into *ret_id; and *a->key, when no option gave one, from
+ * the environment variable a->key_env (a node's key, set where the
+ * runtime is configured: a CRI handler's wrapper, for clients that pass
+ * no such option). 1 when the key came from there, 0 when not, or 2
+ * after the usage error.
+ */
+int cli_criu_operand(const struct cli_criu_args *a, int argc, char **argv, const char **ret_id);
 
 /*
  * Called by a command once it succeeded: what the flags promise at the
