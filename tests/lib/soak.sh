@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-only
 # shellcheck shell=bash
-# Sourced by tests/soak/*.sh after common.sh, bundle.sh and workload.sh:
-# how long a soak runs, what it counts, and the figures it reports.
+# Sourced by tests/soak/*.sh after common.sh (it sources bundle.sh,
+# workload.sh and migrate.sh, which every soak uses): how a soak starts,
+# how long it runs, what it counts, and the figures it reports.
 #
 #   CRYO_SOAK_CYCLES=N     rounds to run (each script has its own default:
 #                          a short slice for CI)
@@ -10,6 +11,9 @@
 #   CRYO_SOAK_OUT=FILE     append this run's figures to FILE (one JSON
 #                          object per line; tests/soak/campaign.sh sums them)
 #
+#   soak_begin                 skip unless CRIU works on this host and the
+#                              counter is linked static (CRIU restores it
+#                              into a rootfs without the host's libraries)
 #   soak_more ROUNDS_DONE      true while another round should run
 #   soak_count KEY [N]         add N (1) to the figure KEY
 #   soak_time KEY MS           a duration of KEY: count, sum and max kept
@@ -28,11 +32,20 @@
 # CRYO_SOAK_OUT, with "leaks" and "failed" set: a run that fails still
 # reports how far it got.
 
+. "$CRYO_SRC/tests/lib/bundle.sh"
+. "$CRYO_SRC/tests/lib/workload.sh"
+. "$CRYO_SRC/tests/lib/migrate.sh"
+
 : "${CRYO_SOAK_SECONDS:=0}"
 SOAK_T0=$(now_ms)
 declare -A SOAK_FIG=()
 SOAK_NAME=${TEST_NAME%.sh}
 SOAK_BASE=""
+
+soak_begin() {
+	need_host_criu
+	file "$WL_BIN" | grep -q 'statically linked' || skip "cryo-test-counter is not static (sanitizer build?)"
+}
 
 soak_more() {
 	local done=$1 cycles=$2

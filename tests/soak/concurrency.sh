@@ -16,12 +16,8 @@
 #   CRYO_SOAK_CYCLES times (default 1), or for CRYO_SOAK_SECONDS.
 # Needs a CRIU that works here (CRYO_CRIU, see `cryo check`).
 . "$(dirname "$0")/../lib/common.sh"
-. "$CRYO_SRC/tests/lib/bundle.sh"
-need_host_criu
-. "$CRYO_SRC/tests/lib/workload.sh"
-. "$CRYO_SRC/tests/lib/migrate.sh"
 . "$CRYO_SRC/tests/lib/soak.sh"
-file "$WL_BIN" | grep -q 'statically linked' || skip "cryo-test-counter is not static (sanitizer build?)"
+soak_begin
 CASES=${CRYO_SOAK_CONCURRENCY:-two-checkpoints ck-delete freeze-migrate recover-ck twenty}
 CYCLES=${CRYO_SOAK_CYCLES:-1}
 N_MANY=${CRYO_SOAK_MANY:-20}

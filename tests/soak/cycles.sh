@@ -27,12 +27,8 @@
 #   CRYO_SOAK_CYCLES=N (default 2: the CI slice) or CRYO_SOAK_SECONDS=S
 # Needs a CRIU that works here (CRYO_CRIU, see `cryo check`).
 . "$(dirname "$0")/../lib/common.sh"
-. "$CRYO_SRC/tests/lib/bundle.sh"
-need_host_criu
-. "$CRYO_SRC/tests/lib/workload.sh"
-. "$CRYO_SRC/tests/lib/migrate.sh"
 . "$CRYO_SRC/tests/lib/soak.sh"
-file "$WL_BIN" | grep -q 'statically linked' || skip "cryo-test-counter is not static (sanitizer build?)"
+soak_begin
 [ -x /usr/bin/time ] || skip "needs /usr/bin/time"
 CYCLES=${CRYO_SOAK_CYCLES:-2}
 MEM_MIB=${CRYO_SOAK_MEM_MIB:-8}

@@ -37,13 +37,9 @@
 # lazy migration needs the VM's kernel.)
 # Needs a CRIU that works here (CRYO_CRIU, see `cryo check`).
 . "$(dirname "$0")/../lib/common.sh"
-. "$CRYO_SRC/tests/lib/bundle.sh"
-need_host_criu
-. "$CRYO_SRC/tests/lib/workload.sh"
-. "$CRYO_SRC/tests/lib/migrate.sh"
-. "$CRYO_SRC/tests/lib/fsimg.sh"
 . "$CRYO_SRC/tests/lib/soak.sh"
-file "$WL_BIN" | grep -q 'statically linked' || skip "cryo-test-counter is not static (sanitizer build?)"
+. "$CRYO_SRC/tests/lib/fsimg.sh"
+soak_begin
 need_cmd tc
 ALL="enospc-image enospc-dest disk-full-restore eio-write eio-read link-cut link-slow kill-cryo stop-cryo kill-criu stop-criu kill-restore kill-receiver stop-receiver"
 KINDS=${CRYO_SOAK_FAULTS:-$ALL}

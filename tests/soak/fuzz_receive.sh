@@ -21,12 +21,8 @@
 # The frame decoder's libFuzzer target is tests/fuzz/fuzz_migrate_frame.c.
 # Needs a CRIU that works here (the recording migrates), CRYO_CRIU.
 . "$(dirname "$0")/../lib/common.sh"
-. "$CRYO_SRC/tests/lib/bundle.sh"
-need_host_criu
-. "$CRYO_SRC/tests/lib/workload.sh"
-. "$CRYO_SRC/tests/lib/migrate.sh"
 . "$CRYO_SRC/tests/lib/soak.sh"
-file "$WL_BIN" | grep -q 'statically linked' || skip "cryo-test-counter is not static (sanitizer build?)"
+soak_begin
 SECONDS_ALL=${CRYO_SOAK_SECONDS:-30}
 [ "$SECONDS_ALL" -gt 0 ] || SECONDS_ALL=30
 CRYO_SOAK_SECONDS=0  # (the fuzzer keeps the time itself)
