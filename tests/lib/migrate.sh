@@ -18,6 +18,8 @@
 #   mig_bundle_dir DIR [CMD...]  a bundle whose rootfs is a plain directory
 #                                (tar snapshot), made from bundle_new's
 #   mig_dst_clean ID             nothing of ID left on the dest host?
+#   mig_back WHAT ID             ID, migrated there from bundle $T/ID, back
+#                                here: checkpointed there, restored here
 
 need_cmd ip
 need_cmd unshare
@@ -141,6 +143,19 @@ mig_dst_clean() {
 	[ -z "$(ls -A "$MIG_ROOT_DST/.migrate-in" 2>/dev/null)" ] || { echo "dest staging left: $(ls -A "$MIG_ROOT_DST/.migrate-in")"; return 1; }
 	[ ! -d "/sys/fs/cgroup/freezer/$MIG_CG/$CGPARENT/$id" ] || { echo "dest cgroup left"; return 1; }
 	return 0
+}
+
+# mig_back WHAT ID: not by a migration back (the stdio transport's tests do
+# that); by an image of the dest's, copied here: what the soaks need
+# between two faults, ID running here again. WHAT names the failure.
+mig_back() {
+	local what=$1 id=$2
+	rt_dst checkpoint --image-path "$MIG_ROOT_DST/back" "$id" >"$T/out" 2>&1 || fail "$what: back: $(cat "$T/out")"
+	rt_dst delete "$id" >/dev/null 2>&1
+	cp -a "$MIG_ROOT_DST/back" "$T/back"
+	rm -rf "${MIG_BUNDLES:?}/$id" "$MIG_ROOT_DST/back"
+	rt restore -d --bundle "$T/$id" --image-path "$T/back" "$id" >"$T/out" 2>&1 || fail "$what: restore here: $(cat "$T/out")"
+	rm -rf "$T/back"
 }
 
 # mig_receive OUT [ARGS...]: `cryo receive --listen` on the dest host in the

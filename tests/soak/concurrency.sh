@@ -125,12 +125,7 @@ c_freeze_migrate() {
 		[ "$st" = RUNNING ] || [ "$st" = FROZEN ] || fail "freeze-migrate: there it is $st"
 		[ "$st" = FROZEN ] && rt_dst resume "$x" >/dev/null 2>&1
 		rt delete "$x" >/dev/null 2>&1
-		rt_dst checkpoint --image-path "$MIG_ROOT_DST/back" "$x" >"$T/out" 2>&1 || fail "freeze-migrate: back: $(cat "$T/out")"
-		rt_dst delete "$x" >/dev/null 2>&1
-		cp -a "$MIG_ROOT_DST/back" "$T/back"
-		rm -rf "${MIG_BUNDLES:?}/$x" "$MIG_ROOT_DST/back"
-		rt restore -d --bundle "$T/$x" --image-path "$T/back" "$x" >"$T/out" 2>&1 || fail "freeze-migrate: restore here: $(cat "$T/out")"
-		rm -rf "$T/back"
+		mig_back "freeze-migrate" "$x"
 	else
 		clear_error "$T/m.out" "failed at" freeze-migrate
 		why=$(mig_dst_clean "$x") || fail "freeze-migrate: $why"

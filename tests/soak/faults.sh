@@ -265,12 +265,7 @@ f_link_slow() {
 	rt delete "$mid" >/dev/null 2>&1
 	# and back: it runs here again, as the other faults want it
 	assert_runs "link-slow, there" "$mid" "$MIG_BUNDLES/$mid/rootfs-dir/status"
-	rt_dst checkpoint --image-path "$MIG_ROOT_DST/back" "$mid" >"$T/out" 2>&1 || fail "link-slow: back: $(cat "$T/out")"
-	rt_dst delete "$mid" >/dev/null 2>&1
-	cp -a "$MIG_ROOT_DST/back" "$T/back"
-	rm -rf "${MIG_BUNDLES:?}/$mid" "$MIG_ROOT_DST/back"
-	rt restore -d --bundle "$T/$mid" --image-path "$T/back" "$mid" >"$T/out" 2>&1 || fail "link-slow: restore here: $(cat "$T/out")"
-	rm -rf "$T/back"
+	mig_back "link-slow" "$mid"
 	assert_runs "link-slow, back" "$mid" "$SM"
 }
 
@@ -410,12 +405,7 @@ receiver_gets() {
 		soak_count "$what.too-late"
 		mig_receive_wait 30
 		rt delete "$mid" >/dev/null 2>&1
-		rt_dst checkpoint --image-path "$MIG_ROOT_DST/back" "$mid" >"$T/out" 2>&1 || fail "$what: back: $(cat "$T/out")"
-		rt_dst delete "$mid" >/dev/null 2>&1
-		cp -a "$MIG_ROOT_DST/back" "$T/back"
-		rm -rf "${MIG_BUNDLES:?}/$mid" "$MIG_ROOT_DST/back"
-		rt restore -d --bundle "$T/$mid" --image-path "$T/back" "$mid" >"$T/out" 2>&1 || fail "$what: restore here: $(cat "$T/out")"
-		rm -rf "$T/back"
+		mig_back "$what" "$mid"
 	else
 		mig_receive_wait 60
 		rt_dst recover >/dev/null 2>&1
