@@ -33,16 +33,7 @@ start() {
 	rt run -d --bundle "$T/$1" "$1" </dev/null >"$T/out" 2>&1 || fail "run $1: $(cat "$T/out")"
 }
 st_of() { echo "$T/$1/rootfs-dir/status"; }
-runs() {
-	local id=$1 what=$2 s n
-	s=$(st_of "$id")
-	for _ in $(seq 60); do [ "$(rt freezer-state "$id")" = RUNNING ] && break; sleep 0.05; done
-	[ "$(rt freezer-state "$id")" = RUNNING ] || fail "$what: $id is $(rt freezer-state "$id")"
-	n=$(wl_count "$s")
-	wl_wait_above "$s" $((n + 5))
-	wl_status "$s" | grep -q ' ok ' || fail "$what: $id: $(wl_status "$s")"
-	soak_records_ok "$(dirname "$s")/records" || fail "$what: $id: the records file is not whole"
-}
+runs() { soak_runs "$2" "$1" "$(st_of "$1")"; }
 # an image that verifies and, restored in place of the container, counts on
 restores() {
 	local id=$1 img=$2 what=$3

@@ -89,15 +89,7 @@ assert_prev() {
 	[ -z "$left" ] || fail "$what: a staging dir left beside the image: $left"
 }
 # the container runs here, not frozen, counts on with its checks
-assert_runs() {
-	local what=$1 id=${2:-$c} st=${3:-$S} n
-	for _ in $(seq 60); do [ "$(rt freezer-state "$id")" = RUNNING ] && break; sleep 0.05; done
-	[ "$(rt freezer-state "$id")" = RUNNING ] || fail "$what: the container is $(rt freezer-state "$id")"
-	n=$(wl_count "$st")
-	wl_wait_above "$st" $((n + 5))
-	wl_status "$st" | grep -q ' ok ' || fail "$what: $(wl_status "$st")"
-	soak_records_ok "$(dirname "$st")/records" || fail "$what: the records file is not whole"
-}
+assert_runs() { soak_runs "$1" "${2:-$c}" "${3:-$S}"; }
 # the output must name the fault
 names() { grep -Eq "$2" "$3" || fail "$1: the error does not name it ($2): $(cat "$3")"; }
 # only on one host: the migrating container runs here, nothing of it there
