@@ -23,9 +23,9 @@
 #   soak_check_leaks WHAT      fail if a count differs from the baseline
 #   soak_records_ok FILE       the counter's records file holds exactly
 #                              records 1..n, each in its place (its checksum)
-#   soak_runs WHAT ID STATUS   fail unless ID runs here (not frozen) and its
-#                              counter (status file STATUS) counts on with
-#                              its checks passing and its records whole
+#   soak_counts_on WHAT STATUS fail unless the counter writing STATUS counts
+#                              on with its checks passing, its records whole
+#   soak_runs WHAT ID STATUS   that, and ID runs here (not frozen)
 #   soak_cg_runs CGDIR         true when that cgroup2 dir has a task that
 #                              runs (not frozen, not stopped)
 #   soak_pid COMM PATTERN      the first process called COMM whose command
@@ -140,14 +140,19 @@ for i in range(len(data) // 32):
 PY
 }
 
-soak_runs() {
-	local what=$1 id=$2 st=$3 n
-	for _ in $(seq 60); do [ "$(rt freezer-state "$id")" = RUNNING ] && break; sleep 0.05; done
-	[ "$(rt freezer-state "$id")" = RUNNING ] || fail "$what: $id is $(rt freezer-state "$id")"
+soak_counts_on() {
+	local what=$1 st=$2 n
 	n=$(wl_count "$st")
 	wl_wait_above "$st" $((n + 5))
-	wl_status "$st" | grep -q ' ok ' || fail "$what: $id: $(wl_status "$st")"
-	soak_records_ok "$(dirname "$st")/records" || fail "$what: $id: the records file is not whole"
+	wl_status "$st" | grep -q ' ok ' || fail "$what: $(wl_status "$st")"
+	soak_records_ok "$(dirname "$st")/records" || fail "$what: the records file is not whole"
+}
+
+soak_runs() {
+	local what=$1 id=$2 st=$3
+	for _ in $(seq 60); do [ "$(rt freezer-state "$id")" = RUNNING ] && break; sleep 0.05; done
+	[ "$(rt freezer-state "$id")" = RUNNING ] || fail "$what: $id is $(rt freezer-state "$id")"
+	soak_counts_on "$what: $id" "$st"
 }
 
 soak_pid() {

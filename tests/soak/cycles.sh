@@ -60,14 +60,7 @@ wl_fds() {
 	echo "$n"
 }
 
-# the counter at STATUS counts on, its checks pass, its records are whole
-counts_on() {
-	local status=$1 what=$2 c
-	c=$(wl_count "$status")
-	wl_wait_above "$status" $((c + 5))
-	wl_status "$status" | grep -q ' ok ' || fail "$what: $(wl_status "$status")"
-	soak_records_ok "$(dirname "$status")/records" || fail "$what: the records file is not whole"
-}
+counts_on() { soak_counts_on "$2" "$1"; }
 
 a=sk-a-$$
 A=$T/$a
