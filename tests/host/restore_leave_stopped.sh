@@ -34,9 +34,7 @@ file "$WL_BIN" | grep -q 'statically linked' || skip "cryo-test-counter is not s
 
 id=rs-stop-$$
 B=$T/$id
-bundle_new "$B" /counter /status 16 /records
-cp "$WL_BIN" "$B/rootfs/counter"
-bundle_set "$B" "c['linux'].pop('resources', None)"
+wl_bundle "$B" 16
 S=$B/rootfs/status
 rpid=""
 # a restore left stopped at its pause point by a failed check, then what it restored

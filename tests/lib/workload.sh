@@ -4,12 +4,21 @@
 # rewriting a status file: "<count> ok <records>", or "FAIL <why>".
 #
 #   WL_BIN                     the workload binary
+#   wl_bundle DIR MIB          a bundle (bundle.sh's bundle_new) running it
+#                              with MIB MiB of pattern and a records file,
+#                              with no cgroup limits
 #   wl_status STATUS           the content of STATUS
 #   wl_count STATUS            the count in STATUS (empty while there is none)
 #   wl_wait_above STATUS MIN   until the count passes MIN; fails the test on a
 #                              FAIL status or after 30 s
 
 WL_BIN=$CRYO_BUILD/tests/tools/cryo-test-counter
+
+wl_bundle() {
+	bundle_new "$1" /counter /status "$2" /records
+	cp "$WL_BIN" "$1/rootfs/counter"
+	bundle_set "$1" "c['linux'].pop('resources', None)"
+}
 
 # it rewrites the file every 20 ms (truncate, write): read until non-empty
 wl_status() {

@@ -64,9 +64,7 @@ counts_on() { soak_counts_on "$2" "$1"; }
 
 a=sk-a-$$
 A=$T/$a
-bundle_new "$A" /counter /status "$MEM_MIB" /records
-cp "$WL_BIN" "$A/rootfs/counter"
-bundle_set "$A" "c['linux'].pop('resources', None)"
+wl_bundle "$A" "$MEM_MIB"
 SA=$A/rootfs/status
 rt run -d --bundle "$A" "$a" </dev/null >"$T/out" 2>&1 || fail "run A: $(cat "$T/out")"
 

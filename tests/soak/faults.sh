@@ -56,9 +56,7 @@ task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 # --- the container: the counter on an ext4 image of its own (FIFREEZE, snapshots, loop devices)
 c=sk-f-$$
 B=$T/$c
-bundle_new "$B" /counter /status 4 /records
-cp "$WL_BIN" "$B/rootfs/counter"
-bundle_set "$B" "c['linux'].pop('resources', None)"
+wl_bundle "$B" 4
 S=$B/rootfs/status
 rt run -d --bundle "$B" "$c" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/out")"
 wl_wait_above "$S" 20
