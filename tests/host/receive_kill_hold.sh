@@ -27,9 +27,7 @@ mig_hosts_setup
 mig_tls_certs "$T/pki"
 id=rkh-$$
 B=$T/$id
-mig_bundle_dir "$B" /counter /status 4 /records
-cp "$WL_BIN" "$B/rootfs-dir/counter"
-rt run -d --bundle "$B" "$id" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/out")"
+mig_counter_run "$B" "$id" 4
 S=$B/rootfs-dir/status
 wl_wait_above "$S" 20
 DEST=tls://$MIG_IP_DST:$MIG_PORT

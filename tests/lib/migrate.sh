@@ -17,6 +17,9 @@
 #                                a second CA with its own client cert (rogue)
 #   mig_bundle_dir DIR [CMD...]  a bundle whose rootfs is a plain directory
 #                                (tar snapshot), made from bundle_new's
+#   mig_counter_run DIR ID MIB   run ID here from a bundle at DIR of that
+#                                kind running the self-checking counter
+#                                (workload.sh) with MIB MiB and a records file
 #   mig_dst_clean ID             nothing of ID left on the dest host?
 #   mig_back WHAT ID             ID, migrated there from bundle $T/ID, back
 #                                here: checkpointed there, restored here
@@ -133,6 +136,13 @@ mig_bundle_dir() {
 	mkdir -p "$dir/rootfs-dir"
 	cp -a "$dir/rootfs/." "$dir/rootfs-dir/" || fail "copy the rootfs"
 	bundle_set "$dir" "c['root']['path'] = 'rootfs-dir'; c['linux'].pop('resources', None); c['process']['env'].append('COUNTER_NEW_INODES=1')"
+}
+
+mig_counter_run() {
+	local dir=$1 id=$2
+	mig_bundle_dir "$dir" /counter /status "$3" /records
+	cp "$WL_BIN" "$dir/rootfs-dir/counter"
+	rt run -d --bundle "$dir" "$id" </dev/null >"$T/out" 2>&1 || fail "run $id: $(cat "$T/out")"
 }
 
 mig_dst_clean() {

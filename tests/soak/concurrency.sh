@@ -28,9 +28,7 @@ cryo_bg() { "$CRYO_BIN" --root "$RTROOT" "$@" </dev/null >"$T/bg.$BASHPID.out" 2
 
 # a counter container on a directory rootfs: id $1 (status file in $T/$1/rootfs-dir/status)
 start() {
-	mig_bundle_dir "$T/$1" /counter /status "${2:-4}" /records
-	cp "$WL_BIN" "$T/$1/rootfs-dir/counter"
-	rt run -d --bundle "$T/$1" "$1" </dev/null >"$T/out" 2>&1 || fail "run $1: $(cat "$T/out")"
+	mig_counter_run "$T/$1" "$1" "${2:-4}"
 }
 st_of() { echo "$T/$1/rootfs-dir/status"; }
 runs() { soak_runs "$2" "$1" "$(st_of "$1")"; }

@@ -69,9 +69,7 @@ SA=$A/rootfs/status
 rt run -d --bundle "$A" "$a" </dev/null >"$T/out" 2>&1 || fail "run A: $(cat "$T/out")"
 
 m=sk-m-$$
-mig_bundle_dir "$T/$m" /counter /status "$MEM_MIB" /records
-cp "$WL_BIN" "$T/$m/rootfs-dir/counter"
-rt run -d --bundle "$T/$m" "$m" </dev/null >"$T/out" 2>&1 || fail "run M: $(cat "$T/out")"
+mig_counter_run "$T/$m" "$m" "$MEM_MIB"
 SM=$T/$m/rootfs-dir/status
 M_BUNDLE=$T/$m      # where M's bundle is on this host (the first, then the ones it comes back into)
 BACK=$T/bundles-back

@@ -62,10 +62,8 @@ rt run -d --bundle "$B" "$c" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/o
 wl_wait_above "$S" 20
 # --- and one that migrates, on a directory (tar snapshots)
 mid=sk-fm-$$
-mig_bundle_dir "$T/$mid" /counter /status 4 /records
-cp "$WL_BIN" "$T/$mid/rootfs-dir/counter"
+mig_counter_run "$T/$mid" "$mid" 4
 SM=$T/$mid/rootfs-dir/status
-rt run -d --bundle "$T/$mid" "$mid" </dev/null >"$T/out" 2>&1 || fail "run M: $(cat "$T/out")"
 wl_wait_above "$SM" 20
 DST_CG=/sys/fs/cgroup/unified/$MIG_CG/$CGPARENT/$mid
 

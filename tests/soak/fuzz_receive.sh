@@ -34,9 +34,7 @@ chmod 600 "$T/sign.key"
 
 # --- record what real sources send: a receive (failing at its restore) behind a tee
 id=fz-$$
-mig_bundle_dir "$T/$id" /counter /status 1 /records
-cp "$WL_BIN" "$T/$id/rootfs-dir/counter"
-rt run -d --bundle "$T/$id" "$id" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/out")"
+mig_counter_run "$T/$id" "$id" 1
 wl_wait_above "$T/$id/rootfs-dir/status" 20
 {
 	echo '#!/usr/bin/env bash'

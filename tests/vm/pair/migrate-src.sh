@@ -8,9 +8,7 @@ cat /proc/sys/kernel/random/boot_id >"$S/src.boot"
 
 id=m2vm
 B=$T/$id
-mig_bundle_dir "$B" /counter /status 8 /records
-cp "$WL_BIN" "$B/rootfs-dir/counter"
-rt run -d --bundle "$B" "$id" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/out")"
+mig_counter_run "$B" "$id" 8
 wl_wait_above "$B/rootfs-dir/status" 20
 
 # the other guest may still be booting: until its receive listens
