@@ -14,14 +14,7 @@ TOOL=$CRYO_BUILD/tests/tools/cryo-test-criu
 R=$T/root
 id=rs-bad-$$
 
-mkimg() {
-	rm -rf "$T/img"
-	mkdir -m 0700 "$T/img"
-	head -c 100000 /dev/urandom >"$T/img/pages-1.img"
-	echo core >"$T/img/core-1.img"
-	chmod 600 "$T/img"/*
-	check "$TOOL" seal "$T/img" "$id"
-}
+mkimg() { sealed_image "$T/img" "$id"; }
 
 mkimg
 check cryo inspect "$T/img" >"$T/inspect.out"

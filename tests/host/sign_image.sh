@@ -29,14 +29,7 @@ mkdir -m 0700 "$K"
 openssl pkey -in "$K/ed.pem" -pubout -out "$K/ed.pub" 2>/dev/null || fail "openssl pkey -pubout"
 chmod 644 "$K/ed.pub"
 
-mkimg() {
-	rm -rf "$T/img"
-	mkdir -m 0700 "$T/img"
-	head -c 100000 /dev/urandom >"$T/img/pages-1.img"
-	echo core >"$T/img/core-1.img"
-	chmod 600 "$T/img"/*
-	check "$SEAL" seal "$T/img" "$id"
-}
+mkimg() { sealed_image "$T/img" "$id"; }
 
 # restore must refuse with text $2, having created nothing
 restore_refused() {

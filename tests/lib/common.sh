@@ -11,6 +11,10 @@
 #                          else fail with "WHAT: <the output>"
 #   at_exit "cmd"          run cmd on exit (LIFO), before the host check
 #   now_ms                 CLOCK_REALTIME in ms
+#   sealed_image DIR ID    an image made without CRIU at DIR (made-up pages
+#                          and core), sealed for ID as checkpoint seals one
+#                          (tests/tools/cryo-test-criu): what restore and
+#                          inspect check before CRIU
 #   checkpoint_steps       the names of cryo's checkpoint steps, from its step
 #                          table (`cryo features`, else the table in the source)
 #   cg_remove DIR          thaw a test cgroup (v1 or v2, any state), SIGKILL
@@ -88,6 +92,15 @@ need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs \`$1\`"; }
 cryo() { "$CRYO_BIN" "$@"; }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+sealed_image() {
+	rm -rf "$1"
+	mkdir -m 0700 "$1"
+	head -c 100000 /dev/urandom >"$1/pages-1.img"
+	echo core >"$1/core-1.img"
+	chmod 600 "$1"/*
+	check "$CRYO_BUILD/tests/tools/cryo-test-criu" seal "$1" "$2"
+}
 
 checkpoint_steps() {
 	local steps
