@@ -66,7 +66,6 @@ if [ -n "${CRYO_CKILL_POINTS:-}" ]; then
 	log "only the points $points (CRYO_CKILL_POINTS)"
 fi
 
-proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 
 tried=0 thawed=0 worst=0 frozen_seen=0 times=""
 for p in $points; do
@@ -75,12 +74,7 @@ for p in $points; do
 		--freeze-deadline $DEADLINE_MS --image-path "$img" --work-path "$T/work" "$id" \
 		>"$T/ck.out" 2>&1 </dev/null &
 	pid=$!
-	for _ in $(seq 400); do
-		[ "$(proc_state $pid)" = T ] && break
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.025
-	done
-	[ "$(proc_state $pid)" = T ] || { wait $pid; fail "cryo did not stop at \`$p\` (CRYO_PAUSE_AT): $(cat "$T/ck.out")"; }
+	wait_paused $pid || { wait $pid; fail "cryo did not stop at \`$p\` (CRYO_PAUSE_AT): $(cat "$T/ck.out")"; }
 	[ "$(cat /proc/$pid/comm)" = cryo ] || fail "the stopped process $pid is not cryo"
 	[ "$(sed 's/.*) //' /proc/$pid/stat | cut -d' ' -f3)" = $pid ] || fail "cryo $pid leads no process group"
 	st=$(fz_state)
@@ -126,12 +120,7 @@ if [ -z "${CRYO_CKILL_POINTS:-}" ]; then
 	pid=$!
 	# a failed check must not leave it stopped with the container in its hands
 	at_exit "kill -9 $pid 2>/dev/null"
-	for _ in $(seq 400); do
-		[ "$(proc_state $pid)" = T ] && break
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.025
-	done
-	[ "$(proc_state $pid)" = T ] || fail "cryo did not stop at snapshot-rootfs: $(cat "$T/ck.out")"
+	wait_paused $pid || fail "cryo did not stop at snapshot-rootfs: $(cat "$T/ck.out")"
 	t0=$(now_ms)
 	[ "$(fz_state)" = FROZEN ] || fail "hang: not frozen at snapshot-rootfs"
 	while [ "$(fz_state)" != RUNNING ] && [ $(($(now_ms) - t0)) -lt $((HANG_DEADLINE_MS + 2000)) ]; do

@@ -78,7 +78,6 @@ for s in $steps; do
 done
 log "a fault at each of the $(echo $steps | wc -w) steps: the CRI call fails with cryo's message, the pod runs on"
 
-proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 killed=0
 # (before each step: the freezer's own points inside them would also stop
 # the shim's `cryo pause`, which freezes the container under containerd)
@@ -89,7 +88,7 @@ for p in $steps; do
 	pid=""
 	for _ in $(seq 200); do
 		for q in $(pgrep -f "checkpoint .*--leave-running $cid" 2>/dev/null); do
-			[ "$(cat /proc/$q/comm 2>/dev/null)" = cryo ] && [ "$(proc_state "$q")" = T ] && pid=$q
+			[ "$(cat /proc/$q/comm 2>/dev/null)" = cryo ] && [ "$(task_state "$q")" = T ] && pid=$q
 		done
 		[ -n "$pid" ] && break
 		kill -0 $call 2>/dev/null || break

@@ -36,7 +36,6 @@ dprocs() {
 	cat "/sys/fs/cgroup/unified/$MIG_CG/$CGPARENT/$id/cgroup.procs" 2>/dev/null ||
 		cat "/sys/fs/cgroup/freezer/$MIG_CG/$CGPARENT/$id/cgroup.procs" 2>/dev/null
 }
-task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 # receive, stopped at its pause point: its pid
 wait_receive_stopped() {
 	local p

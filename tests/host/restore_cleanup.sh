@@ -71,17 +71,11 @@ nothing_left "CRIU failure"
 restore_runs "CRIU failure"
 rt delete --force "$id" >/dev/null 2>&1 || fail "delete"
 
-proc_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 for step in stage-rootfs cgroup criu-restore pause-or-run state; do
 	CRYO_PAUSE_AT=restore:$step setsid "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/img" \
 		--bundle "$A" "$id" </dev/null >"$T/kill.out" 2>&1 &
 	pid=$!
-	for _ in $(seq 400); do
-		[ "$(proc_state $pid)" = T ] && break
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.025
-	done
-	[ "$(proc_state $pid)" = T ] || { wait $pid; fail "restore did not stop before $step: $(cat "$T/kill.out")"; }
+	wait_paused $pid || { wait $pid; fail "restore did not stop before $step: $(cat "$T/kill.out")"; }
 	kill -9 -- -"$pid"
 	wait "$pid" 2>/dev/null
 	# at once, no recover: the next restore takes over what the dead one left

@@ -50,7 +50,6 @@ procs() {
 	cat "/sys/fs/cgroup/unified/$CGPARENT/$id/cgroup.procs" 2>/dev/null ||
 		cat "/sys/fs/cgroup/freezer/$CGPARENT/$id/cgroup.procs" 2>/dev/null
 }
-task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 # the cryo started in the background ($1) once it stopped itself at its fault point
 wait_cryo_stopped() {
 	for _ in $(seq 600); do

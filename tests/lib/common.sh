@@ -11,6 +11,11 @@
 #                          else fail with "WHAT: <the output>"
 #   at_exit "cmd"          run cmd on exit (LIFO), before the host check
 #   now_ms                 CLOCK_REALTIME in ms
+#   task_state PID         PID's state letter from /proc/PID/stat (R, S, D,
+#                          T, Z...), empty once it is gone
+#   wait_paused PID        until PID stops (CRYO_PAUSE_AT: it SIGSTOPs
+#                          itself at its step) or exits, 10 s at most; true
+#                          when it stopped
 #   sealed_image DIR ID    an image made without CRIU at DIR (made-up pages
 #                          and core), sealed for ID as checkpoint seals one
 #                          (tests/tools/cryo-test-criu): what restore and
@@ -92,6 +97,17 @@ need_cmd() { command -v "$1" >/dev/null 2>&1 || skip "needs \`$1\`"; }
 cryo() { "$CRYO_BIN" "$@"; }
 
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
+
+wait_paused() {
+	for _ in $(seq 400); do
+		[ "$(task_state "$1")" = T ] && return 0
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.025
+	done
+	[ "$(task_state "$1")" = T ]
+}
 
 sealed_image() {
 	rm -rf "$1"

@@ -8,7 +8,6 @@
 #   fsimg_need FSTYPE...           skip unless root with losetup and mkfs.FSTYPE
 #   fsimg_mount FSTYPE NAME SIZE   image $T/NAME.img mounted on $T/NAME
 #   start_writer FILE DATA         background write; pid in $WRITER
-#   task_state PID                 one letter from /proc/PID/stat
 #   wait_dstate PID [TENTHS]       until PID sleeps in D state
 #   wait_gone PID [TENTHS]         until PID exited; also reaps it
 #   fs_entry ROOT MP               the hold journal's entry of the freeze of MP in ROOT,
@@ -22,8 +21,6 @@ fsimg_need() {
 		need_cmd "mkfs.$fs"
 	done
 }
-
-task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 
 wait_dstate() {
 	local i

@@ -51,7 +51,6 @@ TMO=4000        # every migration's --timeout, both ends (ms)
 mig_hosts_setup
 mig_tls_certs "$T/pki"
 rnd() { echo $(( (RANDOM * 32768 + RANDOM) % ($1 + 1) )); }  # 0..N
-task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
 
 # --- the container: the counter on an ext4 image of its own (FIFREEZE, snapshots, loop devices)
 c=sk-f-$$
