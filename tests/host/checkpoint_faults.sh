@@ -14,7 +14,7 @@ need_cmd criu
 
 id=ck-flt-$$
 B=$T/$id
-bundle_new "$B" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
+bundle_counting "$B"
 rt run -d --bundle "$B" "$id" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/out")"
 
 count() { cat "$B/rootfs/count" 2>/dev/null || echo 0; }

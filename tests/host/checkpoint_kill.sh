@@ -35,14 +35,11 @@ fi
 
 id=ck-kill-$$
 B=$T/$id
-bundle_new "$B" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
-# stdio on /dev/null: CRIU cannot dump a file on a host mount
-rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run failed (again: $(rt run -d --bundle "$B" "$id-x" 2>&1 </dev/null))"
+bundle_counting "$B"
+rt_run_quiet "$B" "$id"
 count() { cat "$B/rootfs/count" 2>/dev/null || echo 0; }
 # the container's cgroup, read without the state lock a stopped cryo holds
-CG=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))
-print(s["cgroupV1Freezer"] if s.get("freezerBackend") == "v1" or not s.get("cgroupV2") else s["cgroupV2"])' "$RTROOT/$id/state.json") ||
-	fail "no cgroup in the state of $id"
+CG=$(rt_freezer_cgroup "$id") || exit 1
 fz_state() { "$CRYO_BIN" freezer-state --cgroup "$CG"; }
 for _ in $(seq 50); do [ "$(count)" -gt 2 ] && break; sleep 0.1; done
 [ "$(count)" -gt 2 ] || fail "the container does not count"

@@ -42,9 +42,7 @@ wait_count_above() {
 	done
 	fail "$2: the counter is stuck at $(status) (freezer $(fz_state))"
 }
-CG=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))
-print(s["cgroupV1Freezer"] if s.get("freezerBackend") == "v1" or not s.get("cgroupV2") else s["cgroupV2"])' "$RTROOT/$id/state.json") ||
-	fail "no cgroup in the state of $id"
+CG=$(rt_freezer_cgroup "$id") || exit 1
 fz_state() { "$CRYO_BIN" freezer-state --cgroup "$CG"; }
 wait_count_above 20 "start"
 

@@ -21,20 +21,11 @@ export CRIU_FAULT=${CRIU_FAULT:-130}
 rounds=${CRYO_PARALLEL_KILLS:-8}
 id=pk-$$
 B=$T/$id
-bundle_new "$B" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
-# stdio on /dev/null: CRIU cannot dump a file on a host mount
-rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run failed (again: $(rt run -d --bundle "$B" "$id-x" 2>&1 </dev/null))"
-count() { local c; c=$(cat "$B/rootfs/count" 2>/dev/null); echo "${c:-0}"; }
-wait_count_above() {
-	for _ in $(seq 60); do
-		[ "$(count)" -gt "$1" ] && return 0
-		sleep 0.05
-	done
-	fail "$2: the counter is stuck at $(count)"
-}
-CG=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))
-print(s["cgroupV1Freezer"] if s.get("freezerBackend") == "v1" or not s.get("cgroupV2") else s["cgroupV2"])' "$RTROOT/$id/state.json") ||
-	fail "no cgroup in the state of $id"
+bundle_counting "$B"
+rt_run_quiet "$B" "$id"
+count() { bundle_count "$B"; }
+wait_count_above() { bundle_count_above "$B" "$1" || fail "$2: the counter is stuck at $(count)"; }
+CG=$(rt_freezer_cgroup "$id") || exit 1
 fz_state() { "$CRYO_BIN" freezer-state --cgroup "$CG"; }
 wait_count_above 2 "start"
 

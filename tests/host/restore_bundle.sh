@@ -16,7 +16,7 @@ need_host_criu
 id=rs-bdl-$$
 A=$T/$id
 B=$T/moved/$id
-bundle_new "$A" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
+bundle_counting "$A"
 at_exit "\"$CRYO_SRC/examples/mkbundle.sh\" --teardown \"$B\""
 at_exit _rt_cleanup
 # stdio on /dev/null: CRIU dumps no file of a host mount the container does not see

@@ -23,14 +23,13 @@ export CRIU_FAULT=${CRIU_FAULT:-130}
 
 id=rcl-$$
 A=$T/$id
-bundle_new "$A" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
-# stdio on /dev/null: CRIU cannot dump a file on a host mount
-rt run -d --bundle "$A" "$id" </dev/null >/dev/null 2>&1 || fail "run failed (again: $(rt run -d --bundle "$A" "$id-x" 2>&1 </dev/null))"
-count() { local c; c=$(cat "$A/rootfs/count" 2>/dev/null); echo "${c:-0}"; }
+bundle_counting "$A"
+rt_run_quiet "$A" "$id"
+count() { bundle_count "$A"; }
 wait_counting() {
-	local c=$(count)
-	for _ in $(seq 100); do [ "$(count)" -gt "$c" ] && return 0; sleep 0.05; done
-	fail "$1: the counter is stuck at $c"
+	local c
+	c=$(count)
+	bundle_count_above "$A" "$c" 100 || fail "$1: the counter is stuck at $c"
 }
 wait_counting start
 timeout 120 "$CRYO_BIN" --root "$RTROOT" checkpoint --image-path "$T/img" "$id" </dev/null >"$T/out" 2>&1 ||

@@ -22,7 +22,7 @@ need_host_criu
 
 id=rs-gate-$$
 A=$T/$id
-bundle_new "$A" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
+bundle_counting "$A"
 at_exit _rt_cleanup
 rt run -d --bundle "$A" "$id" </dev/null >/dev/null 2>&1 || fail "run failed"
 count() { cat "$A/rootfs/count" 2>/dev/null || echo 0; }

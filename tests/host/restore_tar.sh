@@ -15,7 +15,7 @@ need_host_criu
 id=rs-tar-$$
 A=$T/mk/$id         # mkbundle's ext4 bundle, only to get a rootfs to copy
 C=$T/$id            # the bundle under test: rootfs is a directory of $T
-bundle_new "$A" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
+bundle_counting "$A"
 mkdir -p "$C"
 cp -a "$A/rootfs" "$C/rootfs"
 cp "$A/config.json" "$C/config.json"

@@ -27,7 +27,7 @@ hostif=${hostif:0:15}
 id=rs-veth-$$
 B=$T/$id
 # inside: the count in /count, and whether the gateway (the host end) answers ARP: /seen
-bundle_new "$B" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
+bundle_counting "$B"
 bundle_set "$B" 'c["annotations"]["org.cryo.network"] = "veth:'"$hostif"':10.87.'"$N"'.2/24:gw=10.87.'"$N"'.1:host=10.87.'"$N"'.1/24"'
 at_exit "ip link del $hostif"
 # stdio on /dev/null: CRIU dumps no file of a host mount the container does not see

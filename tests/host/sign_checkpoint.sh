@@ -37,7 +37,7 @@ loops_gone() {
 	for d in $(losetup -a 2>/dev/null | grep -F "$B/rootfs.img" | cut -d: -f1); do losetup -d "$d"; done
 }
 at_exit loops_gone
-bundle_new "$B" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
+bundle_counting "$B"
 count() { cat "$B/rootfs/count" 2>/dev/null || echo 0; }
 
 for kind in ed25519 hmac; do

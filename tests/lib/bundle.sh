@@ -4,6 +4,15 @@
 #   bundle_new DIR [CMD...]   busybox bundle on its own ext4 image (torn down at exit),
 #                             cgroupsPath under this test's own parent cgroup
 #   bundle_set DIR PY         edit DIR/config.json: PY runs with `c` bound to the config
+#   bundle_counting DIR       bundle_new DIR whose process writes a count to /count every 50 ms
+#   bundle_count DIR          the count it wrote last (0 before the first)
+#   bundle_count_above DIR N [TRIES]
+#                             until that count passes N, TRIES x 50 ms at most (60);
+#                             false if it did not
+#   rt_run_quiet DIR ID       run -d with stdio on /dev/null (CRIU cannot dump a file on a
+#                             host mount); on failure, fail with what a second try says
+#   rt_freezer_cgroup ID      the dir of ID's freezer cgroup (v1, or v2), from its
+#                             state.json: read without the state lock a stopped cryo holds
 #   cgroup_parent             the parent cgroup every container of this test lives in
 #   rt                        cryo with --root in $T
 #   rt_timed                  rt under a 60 s timeout, for a foreground `run` that could hang
@@ -71,6 +80,31 @@ bundle_new() {
 	at_exit "\"$CRYO_SRC/examples/mkbundle.sh\" --teardown \"$dir\""
 	# containers go before their bundles
 	at_exit _rt_cleanup
+}
+
+bundle_counting() {
+	bundle_new "$1" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
+}
+
+bundle_count() { local c; c=$(cat "$1/rootfs/count" 2>/dev/null); echo "${c:-0}"; }
+
+bundle_count_above() {
+	for _ in $(seq "${3:-60}"); do
+		[ "$(bundle_count "$1")" -gt "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+rt_run_quiet() {
+	rt run -d --bundle "$1" "$2" </dev/null >/dev/null 2>&1 ||
+		fail "run failed (again: $(rt run -d --bundle "$1" "$2-x" 2>&1 </dev/null))"
+}
+
+rt_freezer_cgroup() {
+	python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))
+print(s["cgroupV1Freezer"] if s.get("freezerBackend") == "v1" or not s.get("cgroupV2") else s["cgroupV2"])' "$RTROOT/$1/state.json" ||
+		fail "no cgroup in the state of $1"
 }
 
 bundle_set() {
