@@ -68,6 +68,24 @@ declare -A S  # name -> space-separated samples in us
 
 sample() { S[$1]="${S[$1]:-} $2"; }
 
+# NAME HOW FILE TIMEOUT: a copy of the image (cp --reflink=HOW to $OUT/FILE)
+# inside a freeze, each time just after writes: by hand (fsfreeze, cp,
+# thaw: c_NAME), then by cryo (the window it prints: cryo_NAME_window)
+snapshot_pair() {
+	local name=$1 how=$2 file=$OUT/$3 tmo=$4 t0 t1 out
+
+	dirty
+	t0=$(us); fsfreeze -f "$R"; cp --reflink="$how" "$OUT/rootfs.img" "$file"; fsfreeze -u "$R"; t1=$(us)
+	sample "c_$name" $((t1 - t0))
+	rm -f "$file"
+
+	dirty
+	out=$("$CRYO_BIN" --root "$ROOT" fsfreeze --path "$R" --timeout "$tmo" --keep-writable "$OUT" -- \
+		cp --reflink="$how" "$OUT/rootfs.img" "$file")
+	sample "cryo_${name}_window" "$(echo "$out" | cryo_window_us)"
+	rm -f "$file"
+}
+
 run_round() {
 	local t0 t1 out
 
@@ -87,32 +105,10 @@ run_round() {
 	sample cryo_bare_wall $((t1 - t0))
 	sample cryo_bare_window "$(echo "$out" | cryo_window_us)"
 
-	dirty
-	t0=$(us); fsfreeze -f "$R"; cp --reflink=always "$OUT/rootfs.img" "$OUT/snap.img"; fsfreeze -u "$R"; t1=$(us)
-	sample c_reflink $((t1 - t0))
-	rm -f "$OUT/snap.img"
-
-	dirty
-	out=$("$CRYO_BIN" --root "$ROOT" fsfreeze --path "$R" --timeout 60 --keep-writable "$OUT" -- \
-		cp --reflink=always "$OUT/rootfs.img" "$OUT/snap.img")
-	sample cryo_reflink_window "$(echo "$out" | cryo_window_us)"
-	rm -f "$OUT/snap.img"
+	snapshot_pair reflink always snap.img 60
 }
 
-run_copy_round() {
-	local t0 t1 out
-
-	dirty
-	t0=$(us); fsfreeze -f "$R"; cp --reflink=never "$OUT/rootfs.img" "$OUT/copy.img"; fsfreeze -u "$R"; t1=$(us)
-	sample c_copy $((t1 - t0))
-	rm -f "$OUT/copy.img"
-
-	dirty
-	out=$("$CRYO_BIN" --root "$ROOT" fsfreeze --path "$R" --timeout 120 --keep-writable "$OUT" -- \
-		cp --reflink=never "$OUT/rootfs.img" "$OUT/copy.img")
-	sample cryo_copy_window "$(echo "$out" | cryo_window_us)"
-	rm -f "$OUT/copy.img"
-}
+run_copy_round() { snapshot_pair copy never copy.img 120; }
 
 # warm-up: page cache, binaries
 run_round >/dev/null
