@@ -147,6 +147,18 @@ cr_step() {
 	fi
 	"$@"
 }
+# STEP BEFORE [DETAIL]: pass STEP if $ctr's counter went on from BEFORE and
+# counts still; else fail it, with what the function DETAIL prints
+counted_on() {
+	local step=$1 before=$2 after
+	after=$(count "$ctr")
+	if [ -n "$after" ] && [ "$after" -ge "$before" ] && counting "$ctr"; then
+		pass "$step (counter $before -> $after)"
+	else
+		bad "$step" "counter $before -> $after${3:+, $($3)}: $(cat "$T/cerr")"
+	fi
+}
+pm_state() { echo "state $(pm ps -a --format '{{.Status}}' 2>&1)"; }
 ckpt_in_place() {
 	local before after
 	before=$(count "$ctr")
@@ -158,12 +170,7 @@ ckpt_in_place() {
 		bad "checkpoint/restore" "restore: $(tail -3 "$T/err")"
 		return
 	fi
-	after=$(count "$ctr")
-	if [ -n "$after" ] && [ "$after" -ge "$before" ] && counting "$ctr"; then
-		pass "checkpoint/restore (counter $before -> $after)"
-	else
-		bad "checkpoint/restore" "counter $before -> $after: $(cat "$T/cerr")"
-	fi
+	counted_on "checkpoint/restore" "$before"
 }
 cr_step "checkpoint/restore" ckpt_in_place
 
@@ -174,12 +181,7 @@ ckpt_leave_running() {
 		bad "checkpoint --leave-running" "$(tail -3 "$T/err")"
 		return
 	fi
-	after=$(count "$ctr")
-	if [ -n "$after" ] && [ "$after" -ge "$before" ] && counting "$ctr"; then
-		pass "checkpoint --leave-running (counter $before -> $after)"
-	else
-		bad "checkpoint --leave-running" "counter $before -> $after, state $(pm ps -a --format '{{.Status}}' 2>&1): $(cat "$T/cerr")"
-	fi
+	counted_on "checkpoint --leave-running" "$before" pm_state
 }
 cr_step "checkpoint --leave-running" ckpt_leave_running
 
