@@ -16,15 +16,23 @@ B=$T/$id
 bundle_new "$B" sh -c 'while :; do sleep 0.2; done'
 rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d failed"
 
+# WHAT SIZE RC TEXT WHY: what the process printed under script(1), $out,
+# shows a pty of its own of SIZE ("rows cols"), TEXT (else WHY) and exit
+# code RC
+pty_seen() {
+	local what=$1
+	echo "$out" | grep -q "/dev/pts/[0-9]" || fail "$what: no pty in the container: $out"
+	echo "$out" | grep -qx "$2" || fail "$what: window size not copied: $out"
+	echo "$out" | grep -q "$4" || fail "$what: $5: $out"
+	echo "$out" | grep -q "rc=$3" || fail "$what: exit code: $out"
+}
+
 # script(1) gives cryo a terminal of 20x50; the process sees its own pty
 # of that size, its exit code comes back, and our terminal is not left raw
 out=$(timeout 30 script -qec "stty rows 20 cols 50; $CRYO_BIN --root $RTROOT exec -t $id sh -c 'tty; stty size; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo all-tty; exit 5'; echo rc=\$?; stty -a" /dev/null </dev/null) \
 	|| fail "script failed: $out"
 out=${out//$'\r'/}
-echo "$out" | grep -q "/dev/pts/[0-9]" || fail "exec -t: no pty in the container: $out"
-echo "$out" | grep -qx "20 50" || fail "exec -t: window size not copied: $out"
-echo "$out" | grep -q "all-tty" || fail "exec -t: stdio is not the pty: $out"
-echo "$out" | grep -q "rc=5" || fail "exec -t: exit code: $out"
+pty_seen "exec -t" "20 50" 5 all-tty "stdio is not the pty"
 echo "$out" | grep -qw -- "-icanon" && fail "exec -t left the terminal in raw mode: $out"
 echo "$out" | grep -qw "icanon" || fail "no stty output: $out"
 
@@ -58,10 +66,7 @@ bundle_set "$B" 'c["process"]["terminal"] = True; c["process"]["args"] = ["sh", 
 out=$(cd "$B" && (sleep 1; echo hello) | timeout 30 script -qec "stty rows 21 cols 61; $CRYO_BIN --root $RTROOT run $id; echo rc=\$?" /dev/null) \
 	|| fail "script failed: $out"
 out=${out//$'\r'/}
-echo "$out" | grep -q "/dev/pts/[0-9]" || fail "run: no pty: $out"
-echo "$out" | grep -qx "21 61" || fail "run: window size: $out"
-echo "$out" | grep -q "got=hello" || fail "run: input did not reach the container: $out"
-echo "$out" | grep -q "rc=6" || fail "run: exit code: $out"
+pty_seen run "21 61" 6 got=hello "input did not reach the container"
 [ ! -e "$RTROOT/$id" ] || fail "run left its state dir"
 expect_fail 1 rt run -d --bundle "$B" "$id"
 expect_output "console-socket" "run -d of a terminal container"
