@@ -156,6 +156,15 @@ expect_output "Input/output error" "fault after freeze"
 start_writer "$mp/f" "f"
 wait_gone $WRITER 50 || fail "left frozen after a failed hold"
 
+# FILE WHY BY WHAT: a write to FILE goes through (else fail WHY), and a
+# plain fsthaw then fails: the freeze was "already thawed by BY"
+thawed_by() {
+	start_writer "$mp/$1" "$1"
+	wait_gone $WRITER 50 || fail "$2"
+	expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
+	expect_output "already thawed by $3" "$4"
+}
+
 log "kill -9 of the watchdog itself: cryo says so, --force thaws"
 freeze_60s
 kill_watchdog
@@ -166,10 +175,7 @@ echo "$LAST_OUTPUT" | grep -q "still frozen by cryo (1 hold(s) in its journal), 
 	fail "freeze over a dead watchdog: $LAST_OUTPUT"
 out=$(cryo --root "$R" recover) || fail "recover failed: $out"
 echo "$out" | grep -q "fs-thaw \`$mp\`: hold \`fs@[0-9]*:[0-9]*\` of dead pid $wd" || fail "recover printed: $out"
-start_writer "$mp/d" "d"
-wait_gone $WRITER 50 || fail "cryo recover did not thaw"
-expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
-expect_output "already thawed by \`cryo recover\` after its watchdog died" "thaw after recover"
+thawed_by d "cryo recover did not thaw" "\`cryo recover\` after its watchdog died" "thaw after recover"
 
 log "the same, thawed by hand with fsthaw --force; recover keeps a live hold"
 freeze_60s
@@ -178,10 +184,7 @@ echo "$out" | grep -q "kept fs-thaw \`$mp\`: hold \`fs@[0-9]*:[0-9]*\` is live" 
 [ -n "$(ls "$R/.holds/"fs@*.json 2>/dev/null)" ] || fail "the freeze is not in the hold journal: $(ls -a "$R/.holds")"
 kill_watchdog
 check cryo --root "$R" fsthaw --force --path "$mp"
-start_writer "$mp/d2" "d2"
-wait_gone $WRITER 50 || fail "--force did not thaw"
-expect_fail 1 cryo --root "$R" fsthaw --path "$mp"
-expect_output "already thawed by a forced thaw" "thaw after a forced thaw"
+thawed_by d2 "--force did not thaw" "a forced thaw" "thaw after a forced thaw"
 
 log "SIGTERM to the watchdog thaws"
 freeze_60s
