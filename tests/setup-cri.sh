@@ -32,25 +32,13 @@ SUITE=${CRYO_CRI_SUITE:-forky}
 PKGS=(containerd golang-github-kubernetes-cri-api-dev)
 
 t0=$SECONDS
-die() { echo "setup-cri.sh: $*" >&2; exit 1; }
-say() { echo "setup-cri.sh: $*"; }
+. "$(dirname "$0")/lib/setup-apt.sh"
+need_root_for "writes $PREFIX and $CACHE"
 
-[ "$(id -u)" = 0 ] || die "run as root (writes $PREFIX and $CACHE)"
-
-# the mirror of the system's own sources
-uri=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)\/*$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-[ -n "$uri" ] || uri=$(sed -n 's/^deb \(http[^ ]*\/debian\)\/* bookworm .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -1)
-[ -n "$uri" ] || uri=http://deb.debian.org/debian
-
+# the suite's binary packages, through an apt of our own
 A=$CACHE/apt
-mkdir -p "$A/etc/sources.list.d" "$A/etc/preferences.d" "$A/lists/partial" "$A/cache/archives/partial" "$A/debs"
-# an empty dpkg status: what the host has installed is none of this apt's business
-: >"$A/status"
-printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' "$uri" "$SUITE" >"$A/etc/sources.list"
-APT=(-o "Dir::Etc::SourceList=$A/etc/sources.list" -o "Dir::Etc::SourceParts=$A/etc/sources.list.d"
-	-o "Dir::Etc::Preferences=$A/etc/preferences" -o "Dir::Etc::PreferencesParts=$A/etc/preferences.d"
-	-o "Dir::State::Lists=$A/lists" -o "Dir::State::status=$A/status" -o "Dir::Cache=$A/cache"
-	-o "APT::Sandbox::User=root")
+private_apt "$A" deb "$SUITE"
+mkdir -p "$A/debs"
 
 # name=version of what the private index offers (empty when it has no index)
 offered() {

@@ -42,23 +42,12 @@ PKGS=(
 )
 
 t0=$SECONDS
-die() { echo "setup-criu4.sh: $*" >&2; exit 1; }
-say() { echo "setup-criu4.sh: $*"; }
-
-[ "$(id -u)" = 0 ] || die "run as root (installs packages into / and $PREFIX)"
+. "$(dirname "$0")/lib/setup-apt.sh"
+need_root_for "installs packages into / and $PREFIX"
 
 # The deb-src line for the suite's criu source, in apt's private config.
-uri=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)\/*$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-[ -n "$uri" ] || uri=$(sed -n 's/^deb \(http[^ ]*\/debian\)\/* bookworm .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -1)
-[ -n "$uri" ] || uri=http://deb.debian.org/debian
 A=$CACHE/apt
-mkdir -p "$A/etc/sources.list.d" "$A/etc/preferences.d" "$A/lists/partial" "$A/cache/archives/partial"
-: >"$A/status"
-printf 'deb-src [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' "$uri" "$SUITE" >"$A/etc/sources.list"
-APT=(-o "Dir::Etc::SourceList=$A/etc/sources.list" -o "Dir::Etc::SourceParts=$A/etc/sources.list.d"
-	-o "Dir::Etc::Preferences=$A/etc/preferences" -o "Dir::Etc::PreferencesParts=$A/etc/preferences.d"
-	-o "Dir::State::Lists=$A/lists" -o "Dir::State::status=$A/status" -o "Dir::Cache=$A/cache"
-	-o "APT::Sandbox::User=root")
+private_apt "$A" deb-src "$SUITE"
 # what earlier versions of this script added to the host's own sources
 OLD_LIST=/etc/apt/sources.list.d/cryo-trixie-src.sources
 if [ -f "$OLD_LIST" ] && grep -qx 'Types: deb-src' "$OLD_LIST" && grep -qx 'Suites: trixie' "$OLD_LIST"; then
@@ -66,16 +55,7 @@ if [ -f "$OLD_LIST" ] && grep -qx 'Types: deb-src' "$OLD_LIST" && grep -qx 'Suit
 	rm -f "$OLD_LIST"
 fi
 
-missing=()
-for p in "${PKGS[@]}"; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	say "installing ${missing[*]} (bookworm)"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
-		"${missing[@]}" >/dev/null
-fi
+apt_install_missing "(bookworm)" "${PKGS[@]}"
 
 # What apt says the orig tarball is (name + sha256); empty when apt has no
 # source index of the suite (offline): then the cached tarball is taken as is.

@@ -50,20 +50,9 @@ PKGS=(
 HELPERS=(recvtty sd-helper seccompagent)
 
 t0=$SECONDS
-die() { echo "setup-runc-bats.sh: $*" >&2; exit 1; }
-say() { echo "setup-runc-bats.sh: $*"; }
-
-[ "$(id -u)" = 0 ] || die "run as root (installs packages)"
-
-missing=()
-for p in "${PKGS[@]}"; do
-	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null | grep -q '^install ok installed$' || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-	say "installing ${missing[*]}"
-	apt-get update -qq
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+. "$CRYO_SRC/tests/lib/setup-apt.sh"
+need_root_for "installs packages"
+apt_install_missing "" "${PKGS[@]}"
 
 # --- the source: the installed runc's own version, through a private apt config ---
 version=$(dpkg-query -W -f='${Version}' runc)
@@ -74,9 +63,7 @@ if [ ! -e "$DIR/.version" ] || [ "$(cat "$DIR/.version")" != "$version" ]; then
 	apt_dir=$CACHE/apt
 	mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial" "$CACHE/src"
 	# the mirror the host's own bookworm sources use
-	uri=$(sed -n 's/^URIs: *\(http[^ ]*\/debian\)\/*$/\1/p' /etc/apt/sources.list.d/debian.sources 2>/dev/null | head -1)
-	[ -n "$uri" ] || uri=$(sed -n 's/^deb \(http[^ ]*\/debian\)\/* bookworm .*/\1/p' /etc/apt/sources.list 2>/dev/null | head -1)
-	[ -n "$uri" ] || uri=http://deb.debian.org/debian
+	uri=$(debian_mirror)
 	cat >"$apt_dir/sources.list" <<-EOF
 		deb-src $uri bookworm main
 		deb-src $uri bookworm-updates main
