@@ -231,25 +231,32 @@ static void test_hold_release(void **state)
 	tmp_teardown(&t);
 }
 
-static void test_hold_holder_death(void **state)
+/* A child takes the hold NAME of t->dir (undone by touch_undo) and dies holding it. */
+static void die_holding(const struct tmp *t, const char *name, enum cryo_hold_kind kind,
+			const char *backend, uint64_t timeout_ms, unsigned flags)
 {
-	struct cryo_error err = CRYO_ERROR_INIT;
-	int64_t start;
-	struct tmp t;
-	pid_t pid;
+	pid_t pid = fork();
 
-	tmp_setup(&t);
-	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		struct cryo_error err = CRYO_ERROR_INIT;
 		struct cryo_hold *h = NULL;
 
-		if (cryo_hold_acquire(t.dir, "dead", CRYO_HOLD_CGROUP_THAW, t.dir, "v1", 60000, CRYO_HOLD_UNDO_ON_EXIT,
+		if (cryo_hold_acquire(t->dir, name, kind, t->dir, backend, timeout_ms, flags,
 				      touch_undo, &h, &err) < 0)
 			_exit(1);
 		_exit(0); /* dies holding it */
 	}
 	assert_int_equal(tl_wait(pid), 0);
+}
+
+static void test_hold_holder_death(void **state)
+{
+	int64_t start;
+	struct tmp t;
+
+	tmp_setup(&t);
+	die_holding(&t, "dead", CRYO_HOLD_CGROUP_THAW, "v1", 60000, CRYO_HOLD_UNDO_ON_EXIT);
 	start = cryo_now_ms();
 	/* long before the 60 s deadline */
 	assert_true(wait_for_file(t.marker, true, 3000));
@@ -302,18 +309,11 @@ static void test_hold_stale_dead_holder(void **state)
 	struct cryo_hold_rec *rec = NULL;
 	struct cryo_hold *h = NULL;
 	struct tmp t;
-	pid_t pid;
 
 	tmp_setup(&t);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		if (cryo_hold_acquire(t.dir, "web@staging", CRYO_HOLD_STAGING, t.dir, "dir", 0,
-				      CRYO_HOLD_UNDO_ON_EXIT | CRYO_HOLD_NO_WATCHDOG, touch_undo, &h, &err) < 0)
-			_exit(1);
-		_exit(0); /* dies holding it: nothing but the next command undoes it */
-	}
-	assert_int_equal(tl_wait(pid), 0);
+	/* nothing but the next command undoes it */
+	die_holding(&t, "web@staging", CRYO_HOLD_STAGING, "dir", 0,
+		    CRYO_HOLD_UNDO_ON_EXIT | CRYO_HOLD_NO_WATCHDOG);
 	assert_int_equal(cryo_hold_load(t.dir, "web@staging", &rec, &err), 0);
 	assert_true(rec->flags & CRYO_HOLD_NO_WATCHDOG);
 	assert_false(cryo_hold_is_live(rec));
