@@ -112,6 +112,9 @@ static void test_fields(void **state)
 	cryo_spec_free(s);
 }
 
+/* config.json of MIN_HEAD MIN_PROC whose linux.resources is {R} */
+#define RESOURCES(r) MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {" r "}}}"
+
 static void test_v1_resources(void **state)
 {
 	struct cryo_spec *s = parse_ok(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {"
@@ -154,21 +157,8 @@ static void test_v1_resources(void **state)
 	assert_int_equal(r->n_blkio[CRYO_BLKIO_THROTTLE_READ_BPS], 0);
 	cryo_spec_free(s);
 
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"memory\": {\"swappiness\": 101}}}}",
-		     "linux.resources.memory.swappiness");
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"devices\": [{\"type\": \"c\"}]}}}",
-		     "linux.resources.devices[0]: needs allow");
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"devices\": [{\"allow\": true, \"type\": \"p\"}]}}}",
-		     "linux.resources.devices[0]: type must be a, c or b");
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"devices\": [{\"allow\": true, \"access\": \"rwx\"}]}}}",
-		     "access must be made of r, w and m");
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"blockIO\": {\"weight\": 5}}}}",
-		     "linux.resources.blockIO.weight");
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"blockIO\": {\"throttleReadBpsDevice\": [{\"major\": 8}]}}}}",
-		     "linux.resources.blockIO.throttleReadBpsDevice[0]: needs major, minor and rate");
-
-	s = parse_ok(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"classID\": 1048577,"
-		     " \"priorities\": [{\"name\": \"eth0\", \"priority\": 5}, {\"name\": \"lo\", \"priority\": 2}]}}}}");
+	s = parse_ok(RESOURCES("\"network\": {\"classID\": 1048577,"
+			       " \"priorities\": [{\"name\": \"eth0\", \"priority\": 5}, {\"name\": \"lo\", \"priority\": 2}]}"));
 	r = &s->resources;
 	assert_true(r->has_net_classid && r->net_classid == 1048577);
 	assert_int_equal(r->n_net_prios, 2);
@@ -176,32 +166,52 @@ static void test_v1_resources(void **state)
 	assert_int_equal(r->net_prios[0].priority, 5);
 	assert_string_equal(r->net_prios[1].name, "lo");
 	cryo_spec_free(s);
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"classID\": -1}}}}",
-		     "linux.resources.network.classID");
-	/* an ifpriomap line is "name prio": a name with a blank would smuggle a second field */
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"priorities\":"
-		     " [{\"name\": \"eth0 9\", \"priority\": 1}]}}}}",
-		     "linux.resources.network.priorities[0]: needs an interface name and a priority");
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"priorities\":"
-		     " [{\"name\": \"averyveryverylongname\", \"priority\": 1}]}}}}",
-		     "linux.resources.network.priorities[0]: longer than 15 bytes");
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"network\": {\"priorities\": [{\"name\": \"lo\"}]}}}}",
-		     "linux.resources.network.priorities[0]: needs an interface name and a priority");
 
-	s = parse_ok(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB\","
-		     " \"limit\": 4194304}, {\"pageSize\": \"1GB\", \"limit\": 0}]}}}");
+	s = parse_ok(RESOURCES("\"hugepageLimits\": [{\"pageSize\": \"2MB\", \"limit\": 4194304},"
+			       " {\"pageSize\": \"1GB\", \"limit\": 0}]"));
 	r = &s->resources;
 	assert_int_equal(r->n_hugepages, 2);
 	assert_string_equal(r->hugepages[0].page_size, "2MB");
 	assert_int_equal(r->hugepages[0].limit, 4194304);
 	assert_string_equal(r->hugepages[1].page_size, "1GB");
 	cryo_spec_free(s);
-	/* the page size becomes part of a cgroup file name: nothing but a number and a unit */
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB/../../x\","
-		     " \"limit\": 1}]}}}",
-		     "linux.resources.hugepageLimits[0]: pageSize must be a number and KB, MB or GB");
-	expect_error(MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {\"hugepageLimits\": [{\"pageSize\": \"2MB\"}]}}}",
-		     "linux.resources.hugepageLimits[0]: needs pageSize and limit");
+}
+
+static void test_v1_resources_bad(void **state)
+{
+	static const struct {
+		const char *json, *want;
+	} bad[] = {
+		{ RESOURCES("\"memory\": {\"swappiness\": 101}"),
+		  "linux.resources.memory.swappiness" },
+		{ RESOURCES("\"devices\": [{\"type\": \"c\"}]"),
+		  "linux.resources.devices[0]: needs allow" },
+		{ RESOURCES("\"devices\": [{\"allow\": true, \"type\": \"p\"}]"),
+		  "linux.resources.devices[0]: type must be a, c or b" },
+		{ RESOURCES("\"devices\": [{\"allow\": true, \"access\": \"rwx\"}]"),
+		  "access must be made of r, w and m" },
+		{ RESOURCES("\"blockIO\": {\"weight\": 5}"),
+		  "linux.resources.blockIO.weight" },
+		{ RESOURCES("\"blockIO\": {\"throttleReadBpsDevice\": [{\"major\": 8}]}"),
+		  "linux.resources.blockIO.throttleReadBpsDevice[0]: needs major, minor and rate" },
+		{ RESOURCES("\"network\": {\"classID\": -1}"),
+		  "linux.resources.network.classID" },
+		/* an ifpriomap line is "name prio": a name with a blank would smuggle a second field */
+		{ RESOURCES("\"network\": {\"priorities\": [{\"name\": \"eth0 9\", \"priority\": 1}]}"),
+		  "linux.resources.network.priorities[0]: needs an interface name and a priority" },
+		{ RESOURCES("\"network\": {\"priorities\": [{\"name\": \"averyveryverylongname\", \"priority\": 1}]}"),
+		  "linux.resources.network.priorities[0]: longer than 15 bytes" },
+		{ RESOURCES("\"network\": {\"priorities\": [{\"name\": \"lo\"}]}"),
+		  "linux.resources.network.priorities[0]: needs an interface name and a priority" },
+		/* the page size becomes part of a cgroup file name: nothing but a number and a unit */
+		{ RESOURCES("\"hugepageLimits\": [{\"pageSize\": \"2MB/../../x\", \"limit\": 1}]"),
+		  "linux.resources.hugepageLimits[0]: pageSize must be a number and KB, MB or GB" },
+		{ RESOURCES("\"hugepageLimits\": [{\"pageSize\": \"2MB\"}]"),
+		  "linux.resources.hugepageLimits[0]: needs pageSize and limit" },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		expect_error(bad[i].json, bad[i].want);
 }
 
 static void test_errors(void **state)
@@ -291,6 +301,7 @@ int main(void)
 		cmocka_unit_test(test_default_spec),
 		cmocka_unit_test(test_fields),
 		cmocka_unit_test(test_v1_resources),
+		cmocka_unit_test(test_v1_resources_bad),
 		cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
