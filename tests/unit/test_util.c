@@ -85,6 +85,16 @@ static void test_fault(void **state)
 	assert_false(cryo_fault("freeze"));
 }
 
+/* NAME, under dfd, holds WANT */
+static void assert_file_at(int dfd, const char *name, const char *want)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0;
+
+	assert_int_equal(cryo_read_file_at(dfd, name, 1024, &buf, &len), 0);
+	assert_string_equal(buf, want);
+}
+
 static void test_files(void **state)
 {
 	char dir[] = "/tmp/cryo-unit-XXXXXX";
@@ -109,8 +119,7 @@ static void test_files(void **state)
 	/* bounded reads refuse larger files */
 	assert_int_equal(cryo_read_file_at(dfd, "f", 2, &buf, &len), -EFBIG);
 	assert_int_equal(cryo_write_file_at(dfd, "f", "bye"), 0);
-	assert_int_equal(cryo_read_file_at(dfd, "f", 1024, &buf, &len), 0);
-	assert_string_equal(buf, "byelo");
+	assert_file_at(dfd, "f", "byelo");
 	assert_int_equal(cryo_write_file_at(dfd, "missing", "x"), -ENOENT);
 	assert_int_equal(cryo_read_file_at(dfd, "missing", 10, &buf, &len), -ENOENT);
 
@@ -143,18 +152,15 @@ static void test_files(void **state)
 static void test_atomic_write(void **state)
 {
 	char dir[] = "/tmp/cryo-unit-XXXXXX";
-	_cleanup_free_ char *buf = NULL;
 	_cleanup_close_ int dfd = -1;
 	char path[300];
 	struct stat st;
-	size_t len = 0;
 
 	dfd = tl_tmpdir(dir);
 	/* new, then replaced; the mode is the one asked for; no temp file stays */
 	assert_int_equal(cryo_write_file_atomic_at(dfd, "f.json", "one", 3, 0600, true), 0);
 	assert_int_equal(cryo_write_file_atomic_at(dfd, "f.json", "second", 6, 0640, false), 0);
-	assert_int_equal(cryo_read_file_at(dfd, "f.json", 64, &buf, &len), 0);
-	assert_string_equal(buf, "second");
+	assert_file_at(dfd, "f.json", "second");
 	assert_int_equal(fstatat(dfd, "f.json", &st, 0), 0);
 	assert_int_equal(st.st_mode & 07777, 0640);
 	assert_int_equal(fstatat(dfd, ".f.json.tmp", &st, AT_SYMLINK_NOFOLLOW), -1);
@@ -172,17 +178,13 @@ static void test_atomic_write(void **state)
 	assert_int_equal(cryo_write_file_atomic_at(dfd, "victim2", "keep", 4, 0600, false), 0);
 	assert_int_equal(linkat(dfd, "victim2", dfd, ".k.tmp", 0), 0);
 	assert_int_equal(cryo_write_file_atomic_at(dfd, "k", "new", 3, 0644, false), 0);
-	free(TAKE_PTR(buf));
-	assert_int_equal(cryo_read_file_at(dfd, "victim2", 64, &buf, &len), 0);
-	assert_string_equal(buf, "keep");
+	assert_file_at(dfd, "victim2", "keep");
 	assert_int_equal(cryo_write_file_atomic_at(dfd, "d/", "x", 1, 0644, false), -EINVAL);
 
 	/* the pid file: the decimal pid, no newline (runc's format) */
 	snprintf(path, sizeof(path), "%s/pid", dir);
 	assert_int_equal(cryo_write_pid_file(path, 4242, NULL), 0);
-	free(TAKE_PTR(buf));
-	assert_int_equal(cryo_read_file_at(dfd, "pid", 64, &buf, &len), 0);
-	assert_string_equal(buf, "4242");
+	assert_file_at(dfd, "pid", "4242");
 	assert_int_equal(tl_rm_rf(dir), 0);
 }
 
