@@ -18,14 +18,9 @@ IMG=$WORK/checkpoint
 
 modprobe loop 2>/dev/null || true
 ip link set lo up 2>/dev/null || true
-cleanup() {
-	"$CRYO" --root "$ROOT" delete --force "$ID" >/dev/null 2>&1 || true
-	bash "$SRC/examples/mkbundle.sh" --teardown "$B" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
-}
-trap cleanup EXIT
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-counter() { cat "$B/rootfs/counter" 2>/dev/null || echo "?"; }
+# step, counter, demo_cleanup
+. "$SRC/examples/lib/demo.sh"
+trap demo_cleanup EXIT
 
 step "$(uname -sr): $("$CRYO" check 2>&1 | grep -E '^(criu|checkpoint)' | tr '\n' ' ')"
 bash "$SRC/examples/mkbundle.sh" "$B" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /counter; sleep 0.1; done' >/dev/null

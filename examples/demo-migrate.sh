@@ -19,7 +19,8 @@ export CRYO_SRC
 . "$SRC/tests/lib/bundle.sh"
 . "$SRC/tests/lib/workload.sh"
 . "$SRC/tests/lib/migrate.sh"
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+# step
+. "$SRC/examples/lib/demo.sh"
 
 [ -x "$WL_BIN" ] || fail "no $WL_BIN: build the project first"
 modprobe loop 2>/dev/null || true

@@ -23,16 +23,13 @@ ROOT=$WORK/state
 ID=demo-$$
 B=$WORK/bundle
 
+# step, counter, demo_cleanup
+. "$SRC/examples/lib/demo.sh"
 cleanup() {
 	"$CRYO" --root "$ROOT" fsthaw --force --path "$B/rootfs" >/dev/null 2>&1 || true
-	"$CRYO" --root "$ROOT" delete --force "$ID" >/dev/null 2>&1 || true
-	bash "$SRC/examples/mkbundle.sh" --teardown "$B" >/dev/null 2>&1 || true
-	rm -rf "$WORK"
+	demo_cleanup
 }
 trap cleanup EXIT
-
-step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-counter() { cat "$B/rootfs/counter" 2>/dev/null || echo "?"; }
 
 step "cryo: $("$CRYO" --version | head -1)"
 
