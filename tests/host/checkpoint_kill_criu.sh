@@ -23,9 +23,7 @@ export CRIU_FAULT=${CRIU_FAULT:-130}
 
 CNT=$CRYO_BUILD/tests/tools/cryo-test-counter
 [ -x "$CNT" ] || fail "build the test tools first"
-id=ck-kcriu-$$
-B=$T/$id
-bundle_new "$B" /counter /status 256
+bundle_for ck-kcriu /counter /status 256
 cp "$CNT" "$B/rootfs/counter"
 bundle_set "$B" "c['linux'].pop('resources', None)"
 at_exit _rt_cleanup

@@ -22,9 +22,7 @@ need_cmd nsenter
 ver=$("$CRYO_CRIU" --version | awk '/^Version:/ { print $2 }')
 [ "$(printf '%s\n3.19\n' "$ver" | sort -V | head -1)" = 3.19 ] || skip "CRIU $ver cannot skip its network lock (3.19+)"
 
-id=ck-nl-$$
-B=$T/$id
-bundle_new "$B" sh -c 'while :; do sleep 1; done'
+bundle_for ck-nl sh -c 'while :; do sleep 1; done'
 
 skipped() { # IMAGE: the manifest's network_lock_skipped
 	rt inspect --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)["criu"].get("network_lock_skipped", False))'

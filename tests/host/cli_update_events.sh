@@ -7,9 +7,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=rt-upd-$$
-B=$T/$id
-bundle_new "$B"
+bundle_for rt-upd
 # init waits for /go, then a subshell eats memory until the OOM killer takes it; init lives on
 # (the subshell's oom_score_adj is 1000: the memory it held may still be charged when the next
 # allocation fails, and with every RSS tiny the killer took init 1 run in 6 before)

@@ -9,9 +9,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=ex-basic-$$
-B=$T/$id
-bundle_new "$B" sh -c 'echo $$ > /tmp/init.pid; while :; do sleep 0.2; done'
+bundle_for ex-basic sh -c 'echo $$ > /tmp/init.pid; while :; do sleep 0.2; done'
 # a seccomp profile (mkdir fails with EPERM), NNP off, an rlimit, inheritable caps
 bundle_set "$B" '
 c["process"]["noNewPrivileges"] = False

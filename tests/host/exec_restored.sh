@@ -12,9 +12,7 @@ export CRYO_CRIU=${CRYO_CRIU:-/opt/cryo-criu4/sbin/criu}
 [ -x "$CRYO_CRIU" ] || skip "no working CRIU: $CRYO_CRIU missing (tests/setup-criu4.sh)"
 "$CRYO_BIN" check >"$T/check.out" 2>&1 || skip "\`cryo check\` fails: $(tail -1 "$T/check.out")"
 
-id=ex-rst-$$
-B=$T/$id
-bundle_new "$B" sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done'
+bundle_for ex-rst sh -c 'i=0; while :; do i=$((i+1)); echo $i > /tmp/count.new; mv /tmp/count.new /tmp/count; sleep 0.05; done'
 rt run -d --bundle "$B" --pid-file "$T/pid1" "$id" </dev/null >/dev/null 2>&1 || fail "run -d failed"
 sleep 0.5
 # a long-running exec'd process with a session of its own is dumped with the rest

@@ -11,9 +11,7 @@ need_cmd script
 RECVTTY=$CRYO_BUILD/tests/tools/recvtty
 [ -x "$RECVTTY" ] || skip "needs $RECVTTY (build the tests)"
 
-id=ex-tty-$$
-B=$T/$id
-bundle_new "$B" sh -c 'while :; do sleep 0.2; done'
+bundle_for ex-tty sh -c 'while :; do sleep 0.2; done'
 rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d failed"
 
 # WHAT SIZE RC TEXT WHY: what the process printed under script(1), $out,

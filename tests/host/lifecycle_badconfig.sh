@@ -6,9 +6,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=rt-bad-$$
-B=$T/$id
-bundle_new "$B" true
+bundle_for rt-bad true
 cp "$B/config.json" "$T/good.json"
 # mount points at or under the rootfs (other tests may mount elsewhere meanwhile)
 our_mounts() { awk -v r="$B/rootfs" '$5 == r || index($5, r "/") == 1' /proc/self/mountinfo | wc -l; }

@@ -5,9 +5,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=rt-lc1-$$
-B=$T/$id
-bundle_new "$B"
+bundle_for rt-lc1
 
 # the container keeps our stdout: never capture it with $(...)
 rt create --bundle "$B" --pid-file "$T/pid" "$id" </dev/null >"$T/out" 2>&1 || fail "create: $(cat "$T/out")"

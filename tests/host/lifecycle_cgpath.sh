@@ -7,9 +7,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=rt-cgp-$$
-B=$T/$id
-bundle_new "$B" true
+bundle_for rt-cgp true
 hier="unified freezer memory cpu pids"
 
 left() {

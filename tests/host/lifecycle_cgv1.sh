@@ -13,9 +13,7 @@
 	skip "needs the v1 cpuset, memory and blkio hierarchies"
 need_cmd lsblk
 need_cmd findmnt
-id=rt-cgv1-$$
-B=$T/$id
-bundle_new "$B" sleep 100
+bundle_for rt-cgv1 sleep 100
 cpus=$(cut -d, -f1 /sys/fs/cgroup/cpuset/cpuset.cpus | cut -d- -f1)
 mems=$(cut -d, -f1 /sys/fs/cgroup/cpuset/cpuset.mems | cut -d- -f1)
 # the rootfs's own loop device is a block device this host surely has, to throttle

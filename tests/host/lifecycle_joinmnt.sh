@@ -12,9 +12,7 @@
 . "$CRYO_SRC/tests/lib/bundle.sh"
 need_cmd unshare
 
-id=rt-jmnt-$$
-B=$T/$id
-bundle_new "$B" true
+bundle_for rt-jmnt true
 
 # the holder: a private mount namespace with a tmpfs of its own inside the
 # bundle's rootfs, visible only there

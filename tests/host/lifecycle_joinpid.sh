@@ -8,9 +8,7 @@
 . "$CRYO_SRC/tests/lib/bundle.sh"
 need_cmd unshare
 
-id=rt-jpid-$$
-B=$T/$id
-bundle_new "$B" sh -c 'echo in-ns'
+bundle_for rt-jpid sh -c 'echo in-ns'
 
 # a throw-away pid namespace: its init is the forked sleep
 unshare -p -f sleep 600 </dev/null >/dev/null 2>&1 &

@@ -7,9 +7,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=rt-lim-$$
-B=$T/$id
-bundle_new "$B" sh -c 'sleep 100 & sleep 100 & wait'
+bundle_for rt-lim sh -c 'sleep 100 & sleep 100 & wait'
 bundle_set "$B" '
 c["linux"]["resources"] = {"memory": {"limit": 100663296}, "cpu": {"shares": 300, "period": 50000, "quota": 25000},
                            "pids": {"limit": 12}}

@@ -6,9 +6,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=rt-run-$$
-B=$T/$id
-bundle_new "$B" sh -c 'exit 7'
+bundle_for rt-run sh -c 'exit 7'
 
 expect_fail 7 rt_timed run --bundle "$B" "$id"
 [ ! -e "$RTROOT/$id" ] || fail "run left its state dir"

@@ -7,9 +7,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=rt-rsig-$$
-B=$T/$id
-bundle_new "$B" sh -c 'trap "exit 42" TERM; echo up; while :; do sleep 0.05; done'
+bundle_for rt-rsig sh -c 'trap "exit 42" TERM; echo up; while :; do sleep 0.05; done'
 
 python3 - "$CRYO_BIN" "$RTROOT" "$B" "$id" <<'PY' || fail "signal forwarding (see above)"
 import os, signal, subprocess, sys

@@ -16,9 +16,7 @@ AGENT=$CRYO_BUILD/tests/tools/cryo-test-seccomp-agent
 kv=$(uname -r | awk -F. '{ print $1 * 1000 + $2 }')
 [ "$kv" -ge 5005 ] || skip "kernel $(uname -r) has no seccomp user notification with CONTINUE"
 
-id=rt-scn-$$
-B=$T/$id
-bundle_new "$B"
+bundle_for rt-scn
 SOCK=$T/agent.sock
 mkdir "$T/agent"
 "$AGENT" "$SOCK" "$T/agent" 2>"$T/agent.err" &

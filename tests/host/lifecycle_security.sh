@@ -6,9 +6,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=rt-sec-$$
-B=$T/$id
-bundle_new "$B"
+bundle_for rt-sec
 
 # inside: ls is pid 1, so /proc/self/fd is what cryo handed over plus ls's own dir fd (3)
 bundle_set "$B" 'c["process"]["args"] = ["ls", "/proc/self/fd"]'

@@ -8,9 +8,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/bundle.sh"
 
-id=rt-spec-$$
-B=$T/$id
-bundle_new "$B"
+bundle_for rt-spec
 runit() { rt_timed run --bundle "$B" "$id" </dev/null 2>&1; }
 
 # -- no mount namespace: the runtime's, chrooted into root.path; no mount is made anywhere

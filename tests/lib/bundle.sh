@@ -3,6 +3,9 @@
 #
 #   bundle_new DIR [CMD...]   busybox bundle on its own ext4 image (torn down at exit),
 #                             cgroupsPath under this test's own parent cgroup
+#   bundle_for PREFIX [CMD...]
+#                             the test's container: id=PREFIX-<pid>, its bundle
+#                             B=$T/$id made by bundle_new
 #   bundle_set DIR PY         edit DIR/config.json: PY runs with `c` bound to the config
 #   bundle_counting DIR       bundle_new DIR whose process writes a count to /count every 50 ms
 #   bundle_count DIR          the count it wrote last (0 before the first)
@@ -80,6 +83,13 @@ bundle_new() {
 	at_exit "\"$CRYO_SRC/examples/mkbundle.sh\" --teardown \"$dir\""
 	# containers go before their bundles
 	at_exit _rt_cleanup
+}
+
+bundle_for() {
+	id=$1-$$
+	B=$T/$id
+	shift
+	bundle_new "$B" "$@"
 }
 
 bundle_counting() {
