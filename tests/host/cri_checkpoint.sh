@@ -17,8 +17,7 @@ K=$T/kubelet/checkpoints
 for h in cryo runc; do
 	log "handler $h"
 	cri_counter a "ck-$h" "$h"
-	cid=$CRI_CID pod=$CRI_POD
-	ip=$(cri_pod_ip a "$pod")
+	cid=$CRI_CID pod=$CRI_POD ip=$CRI_IP
 	check cri a exec -s "$cid" sh -c "echo before-$h > /data/marker"
 	before=$(cri_count a "$cid")
 	out=$(cri a kubelet-checkpoint --dir "$K" cryo-test "ck-$h" counter 2>&1) ||

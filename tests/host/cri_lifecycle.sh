@@ -20,8 +20,7 @@ cri_images
 for h in cryo runc; do
 	log "handler $h"
 	cri_counter a "life-$h" "$h"
-	pod=$CRI_POD cid=$CRI_CID
-	ip=$(cri_pod_ip a "$pod")
+	pod=$CRI_POD cid=$CRI_CID ip=$CRI_IP
 	case $ip in 10.213.1.*) ;; *) fail "[$h] the pod's CNI address is \`$ip\`, not in 10.213.1.0/24" ;; esac
 	[ "$(cri_ctr_state a "$cid")" = CONTAINER_RUNNING ] || fail "[$h] ContainerStatus: $(cri_ctr_state a "$cid")"
 	cri a ps -q | grep -qx "$cid" || fail "[$h] ListContainers (running) does not list $cid"

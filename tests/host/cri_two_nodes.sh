@@ -36,8 +36,7 @@ client() {
 for h in cryo runc; do
 	log "handler $h"
 	cri_counter a "mv-$h" "$h"
-	apod=$CRI_POD acid=$CRI_CID
-	aip=$(cri_pod_ip a "$apod")
+	apod=$CRI_POD acid=$CRI_CID aip=$CRI_IP
 	check cri a exec -s "$acid" sh -c "echo from-a-$h > /data/marker"
 	seen=$(client "$aip")
 	[ "$seen" -gt 0 ] || fail "[$h] the client outside cannot reach the pod on A at $aip"

@@ -32,6 +32,7 @@
 #                            node's shims (empty: none)
 #   cri_calls NAME           the runtime calls the shims made (argv => exit code [start end ns])
 #   cri_counter NODE POD HANDLER    a pod and the counter in it, counting: sets CRI_POD, CRI_CID
+#                                   and CRI_IP (the pod's address)
 #   cri_restore NODE POD HANDLER IMAGE   a new pod and, in it, CreateContainer with IMAGE (a
 #                            checkpoint archive or checkpoint image) + StartContainer: sets
 #                            CRI_POD, CRI_CID (fails the test when either call fails)
@@ -418,6 +419,7 @@ cri_counter() {
 		fail "CreateContainer ($h) on $n failed"
 	cri "$n" start "$CRI_CID" >/dev/null || fail "StartContainer ($h) on $n failed: $(tail -3 "$T/$n/failed-calls.log" 2>/dev/null)"
 	cri_wait_count "$n" "$CRI_CID" 0 || fail "the counter ($h) does not count: $(cri_count "$n" "$CRI_CID")"
+	CRI_IP=$(cri_pod_ip "$n" "$CRI_POD")
 }
 
 cri_restore() {
