@@ -51,6 +51,7 @@ private_apt() {
 	: >"$a/status"
 	printf '%s [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] %s %s main\n' "$2" "$(debian_mirror)" "$3" \
 		>"$a/etc/sources.list"
+	# shellcheck disable=SC2034 # for the caller
 	APT=(-o "Dir::Etc::SourceList=$a/etc/sources.list" -o "Dir::Etc::SourceParts=$a/etc/sources.list.d"
 		-o "Dir::Etc::Preferences=$a/etc/preferences" -o "Dir::Etc::PreferencesParts=$a/etc/preferences.d"
 		-o "Dir::State::Lists=$a/lists" -o "Dir::State::status=$a/status" -o "Dir::Cache=$a/cache"
