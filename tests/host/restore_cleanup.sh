@@ -24,7 +24,11 @@ export CRIU_FAULT=${CRIU_FAULT:-130}
 id=rcl-$$
 A=$T/$id
 bundle_counting "$A"
-rt_run_quiet "$A" "$id"
+# stdio on /dev/null: CRIU cannot dump a file on a host mount (run here, not
+# through rt_run_quiet: run from that function, the failed restore under
+# CRIU_FAULT=2 below remounted the rootfs on another loop device every time;
+# not understood yet)
+rt run -d --bundle "$A" "$id" </dev/null >/dev/null 2>&1 || fail "run failed (again: $(rt run -d --bundle "$A" "$id-x" 2>&1 </dev/null))"
 count() { bundle_count "$A"; }
 wait_counting() {
 	local c
