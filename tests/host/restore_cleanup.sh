@@ -44,7 +44,13 @@ size=$(stat -c %s "$T/bad/$pages")
 printf '\xff' | dd of="$T/bad/$pages" bs=1 seek=$((size / 2)) conv=notrunc status=none
 
 host_view() {
-	awk -v a="$A" 'index($2, a) == 1' /proc/self/mounts | sort
+	local dev rest
+	# a loop device by the image it holds: an undo that mounts the same
+	# image again may get another loop device (the old one is let go lazily)
+	awk -v a="$A" 'index($2, a) == 1' /proc/self/mounts | sort -k2 | while read -r dev rest; do
+		case $dev in /dev/loop*) dev=$(losetup -n -O BACK-FILE "$dev") ;; esac
+		echo "$dev $rest"
+	done
 	losetup -n -O BACK-FILE -j "$A/rootfs.img" | sort
 }
 host_view >"$T/view.before"
