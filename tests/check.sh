@@ -56,7 +56,7 @@ rm -rf build-vm && mkdir build-vm && cp build/tests/CTestTestfile.cmake build-vm
 # A vm test that fails is run once more (and shows as failed and passed in
 # the log): beside the host tests the guests are slow, and one known flake
 # (vm/migrate_basic's commit fault: the destination's restore once saw the
-# source's cgroup, twice in 20 runs, only under load) is not mended yet.
+# source's cgroup; seen twice, both times on a loaded host) is not mended yet.
 (cd build-vm && ctest --output-on-failure --no-tests=error --repeat until-pass:2 -L vm -FA hostcheck \
 	-E '^hostcheck|^vm/migrate_2vm$') >build-vm/ctest.out 2>&1 &
 vm_pid=$!
