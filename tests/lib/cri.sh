@@ -253,7 +253,9 @@ http:
   addr: 127.0.0.1:5000
 EOF
 	mkdir -p "$T/registry"
-	cri_in "$n" docker-registry serve "$D/registry.yml" >"$D/registry.log" 2>&1 &
+	# nsenter itself, not cri_in: backgrounded, a function runs in a subshell
+	# whose pid is not the registry's (nsenter execs it: $! is the registry)
+	nsenter --net="$(cat "$T/$n/netns")" docker-registry serve "$D/registry.yml" >"$D/registry.log" 2>&1 &
 	echo $! >"$D/registry.pid"
 	# containerd and its shims: TMPDIR and PATH of ours (the runtimes' CRIU, and the
 	# `criu` containerd's CRI looks for before it checkpoints)
@@ -295,8 +297,6 @@ _cri_node_down() {
 	fi
 	[ -f "$D/containerd.pid" ] && kill "$(cat "$D/containerd.pid")" 2>/dev/null
 	[ -f "$D/registry.pid" ] && kill "$(cat "$D/registry.pid")" 2>/dev/null
-	# (that pid is the subshell cri_in ran in: the registry itself is its child)
-	pkill -f "^docker-registry serve $D/registry.yml\$" 2>/dev/null
 	wait "$(cat "$D/containerd.pid" 2>/dev/null)" 2>/dev/null
 	# shims outlive containerd by design: ours name our socket
 	for p in $(pgrep -f "containerd-shim-runc-v2 .*-address $D/containerd.sock" 2>/dev/null); do kill -9 "$p"; done
