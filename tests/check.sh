@@ -46,13 +46,15 @@ tails() {
 }
 
 rc=0
+# a ctest dir of its own (ctest's logs are per directory) for the tests of build/tests
+ctest_dir() { rm -rf "$1" && mkdir "$1" && cp build/tests/CTestTestfile.cmake "$1/"; }
+
 # The VM tests (qemu: their guests see the host's files through 9p and
 # touch none of its cgroups, mounts or devices) run beside everything else,
-# from a directory of their own (ctest's logs are per directory) and
-# without the host check (the host tests' own runs change the host
+# from a directory of their own and without the host check (the host tests' own runs change the host
 # meanwhile; their ctest checks it around them).
 echo "== ctest: the vm tests (in the background, to the end) beside the unit and host tests"
-rm -rf build-vm && mkdir build-vm && cp build/tests/CTestTestfile.cmake build-vm/
+ctest_dir build-vm
 # A vm test that fails is run once more (and shows as failed and passed in
 # the log): beside the host tests the guests are slow, and one known flake
 # (vm/migrate_basic's commit fault: the destination's restore once saw the
@@ -68,7 +70,7 @@ phase_end "ctest: unit and host"
 # vm/migrate_2vm runs on the host (it starts its two guests and checks
 # the host around them): once the host tests are done, in a dir of its own
 echo "== ctest: vm/migrate_2vm (two guests, from the host)"
-rm -rf build-vmpair && mkdir build-vmpair && cp build/tests/CTestTestfile.cmake build-vmpair/
+ctest_dir build-vmpair
 (cd build-vmpair && ctest --output-on-failure --no-tests=error -R '^vm/migrate_2vm$') || { rc=1; failed+=(build-vmpair); }
 phase_end "ctest: vm/migrate_2vm"
 
