@@ -51,8 +51,9 @@ ctest_dir() { rm -rf "$1" && mkdir "$1" && cp build/tests/CTestTestfile.cmake "$
 
 # The VM tests (qemu: their guests see the host's files through 9p and
 # touch none of its cgroups, mounts or devices) run beside everything else,
-# from a directory of their own and without the host check (the host tests' own runs change the host
-# meanwhile; their ctest checks it around them).
+# from a directory of their own and without the host check (the host
+# tests' own runs change the host meanwhile; their ctest checks it around
+# them).
 echo "== ctest: the vm tests (in the background, to the end) beside the unit and host tests"
 ctest_dir build-vm
 # A vm test that fails is run once more (and shows as failed and passed in
