@@ -25,9 +25,15 @@ pty_seen() {
 	echo "$out" | grep -q "rc=$3" || fail "$what: exit code: $out"
 }
 
+# script(1)'s input is a fifo that never ends: on an input that ends
+# (</dev/null) script writes an EOF byte to its terminal, which cryo (raw
+# by then, or not yet: a race) relays into the process's pty as ^@
+mkfifo "$T/in"
+exec 7<>"$T/in"
+
 # script(1) gives cryo a terminal of 20x50; the process sees its own pty
 # of that size, its exit code comes back, and our terminal is not left raw
-out=$(timeout 30 script -qec "stty rows 20 cols 50; $CRYO_BIN --root $RTROOT exec -t $id sh -c 'tty; stty size; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo all-tty; exit 5'; echo rc=\$?; stty -a" /dev/null </dev/null) \
+out=$(timeout 30 script -qec "stty rows 20 cols 50; $CRYO_BIN --root $RTROOT exec -t $id sh -c 'tty; stty size; [ -t 0 ] && [ -t 1 ] && [ -t 2 ] && echo all-tty; exit 5'; echo rc=\$?; stty -a" /dev/null <&7) \
 	|| fail "script failed: $out"
 out=${out//$'\r'/}
 pty_seen "exec -t" "20 50" 5 all-tty "stdio is not the pty"
@@ -35,7 +41,7 @@ echo "$out" | grep -qw -- "-icanon" && fail "exec -t left the terminal in raw mo
 echo "$out" | grep -qw "icanon" || fail "no stty output: $out"
 
 # SIGWINCH: the terminal is resized while the process runs
-out=$(timeout 30 script -qec "stty rows 20 cols 50; t=\$(tty); (sleep 0.8; stty -F \$t rows 40 cols 90) & $CRYO_BIN --root $RTROOT exec -t $id sh -c 'stty size; sleep 2; stty size'; wait" /dev/null </dev/null) \
+out=$(timeout 30 script -qec "stty rows 20 cols 50; t=\$(tty); (sleep 0.8; stty -F \$t rows 40 cols 90) & $CRYO_BIN --root $RTROOT exec -t $id sh -c 'stty size; sleep 2; stty size'; wait" /dev/null <&7) \
 	|| fail "script failed: $out"
 out=${out//$'\r'/}
 echo "$out" | grep -q "40 90$" || fail "exec -t: resize not forwarded: $out"
