@@ -23,6 +23,7 @@
 #   mig_dst_clean ID             nothing of ID left on the dest host?
 #   mig_back WHAT ID             ID, migrated there from bundle $T/ID, back
 #                                here: checkpointed there, restored here
+#   mig_pipe_max                 fs.pipe-max-size for CRIU's lazy page server (until exit)
 
 need_cmd ip
 need_cmd unshare
@@ -168,6 +169,18 @@ mig_back() {
 	rm -rf "$T/back"
 }
 
+# mig_pipe_max: CRIU's lazy page server wants pipes of a few MiB; a root
+# without CAP_SYS_RESOURCE (this host's) is bound by fs.pipe-max-size,
+# raised to 4 MiB until the test's exit
+mig_pipe_max() {
+	local cur
+	cur=$(cat /proc/sys/fs/pipe-max-size)
+	[ "$cur" -lt 4194304 ] || return 0
+	at_exit "echo $cur >/proc/sys/fs/pipe-max-size"
+	echo 4194304 >/proc/sys/fs/pipe-max-size || fail "raise fs.pipe-max-size"
+	log "fs.pipe-max-size raised from $cur to 4194304 until the end of this test (CRIU's lazy page server)"
+}
+
 # mig_receive OUT [ARGS...]: `cryo receive --listen` on the dest host in the
 # background (pid in MIG_RPID, output in OUT) with the test's server
 # certificate, once it listens. mig_receive_wait: its exit status.
@@ -175,6 +188,9 @@ MIG_PORT=7443
 mig_receive() {
 	local out=$1
 	shift
+	# emptied here, not by the redirection below: that one runs in the
+	# child, maybe after the wait below read a former receive's "listening"
+	: >"$out"
 	rt_dst ${MIG_DST_OPTS:-} receive --listen "$MIG_IP_DST:$MIG_PORT" --cert "$MIG_PKI/server.crt" --key "$MIG_PKI/server.key" \
 		--ca "$MIG_PKI/ca.crt" --bundle-dir "$MIG_BUNDLES" --accept-timeout 60000 "$@" >"$out" 2>&1 &
 	MIG_RPID=$!
