@@ -66,11 +66,7 @@ reps=${1:-3}
 sizes=${*:-64 256}
 mig_hosts_setup
 mig_tls_certs "$T/pki"
-if [ "${CRYO_BENCH_PIPE_MAX:-0}" = 1 ] && [ "$(cat /proc/sys/fs/pipe-max-size)" -lt 4194304 ]; then
-	at_exit "echo $(cat /proc/sys/fs/pipe-max-size) >/proc/sys/fs/pipe-max-size"
-	echo 4194304 >/proc/sys/fs/pipe-max-size || fail "raise fs.pipe-max-size"
-	log "fs.pipe-max-size raised to 4194304 for this run (CRIU's lazy page server)"
-fi
+[ "${CRYO_BENCH_PIPE_MAX:-0}" = 1 ] && mig_pipe_max
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
