@@ -13,8 +13,8 @@
 # (others can run their tests), each between two host checks
 # (tests/lib/hostcheck.sh): a batch that leaves anything behind, or a
 # frozen cgroup, counts as a failure. Every 4th batch (or never, with
-# CRYO_SOAK_VM=0) also the VM's lazy-migration kills
-# (tests/vm/migrate_lazy_kill.vmtest: no lock, it runs in a VM).
+# CRYO_SOAK_VM=0) also the lazy-migration kills
+# (tests/host/migrate_lazy_kill.sh, under the lock, its own host check).
 #
 # Every script appends its figures to CRYO_SOAK_OUT (default
 # build/soak-figures.jsonl, kept across campaigns: remove it to start
@@ -104,13 +104,13 @@ while [ $(($(date +%s) - t0)) -lt "$TOTAL" ]; do
 	run fuzz_receive CRYO_SOAK_SECONDS="${CRYO_SOAK_FUZZ_SECONDS:-120}"
 	if [ "${CRYO_SOAK_VM:-1}" = 1 ] && [ $((batch % 4)) = 1 ]; then
 		log=$LOGS/migrate_lazy_kill.$(date +%Y%m%d-%H%M%S).log
-		if tests/vm/run --timeout 1800 bash tests/vm/migrate_lazy_kill.vmtest >"$log" 2>&1; then
+		if flock -o "$LOCK" bash tests/host/migrate_lazy_kill.sh >"$log" 2>&1; then
 			echo '{"test": "migrate_lazy_kill", "rounds": 1, "faults.lazy-daemon-kill": 1, "faults.lazy-page-server-kill": 1, "faults.lazy-receive-kill": 1, "faults.lazy-migrate-kill": 1, "faults.lazy-link-cut": 1}' >>"$CRYO_SOAK_OUT"
 			rm -f "$log"
 		else
 			failures=$((failures + 1))
 			echo '{"test": "migrate_lazy_kill", "failed": 1}' >>"$CRYO_SOAK_OUT"
-			echo "campaign: vm/migrate_lazy_kill failed: $log" >&2
+			echo "campaign: host/migrate_lazy_kill failed: $log" >&2
 		fi
 	fi
 	echo "campaign: batch $batch done after $(($(date +%s) - t0)) s"

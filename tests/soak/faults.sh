@@ -33,8 +33,8 @@
 #   kill-restore    cryo's restore SIGKILLed at a random moment
 #   kill-receiver   the destination's receive SIGKILLed at a random moment
 #   stop-receiver   ... SIGSTOPped for longer than the source's --timeout
-# (SIGKILL of the lazy-pages daemon and of the page server: vm/migrate_lazy_kill,
-# lazy migration needs the VM's kernel.)
+# (SIGKILL of the lazy-pages daemon and of the page server:
+# host/migrate_lazy_kill.)
 # Needs a CRIU that works here (CRYO_CRIU, see `cryo check`).
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/soak.sh"
