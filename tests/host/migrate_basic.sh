@@ -373,7 +373,8 @@ mig_receive_wait 60; rc=$MIG_RC
 grep '^migrated' "$T/m.out" | sed 's/^/# /'
 if $precopy; then
 	# the workload's memory is written once: the first round carries it, the frozen dump little of it
-	read -r rounds first fin <<<"$(sed -nE 's/.*\(([0-9]+) pre-copy rounds .* first ([0-9.]+) MiB of pages; frozen dump .* ([0-9.]+) MiB of pages\).*/\1 \2 \3/p' "$T/m.out")"
+	rounds=$(sed -nE 's/.*\(([0-9]+) pre-copy rounds .* first ([0-9.]+) MiB of pages; frozen dump .* ([0-9.]+) MiB of pages\).*/\1 \2 \3/p' "$T/m.out")
+	read -r rounds first fin <<<"$rounds"
 	[ -n "$rounds" ] && [ "$rounds" -ge 2 ] || fail "pre-copy: no rounds reported: $(cat "$T/m.out")"
 	awk -v a="$first" -v f="$fin" 'BEGIN { exit !(f < a / 4) }' ||
 		fail "pre-copy: the frozen dump's pages ($fin MiB) are not few beside the first round's ($first MiB)"
