@@ -134,16 +134,7 @@ wl_wait_above "$S" 20
 t_start=$(now_ms)
 
 # the source runs as before, nothing of the attempt is left on either side
-assert_back() {
-	local what=$1 c st why
-	st=$(rt freezer-state "$id") || fail "$what: freezer-state"
-	[ "$st" = RUNNING ] || fail "$what: the source container is $st"
-	c=$(wl_count "$S")
-	wl_wait_above "$S" $((c + 5))
-	why=$(mig_dst_clean "$id") || fail "$what: $why"
-	[ -z "$(ls -A "$RTROOT/.migrate-out" 2>/dev/null)" ] || fail "$what: image left: $(ls -A "$RTROOT/.migrate-out")"
-	[ ! -e "$RTROOT/.holds/$id.json" ] || fail "$what: the hold journal entry was left"
-}
+assert_back() { mig_assert_back "$1" "$id" "$S"; }
 # what sshd logged since a mark
 sshd_log_mark() { SSHD_MARK=$(wc -l <"$T/sshd.log"); }
 sshd_log_since() { tail -n +"$((SSHD_MARK + 1))" "$T/sshd.log"; }

@@ -21,6 +21,8 @@
 #                                kind running the self-checking counter
 #                                (workload.sh) with MIB MiB and a records file
 #   mig_dst_clean ID             nothing of ID left on the dest host?
+#   mig_assert_back WHAT ID STATUS  ID runs here as before, nothing of a
+#                                failed attempt left on either side
 #   mig_back WHAT ID             ID, migrated there from bundle $T/ID, back
 #                                here: checkpointed there, restored here
 #   mig_pipe_max                 fs.pipe-max-size for CRIU's lazy page server (until exit)
@@ -154,6 +156,20 @@ mig_dst_clean() {
 	[ -z "$(ls -A "$MIG_ROOT_DST/.migrate-in" 2>/dev/null)" ] || { echo "dest staging left: $(ls -A "$MIG_ROOT_DST/.migrate-in")"; return 1; }
 	[ ! -d "/sys/fs/cgroup/freezer/$MIG_CG/$CGPARENT/$id" ] || { echo "dest cgroup left"; return 1; }
 	return 0
+}
+
+# mig_assert_back WHAT ID STATUS: after an attempt that failed, ID runs
+# here as before (its counter, STATUS, counts on) and nothing of the
+# attempt is left on either side; WHAT names the attempt
+mig_assert_back() {
+	local what=$1 id=$2 status=$3 c st why
+	st=$(rt freezer-state "$id") || fail "$what: freezer-state"
+	[ "$st" = RUNNING ] || fail "$what: the source container is $st"
+	c=$(wl_count "$status")
+	wl_wait_above "$status" $((c + 5))
+	why=$(mig_dst_clean "$id") || fail "$what: $why"
+	[ -z "$(ls -A "$RTROOT/.migrate-out" 2>/dev/null)" ] || fail "$what: image left: $(ls -A "$RTROOT/.migrate-out")"
+	[ ! -e "$RTROOT/.holds/$id.json" ] || fail "$what: the hold journal entry was left"
 }
 
 # mig_back WHAT ID: not by a migration back (the stdio transport's tests do
