@@ -94,10 +94,20 @@ mig_hosts_setup() {
 # The dest host: its cgroup namespace (rooted at its own cgroup, fresh
 # cgroup mounts inside), entered from its leaf host.init (the host
 # cgroup itself holds no process: cgroup2's rule), its network namespace.
+# Its mount namespace is a copy of ours: `ip netns exec` gives it a fresh
+# /sys, but a cgroup mount of ours anywhere else stays, rooted at our root
+# cgroup, and libcgroup takes the first mount of a controller it finds
+# (the VM harness mirrors every cgroup mount of the host, CRIU's passing
+# .criu.cgmounts.* and cgyard ones of the tests running beside it too):
+# the dest would see, and join, the source's cgroups. They go first.
 on_dest() {
 	MIG_MOUNTS=$MIG_MOUNTS MIG_CG=$MIG_CG MIG_NS=$MIG_NS MIG_CGNS=$MIG_CGNS bash -c '
 		while read -r mp _ _; do echo $$ >"$mp/$MIG_CG/host.init/cgroup.procs" || exit 1; done <<<"$MIG_MOUNTS"
 		exec nsenter --cgroup="$MIG_CGNS" ip netns exec "$MIG_NS" unshare -m --propagation private bash -c "
+			while read -r _ mp ty _; do
+				case \$ty in cgroup | cgroup2) echo \"\$mp\" ;; esac
+			done </proc/self/mounts | tac | while read -r mp; do umount -l \"\$mp\"; done
+			! grep -qE \" cgroup2? \" /proc/self/mounts || { echo \"on_dest: a cgroup mount of the source host is left\" >&2; exit 1; }
 			mount -t tmpfs -o mode=755 cgroup /sys/fs/cgroup || exit 1
 			while read -r mp ty opts; do
 				mkdir -p \"\$mp\"
