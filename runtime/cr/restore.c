@@ -100,12 +100,16 @@ static int reuse_cgroup(const char *rel, const struct cryo_cgroup_paths *cg, str
 		_cleanup_free_ char *buf = NULL;
 		size_t len = 0;
 
-		/* name the first one: whose it is tells what was left behind */
+		/*
+		 * Name the first one, whose it is tells what was left behind:
+		 * in our log only. The error may go to a migration's source,
+		 * which has no business knowing this host's processes.
+		 */
 		snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pids[0]);
 		if (cryo_read_file_at(AT_FDCWD, path, 4096, &buf, &len) == 0 && len > 0)
 			snprintf(comm, sizeof(comm), "%s", buf);
-		return cryo_error_setx(err, EBUSY, "cgroup `%s` exists and has %zu processes (pid %d `%s`)", rel, n,
-				       (int)pids[0], comm);
+		cryo_warn("restore: cgroup `%s` has %zu processes, the first pid %d `%s`", rel, n, (int)pids[0], comm);
+		return cryo_error_setx(err, EBUSY, "cgroup `%s` exists and has %zu processes", rel, n);
 	}
 	for (i = 0; i < ARRAY_SIZE(paths); i++) {
 		struct cryo_freezer *f = NULL;
