@@ -607,6 +607,15 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 				close(lfd);
 			continue;
 		}
+		if (len > 5 && strcmp(de->d_name + len - 5, ".sock") == 0) {
+			/* a watchdog's socket whose maker was killed before the watchdog took it over */
+			lfd = cryo_hold_dir_lock(dfd);
+			if (cryo_watchdog_gone(dfd, de->d_name) && unlinkat(dfd, de->d_name, 0) == 0)
+				cryo_debug("removed the socket `%s` nobody listens on", de->d_name);
+			if (lfd >= 0)
+				close(lfd);
+			continue;
+		}
 		if (de->d_name[0] == '.' || len <= 5 || len - 5 >= sizeof(name) ||
 		    strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;

@@ -220,6 +220,17 @@ int cryo_watchdog_listen(int dirfd, const char *name, int *ret_fd, struct cryo_e
 	return 0;
 }
 
+bool cryo_watchdog_gone(int dirfd, const char *name)
+{
+	_cleanup_close_ int fd = -1;
+	struct sockaddr_un sa;
+	socklen_t len = 0;
+
+	if (open_socket(dirfd, name, &sa, &len, &fd, NULL) < 0)
+		return false;
+	return connect(fd, (struct sockaddr *)&sa, len) < 0 && errno == ECONNREFUSED;
+}
+
 int cryo_watchdog_call(int dirfd, const char *name, const char *req, char *reply, size_t size, int timeout_ms,
 		       struct cryo_error *err)
 {

@@ -16,6 +16,7 @@
 #ifndef CRYO_WATCHDOG_H
 #define CRYO_WATCHDOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -48,6 +49,14 @@ void cryo_watchdog_ready(int ready_fd, int status, const char *msg);
 
 /* Bind and listen on dirfd/name (a stale socket file is replaced). */
 int cryo_watchdog_listen(int dirfd, const char *name, int *ret_fd, struct cryo_error *err);
+
+/*
+ * Whether the socket file dirfd/name has nobody listening on it any more
+ * (its maker died between bind and handing it to its watchdog). Ask it
+ * under the lock that listeners bind under: between bind and listen a
+ * live one refuses too.
+ */
+bool cryo_watchdog_gone(int dirfd, const char *name);
 
 /*
  * Send req to the watchdog listening on dirfd/name and wait up to

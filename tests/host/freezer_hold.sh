@@ -104,6 +104,24 @@ for h in v1 v2; do
 	[ -z "$(ls "$R/.holds/"*.json 2>/dev/null)" ] || fail "$h: recover left the journal entry"
 	fi
 
+	# a watchdog's socket whose maker was killed before its watchdog took
+	# it over: nobody listens on it, recover removes it; one that a
+	# process listens on stays
+	sk=$R/.holds/fs@0:0.sock
+	python3 -c 'import socket, sys; socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET).bind(sys.argv[1])' "$sk" ||
+		fail "$h: make a socket"
+	check cryo --root "$R" recover
+	[ ! -e "$sk" ] || fail "$h: recover left a socket nobody listens on"
+	python3 -c 'import socket, sys, time
+s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET); s.bind(sys.argv[1]); s.listen(1); time.sleep(30)' "$sk" &
+	lp=$!
+	for _ in $(seq 400); do [ -S "$sk" ] && break; sleep 0.05; done
+	check cryo --root "$R" recover
+	[ -S "$sk" ] || fail "$h: recover removed a socket a process listens on"
+	kill "$lp"
+	wait "$lp" 2>/dev/null
+	rm -f "$sk"
+
 	# recover keeps a live hold
 	check cryo --root "$R" freeze --cgroup "$cg" --deadline 60000
 	out=$(cryo --root "$R" recover) || fail "$h: recover failed: $out"
