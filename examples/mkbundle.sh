@@ -60,9 +60,15 @@ r=$dir/rootfs
 mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,etc,proc,sys,dev,tmp,root,run,var/tmp}
 chmod 1777 "$r/tmp" "$r/var/tmp"
 cp "$bb" "$r/bin/busybox"
-for app in $("$r/bin/busybox" --list-full); do
-	[ -e "$r/$app" ] || ln -s /bin/busybox "$r/$app"
-done
+# one process for the ~270 applet links, not an ln each (under qemu TCG
+# that was 0.3-0.5 s a link: 1.5-2.5 min a bundle)
+"$r/bin/busybox" --list-full | python3 -c '
+import os, sys
+for app in sys.stdin.read().split():
+    p = os.path.join(sys.argv[1], app)
+    if not os.path.exists(p):
+        os.symlink("/bin/busybox", p)
+' "$r"
 echo "root:x:0:0:root:/root:/bin/sh" > "$r/etc/passwd"
 echo "root:x:0:" > "$r/etc/group"
 echo "cryo" > "$r/etc/hostname"

@@ -71,6 +71,8 @@ PY
 fsimg_release() {
 	local mp=$1 root pid
 	for root in $(find "$T" -type d -name .holds 2>/dev/null); do
+		# no fs hold journalled there: no python3 to start (seconds in the VM guest)
+		compgen -G "$root/fs@*.json" >/dev/null || continue
 		pid=$(fs_entry "${root%/.holds}" "$mp" | python3 -c 'import json,sys; print(json.load(sys.stdin)["watchdog_pid"])' 2>/dev/null)
 		[ -n "$pid" ] || continue
 		[ "$(cat "/proc/$pid/comm" 2>/dev/null)" = cryo-fsfreeze ] || continue

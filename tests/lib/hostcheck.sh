@@ -12,9 +12,11 @@ set -u
 
 snapshot() {
 	echo "## devices"
+	local d f s devs=()
 	for d in /dev/null /dev/zero /dev/full /dev/random /dev/urandom /dev/tty /dev/ptmx /dev/console; do
-		[ -e "$d" ] && stat -c '%n %U %G %a %t:%T %F' "$d"
+		[ -e "$d" ] && devs+=("$d")
 	done
+	stat -c '%n %U %G %a %t:%T %F' "${devs[@]}"
 	echo "## mounts"
 	awk '{print $5}' /proc/self/mountinfo | sort
 	echo "## loop"
@@ -24,12 +26,13 @@ snapshot() {
 	# (process_api/<hash>): not ours, and not damage
 	find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | grep -v '/process_api/' | sort
 	echo "## frozen"
+	# (read, not a cat per file: one exec per cgroup took 14 s a snapshot in the VM guest)
 	find /sys/fs/cgroup -name freezer.state 2>/dev/null | while read -r f; do
-		s=$(cat "$f" 2>/dev/null) || continue
+		{ read -r s <"$f"; } 2>/dev/null || continue
 		[ "$s" = THAWED ] || echo "$f $s"
 	done
 	find /sys/fs/cgroup -name cgroup.freeze 2>/dev/null | while read -r f; do
-		s=$(cat "$f" 2>/dev/null) || continue
+		{ read -r s <"$f"; } 2>/dev/null || continue
 		[ "$s" = 0 ] || echo "$f $s"
 	done
 }

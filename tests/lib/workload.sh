@@ -20,24 +20,29 @@ wl_bundle() {
 	bundle_set "$1" "c['linux'].pop('resources', None)"
 }
 
-# it rewrites the file every 20 ms (truncate, write): read until non-empty
-wl_status() {
-	local s
+# The status line into WL_LINE. The workload rewrites the file every 20 ms
+# (truncate, write): read until non-empty. bash's own read, as the polls
+# below use it: they ran a cat, a grep, another cat and an awk each, a few
+# hundred ms apiece in the VM guest (qemu TCG).
+_wl_read() {
+	WL_LINE=
 	for _ in 1 2 3 4 5; do
-		s=$(cat "$1" 2>/dev/null)
-		[ -n "$s" ] && break
+		{ read -r WL_LINE <"$1"; } 2>/dev/null
+		[ -n "$WL_LINE" ] && return 0
 		sleep 0.01
 	done
-	echo "$s"
 }
 
-wl_count() { wl_status "$1" | awk '{ print $1 }'; }
+wl_status() { _wl_read "$1"; echo "$WL_LINE"; }
+
+wl_count() { _wl_read "$1"; echo "${WL_LINE%% *}"; }
 
 wl_wait_above() {
 	local status=$1 min=$2 c
 	for _ in $(seq 300); do
-		if wl_status "$status" | grep -q FAIL; then fail "workload: $(wl_status "$status")"; fi
-		c=$(wl_count "$status")
+		_wl_read "$status"
+		case $WL_LINE in *FAIL*) fail "workload: $WL_LINE" ;; esac
+		c=${WL_LINE%% *}
 		[ -n "$c" ] && [ "$c" -gt "$min" ] 2>/dev/null && return 0
 		sleep 0.1
 	done
