@@ -5,8 +5,12 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #include <linux/magic.h>
 
 #include "proc.h"
@@ -180,4 +184,53 @@ bool cryo_proc_stop_pending(pid_t pid)
 	if (cryo_read_file_at(AT_FDCWD, path, 1 << 16, &buf, &len) < 0)
 		return false;
 	return ((status_mask(buf, "\nShdPnd:") | status_mask(buf, "\nSigPnd:")) & STOP_SIGNALS) != 0;
+}
+
+/*
+ * CONFIG_MEM_SOFT_DIRTY, as CRIU finds it: a page written after "4" to
+ * clear_refs must show the soft-dirty bit (55) in pagemap. (Without it
+ * the write to clear_refs may still succeed: that proves nothing.)
+ */
+bool cryo_kernel_has_soft_dirty(void)
+{
+	long psz = sysconf(_SC_PAGESIZE);
+	volatile char *page;
+	uint64_t pme = 0;
+	int cfd, pfd;
+	bool ok = false;
+
+	page = mmap(NULL, (size_t)psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (page == MAP_FAILED)
+		return false;
+	page[0] = 1;
+	cfd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
+	pfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	if (cfd >= 0 && pfd >= 0 && write(cfd, "4", 1) == 1) {
+		page[0] = 2;
+		if (pread(pfd, &pme, sizeof(pme), (off_t)((uintptr_t)page / (uintptr_t)psz * sizeof(pme))) ==
+		    (ssize_t)sizeof(pme))
+			ok = pme & (1ULL << 55);
+	}
+	if (cfd >= 0)
+		close(cfd);
+	if (pfd >= 0)
+		close(pfd);
+	munmap((void *)page, (size_t)psz);
+	return ok;
+}
+
+bool cryo_kernel_has_userfaultfd(void)
+{
+#ifdef SYS_userfaultfd
+	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+
+	if (fd >= 0) {
+		close(fd);
+		return true;
+	}
+	/* EPERM: there, but not for us unprivileged (vm.unprivileged_userfaultfd) */
+	return errno == EPERM || access("/dev/userfaultfd", F_OK) == 0;
+#else
+	return false;
+#endif
 }

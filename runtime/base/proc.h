@@ -37,4 +37,11 @@ int cryo_proc_tree(pid_t root, pid_t **ret, size_t *ret_n, struct cryo_error *er
  */
 bool cryo_proc_stop_pending(pid_t pid);
 
+/*
+ * Can this kernel track dirty pages (CONFIG_MEM_SOFT_DIRTY), as CRIU's
+ * pre-dump and pre-copy need? And does it have userfaultfd (lazy pages)?
+ */
+bool cryo_kernel_has_soft_dirty(void);
+bool cryo_kernel_has_userfaultfd(void);
+
 #endif

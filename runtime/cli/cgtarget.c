@@ -21,7 +21,8 @@ static uint64_t hash_path(const char *s)
 	return h;
 }
 
-int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const char *cgroup, struct cryo_error *err)
+static int open_target(struct cgtarget *t, const char *root, const char *id, const char *cgroup, bool lock,
+		       struct cryo_error *err)
 {
 	int r;
 
@@ -36,7 +37,7 @@ int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const ch
 		return r;
 	snprintf(t->hold_name, sizeof(t->hold_name), "%s", id);
 	snprintf(t->what, sizeof(t->what), "container `%s`", id);
-	r = cryo_state_lock(root, id, CRYO_STATE_LOCK_TIMEOUT_MS, &t->lock_fd, err);
+	r = lock ? cryo_state_lock(root, id, CRYO_STATE_LOCK_TIMEOUT_MS, &t->lock_fd, err) : 0;
 	if (r < 0)
 		return r;
 	r = cryo_state_load(root, id, &t->st, err);
@@ -57,6 +58,17 @@ int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const ch
 fail:
 	cgtarget_close(t);
 	return r;
+}
+
+int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const char *cgroup, struct cryo_error *err)
+{
+	return open_target(t, root, id, cgroup, true, err);
+}
+
+int cgtarget_open_query(struct cgtarget *t, const char *root, const char *id, const char *cgroup,
+			struct cryo_error *err)
+{
+	return open_target(t, root, id, cgroup, false, err);
 }
 
 int cgtarget_opt(const char *name, int c, const char *arg, uint64_t *timeout, const char **cgroup)

@@ -61,6 +61,13 @@ int cgtarget_parse(const struct cgtarget_cmd *cmd, int argc, char **argv, uint64
 		   const char **ret_id);
 
 int cgtarget_open(struct cgtarget *t, const char *root, const char *id, const char *cgroup, struct cryo_error *err);
+/*
+ * cgtarget_open() without the container's lock, for a command that only
+ * reads (the state file is replaced atomically): `freezer-state` answers
+ * while another command holds the lock, even one that was stopped.
+ */
+int cgtarget_open_query(struct cgtarget *t, const char *root, const char *id, const char *cgroup,
+			struct cryo_error *err);
 
 /*
  * The operands left after getopt (from optind): a container ID or, with

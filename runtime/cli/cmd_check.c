@@ -9,6 +9,7 @@
 #include "criu.h"
 #include "cli.h"
 #include "kmod.h"
+#include "proc.h"
 #include "util.h"
 
 /* Which backend holds freezes: cryo_freezer.ko, or FIFREEZE + watchdog. */
@@ -136,6 +137,8 @@ int cmd_check(struct cryo_cli *cli, int argc, char **argv)
 	else
 		snprintf(u.release, sizeof(u.release), "?");
 	print_freezer_backend();
+	printf("memory tracking: soft-dirty %s (pre-dump, pre-copy), userfaultfd %s (lazy pages)\n",
+	       cryo_kernel_has_soft_dirty() ? "yes" : "no", cryo_kernel_has_userfaultfd() ? "yes" : "no");
 	if (!h.found) {
 		printf("criu: not found (libcriu could not run `criu`)\n");
 		printf("checkpoint/restore: NOT available: install the criu package\n");

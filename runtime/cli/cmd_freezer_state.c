@@ -38,7 +38,7 @@ int cmd_freezer_state(struct cryo_cli *cli, int argc, char **argv)
 		return cli_usage_error("freezer-state", "unexpected argument `%s`", argv[optind]);
 	if (!!id == !!cgroup)
 		return cli_usage_error("freezer-state", "give a container ID or --cgroup PATH (exactly one)");
-	r = cgtarget_open(&t, cli->root, id, cgroup, &err);
+	r = cgtarget_open_query(&t, cli->root, id, cgroup, &err);
 	if (r < 0)
 		return cli_fail(&err);
 	r = cryo_freezer_get_state(t.f, &st, &err);

@@ -26,6 +26,7 @@
 #include "manifest.h"
 #include "sign.h"
 #include "mountinfo.h"
+#include "proc.h"
 #include "snapshot.h"
 #include "spec.h"
 #include "state.h"
@@ -458,6 +459,11 @@ static int step_criu_dump(void *ctx, struct cryo_error *err)
 /* Pre-dump: CRIU copies the memory and keeps tracking it; the tasks go on at once. */
 static int step_criu_pre_dump(void *ctx, struct cryo_error *err)
 {
+	/* CRIU says only "Tracking memory is not available": say what it lacks */
+	if (!cryo_kernel_has_soft_dirty())
+		return cryo_error_setx(err, EOPNOTSUPP,
+				       "a pre-dump needs the kernel's soft-dirty page tracking (CONFIG_MEM_SOFT_DIRTY), "
+				       "which this kernel lacks: take a full checkpoint instead");
 	return criu_dump(ctx, true, err);
 }
 

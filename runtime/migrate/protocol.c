@@ -7,10 +7,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <time.h>
 
@@ -20,60 +18,13 @@
 #include "log.h"
 #include "manifest.h"
 #include "step.h"
+#include "proc.h"
 #include "protocol.h"
 #include "util.h"
 #include "version.h"
 
 /* --- facts both ends exchange ------------------------------------------ */
 
-/*
- * CONFIG_MEM_SOFT_DIRTY, as CRIU finds it: a page written after "4" to
- * clear_refs must show the soft-dirty bit (55) in pagemap. (Without it
- * the write to clear_refs may still succeed: that proves nothing.)
- */
-static bool kernel_has_soft_dirty(void)
-{
-	long psz = sysconf(_SC_PAGESIZE);
-	volatile char *page;
-	uint64_t pme = 0;
-	int cfd, pfd;
-	bool ok = false;
-
-	page = mmap(NULL, (size_t)psz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (page == MAP_FAILED)
-		return false;
-	page[0] = 1;
-	cfd = open("/proc/self/clear_refs", O_WRONLY | O_CLOEXEC);
-	pfd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-	if (cfd >= 0 && pfd >= 0 && write(cfd, "4", 1) == 1) {
-		page[0] = 2;
-		if (pread(pfd, &pme, sizeof(pme), (off_t)((uintptr_t)page / (uintptr_t)psz * sizeof(pme))) ==
-		    (ssize_t)sizeof(pme))
-			ok = pme & (1ULL << 55);
-	}
-	if (cfd >= 0)
-		close(cfd);
-	if (pfd >= 0)
-		close(pfd);
-	munmap((void *)page, (size_t)psz);
-	return ok;
-}
-
-static bool kernel_has_userfaultfd(void)
-{
-#ifdef SYS_userfaultfd
-	int fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
-
-	if (fd >= 0) {
-		close(fd);
-		return true;
-	}
-	/* EPERM: there, but not for us unprivileged (vm.unprivileged_userfaultfd) */
-	return errno == EPERM || access("/dev/userfaultfd", F_OK) == 0;
-#else
-	return false;
-#endif
-}
 
 const char *cryo_migrate_cgroup_layout(void)
 {
@@ -100,8 +51,8 @@ void cryo_migrate_local_facts(struct cryo_migrate_facts *f, bool criu_check)
 		snprintf(f->criu_version, sizeof(f->criu_version), "%u.%u.%u", v.major, v.minor, v.sublevel);
 	snprintf(f->cryo_version, sizeof(f->cryo_version), "%s", CRYO_VERSION);
 	snprintf(f->cgroup_layout, sizeof(f->cgroup_layout), "%s", cryo_migrate_cgroup_layout());
-	f->soft_dirty = kernel_has_soft_dirty();
-	f->userfaultfd = kernel_has_userfaultfd();
+	f->soft_dirty = cryo_kernel_has_soft_dirty();
+	f->userfaultfd = cryo_kernel_has_userfaultfd();
 	if (criu_check) {
 		struct cryo_criu_host h = { 0 };
 

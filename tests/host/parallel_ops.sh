@@ -92,7 +92,7 @@ all_running start
 # CRIU's pre-dump needs the kernel's soft-dirty bits (this host's 6.18 has none)
 predump=1
 if ! rt checkpoint --pre-dump --image-path "$T/probe" "${ids[0]}" </dev/null >"$T/probe.out" 2>&1; then
-	grep -q "Tracking memory is not available" "$T/probe.out" || fail "pre-dump: $(cat "$T/probe.out")"
+	grep -q "soft-dirty page tracking" "$T/probe.out" || fail "pre-dump: $(cat "$T/probe.out")"
 	predump=0
 	log "no memory tracking (soft-dirty) on this kernel: the last step dumps without a pre-dump"
 fi

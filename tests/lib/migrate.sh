@@ -52,6 +52,14 @@ _mig_teardown() {
 	done <<<"$(_mig_cgroup_mounts)"
 }
 
+# The containers' parent cgroup on the other host, made in advance as on a
+# node (the soak's leak counts must not take the first container there for
+# a leak)
+mig_dst_parent_cgroups() {
+	local mp
+	while read -r mp _ _; do mkdir -p "$mp/$MIG_CG/$CGPARENT" || fail "mkdir $mp/$MIG_CG/$CGPARENT"; done <<<"$(_mig_cgroup_mounts)"
+}
+
 mig_hosts_setup() {
 	local mp
 	# `ip netns add` makes /run/netns a mount point the first time: undo that too

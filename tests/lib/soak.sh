@@ -80,9 +80,15 @@ soak_run() {
 
 # cryo's and CRIU's processes (watchdogs included), their fds and memory:
 # every one on the host (the host lock keeps others' tests away meanwhile)
+# (not the zombies: a watchdog that ended is reparented to pid 1, which
+# reaps when it gets to it, a second or two here)
 _soak_procs() {
-	local c
-	for c in cryo cryo-fsfreeze criu; do pgrep -x "$c"; done
+	local c p
+	for c in cryo cryo-fsfreeze criu; do
+		for p in $(pgrep -x "$c"); do
+			[ "$(awk '/^State/ { print $2 }' "/proc/$p/status" 2>/dev/null)" = Z ] || echo "$p"
+		done
+	done
 }
 
 soak_resources() {
@@ -105,12 +111,46 @@ soak_resources() {
 		"$holds" "$staging" "$(echo "$procs" | wc -w)" "$fds" "$rss"
 }
 
-soak_baseline() { SOAK_BASE=$(soak_resources); }
+_soak_cgroups() { find /sys/fs/cgroup -mindepth 1 -type d 2>/dev/null | grep -v '/process_api' | sort; }
+soak_baseline() {
+	local i prev
+	# settled: the same counts twice, half a second apart (a watchdog ending)
+	SOAK_BASE=$(soak_resources)
+	for i in $(seq 10); do
+		prev=$SOAK_BASE
+		sleep 0.5
+		SOAK_BASE=$(soak_resources)
+		_soak_same "$prev" && break
+	done
+	_soak_cgroups >"$T/soak-cgroups.base"
+}
 
 # every count as at the baseline: nothing of a round is left behind
 soak_check_leaks() {
-	local now k b n
-	now=$(soak_resources)
+	local now i
+	# a hold's watchdog or a CRIU helper may take a moment to end
+	for i in $(seq 30); do
+		now=$(soak_resources)
+		_soak_same "$now" && return 0
+		sleep 0.1
+	done
+	soak_count leaks
+	fail "$1: $(_soak_same "$now" -v) (baseline: $SOAK_BASE; now: $now)$(_soak_ps)$(_soak_cgroups |
+		comm -3 "$T/soak-cgroups.base" - | sed 's/^\t/  new cgroup /; t; s/^/  gone cgroup /; s/^/\n/' | head -20)"
+}
+
+# the processes counted, for the message of a leak
+_soak_ps() {
+	local p
+	for p in $(_soak_procs); do
+		printf '\n  pid %s (ppid %s, %s): %s' "$p" "$(awk '/^PPid/ { print $2 }' "/proc/$p/status" 2>/dev/null)" \
+			"$(awk '/^State/ { print $2 }' "/proc/$p/status" 2>/dev/null)" "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)"
+	done
+}
+
+# NOW has every count of the baseline; with -v, say which differs
+_soak_same() {
+	local now=$1 verbose=${2:-} k b n
 	set -- $SOAK_BASE
 	while [ $# -ge 2 ]; do
 		k=$1 b=$2
@@ -120,10 +160,11 @@ soak_check_leaks() {
 		rss_kb) continue ;; # the processes differ from one moment to the next: counted, not compared
 		esac
 		if [ "$n" != "$b" ]; then
-			soak_count leaks
-			fail "$1: $k went from $b to $n (baseline: $SOAK_BASE; now: $now)"
+			[ "$verbose" = -v ] && echo "$k went from $b to $n"
+			return 1
 		fi
 	done
+	return 0
 }
 
 soak_records_ok() {

@@ -24,6 +24,7 @@ N_MANY=${CRYO_SOAK_MANY:-20}
 
 mig_hosts_setup
 mig_tls_certs "$T/pki"
+mig_dst_parent_cgroups
 cryo_bg() { "$CRYO_BIN" --root "$RTROOT" "$@" </dev/null >"$T/bg.$BASHPID.out" 2>&1; }
 
 # a counter container on a directory rootfs: id $1 (status file in $T/$1/rootfs-dir/status)
