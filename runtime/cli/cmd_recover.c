@@ -13,6 +13,7 @@
 #include "fsfreeze.h"
 #include "hold.h"
 #include "network.h"
+#include "migrate.h"
 #include "restore.h"
 
 static void report(const struct cryo_hold_rec *rec, const char *what, int r, void *userdata)
@@ -62,6 +63,7 @@ int cmd_recover(struct cryo_cli *cli, int argc, char **argv)
 		[CRYO_HOLD_CGROUP_KILL] = cryo_freezer_kill_undo,
 		[CRYO_HOLD_LINK_UP] = cryo_network_hold_undo,
 		[CRYO_HOLD_RESTORE] = cryo_restore_hold_undo,
+		[CRYO_HOLD_BUNDLE] = cryo_receive_bundle_undo,
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	unsigned n = 0;

@@ -827,6 +827,14 @@ static int undo_progress(const char *detail, struct cryo_error *err)
 	return r;
 }
 
+static bool state_dir_exists(const char *root, const char *id)
+{
+	_cleanup_free_ char *dir = NULL;
+	struct stat sb;
+
+	return asprintf(&dir, "%s/%s", root, id) >= 0 && lstat(dir, &sb) == 0 && S_ISDIR(sb.st_mode);
+}
+
 int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
 {
 	_cleanup_free_ char *id = NULL, *work = NULL, *state = NULL;
@@ -844,6 +852,18 @@ int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 	work = default_work_dir(rec->root, id);
 	if (r == 0 && work && strcmp(work, rec->target) == 0)
 		remove_work_dir(rec->root, id);
+	/*
+	 * the state dir it claimed, with no state in it: `cryo recover` removes
+	 * it (the next restore of the id would). Not while someone holds its
+	 * lock: that is the next restore itself, which undoes this hold as it
+	 * claims the id.
+	 */
+	if (r == 0 && access(state, F_OK) < 0 && errno == ENOENT && state_dir_exists(rec->root, id)) {
+		_cleanup_close_ int lock = -1;
+
+		if (cryo_state_lock(rec->root, id, 0, &lock, NULL) == 0 && access(state, F_OK) < 0 && errno == ENOENT)
+			(void)cryo_state_remove_dir(rec->root, id, NULL);
+	}
 	return r;
 }
 

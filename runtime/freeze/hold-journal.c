@@ -29,6 +29,7 @@ const char *const cryo_hold_kind_names[_CRYO_HOLD_KIND_MAX] = {
 	[CRYO_HOLD_CGROUP_KILL] = "cgroup-kill",
 	[CRYO_HOLD_LINK_UP] = "link-up",
 	[CRYO_HOLD_RESTORE] = "restore",
+	[CRYO_HOLD_BUNDLE] = "received-bundle",
 };
 
 int cryo_hold_validate_name(const char *name, struct cryo_error *err)

@@ -42,6 +42,14 @@ enum cryo_hold_kind {
 	 * container puts the bundle's rootfs back and removes the work dir.
 	 */
 	CRYO_HOLD_RESTORE,
+	/*
+	 * target: the bundle dir `cryo receive` made (<bundle-dir>/<id>);
+	 * backend "bundle". Journal only (CRYO_HOLD_NO_WATCHDOG |
+	 * CRYO_HOLD_UNDO_ON_EXIT), its detail names the marker file receive
+	 * wrote in it: should receive die before the commit, `cryo recover`
+	 * removes the bundle (only one with that marker, or an empty dir).
+	 */
+	CRYO_HOLD_BUNDLE,
 	_CRYO_HOLD_KIND_MAX,
 };
 

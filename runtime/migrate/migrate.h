@@ -130,6 +130,15 @@ void cryo_receive_result_done(struct cryo_receive_result *r);
 
 int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *res, struct cryo_error *err);
 
+/*
+ * The undo of a CRYO_HOLD_BUNDLE hold (`cryo recover`, or the next
+ * receive of that id): remove the bundle a receive that died before its
+ * commit made, if it still carries that receive's marker; an empty dir
+ * is removed too; anything else is left, and said.
+ */
+struct cryo_hold_rec;
+int cryo_receive_bundle_undo(const struct cryo_hold_rec *rec, struct cryo_error *err);
+
 /* --pre-copy: at most this many rounds (CRIU's parent chain stays short) */
 #define CRYO_MIGRATE_MAX_ROUNDS 8
 

@@ -94,14 +94,14 @@ PY
 	took=$(($(now_ms) - t0))
 	wait "$mpid" && fail "$at: migrate succeeded with its receive killed: $(cat "$T/m.out")"
 	mig_receive_wait 10
+	# recover undoes what the killed receive journalled: its bundle, and its
+	# restore's state dir and cgroup; nothing blocks the next migration
 	check rt_dst recover
-	rt_dst delete --force "$id" >/dev/null 2>&1
-	# (not journalled: a killed receive leaves its bundle dir, made before the
-	# restore, and the empty cgroup and state dir of the restore; a next
-	# restore reuses an empty cgroup)
-	ls -A "$MIG_ROOT_DST" >"$T/left"
-	rm -rf "${MIG_BUNDLES:?}/$id" "${MIG_ROOT_DST:?}/$id"
-	for d in /sys/fs/cgroup/*/"$MIG_CG/$CGPARENT/$id"; do cg_remove "$d"; done
+	[ ! -e "$MIG_BUNDLES/$id" ] || fail "$at: recover left the killed receive's bundle: $(ls -A "$MIG_BUNDLES/$id")"
+	[ ! -e "$MIG_ROOT_DST/$id" ] || fail "$at: recover left the restore's state dir: $(ls -A "$MIG_ROOT_DST/$id")"
+	for d in /sys/fs/cgroup/*/"$MIG_CG/$CGPARENT/$id"; do
+		[ ! -d "$d" ] || fail "$at: recover left the restore's cgroup $d"
+	done
 	assert_back "receive killed before $at"
 	log "receive killed before $at: hold on its cgroup before CRIU, the copy gone ${took} ms after; $(grep -m1 -o 'failed at [^;]*' "$T/m.out"), the source counts on"
 done

@@ -7,7 +7,9 @@
 #     chowned the host's /dev/null while setting up a container);
 #   - mount points, loop devices, cgroup directories;
 #   - frozen cgroups (v1 freezer.state != THAWED, v2 cgroup.freeze = 1);
-#   - tasks in uninterruptible sleep (a writer stuck on a frozen fs).
+#   - tasks in uninterruptible sleep (a writer stuck on a frozen fs);
+#   - cryo's and CRIU's processes (a killed command's CRIU left stopped,
+#     or running on as an orphan), zombies aside.
 set -u
 
 snapshot() {
@@ -35,6 +37,8 @@ snapshot() {
 		{ read -r s <"$f"; } 2>/dev/null || continue
 		[ "$s" = 0 ] || echo "$f $s"
 	done
+	echo "## processes"
+	ps -eo pid=,stat=,comm= | awk '$3 ~ /^(cryo|cryo-fsfreeze|criu)$/ && $2 !~ /^Z/ { print $1, $3, substr($2, 1, 1) }'
 }
 
 dstate() {
@@ -49,8 +53,13 @@ save)
 verify)
 	now=$(mktemp)
 	trap 'rm -f "$now"' EXIT
-	snapshot > "$now"
 	rc=0
+	# (a watchdog or a CRIU helper ending on its own takes a moment: look again for 5 s)
+	for _ in $(seq 10); do
+		snapshot > "$now"
+		diff -q "$2" "$now" >/dev/null && break
+		sleep 0.5
+	done
 	if ! diff -u "$2" "$now" > "$now.diff"; then
 		echo "hostcheck: the host changed during the tests:" >&2
 		cat "$now.diff" >&2
@@ -68,7 +77,7 @@ verify)
 		echo "$d" >&2
 		rc=1
 	fi
-	[ $rc = 0 ] && echo "hostcheck: host devices, mounts, loop devices, cgroups and freezer state unchanged"
+	[ $rc = 0 ] && echo "hostcheck: host devices, mounts, loop devices, cgroups, freezer state and cryo/CRIU processes unchanged"
 	exit $rc
 	;;
 *)
