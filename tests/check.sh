@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-only
 #
 # The test command (README, .ci/run): install dependencies, build with
-# warnings as errors, run every test (unit, host, vm) with ctest, then the
+# warnings as errors, run every test (unit, host, soak slices, vm) with ctest, then the
 # ASan+UBSan build of the unit and host suites, the ThreadSanitizer build
 # of the unit suite, a short fuzzing run, then the static checks.
 set -euo pipefail

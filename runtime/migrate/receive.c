@@ -59,7 +59,6 @@ struct rctx {
 	char *bundle;               /* <bundle_dir>/<id> */
 	bool bundle_made;
 	struct cryo_hold *bundle_hold;  /* journals the bundle until the commit (CRYO_HOLD_BUNDLE) */
-	char bundle_token[33];      /* in its marker file and in the hold's detail */
 	Cryo__Manifest *m;
 	struct cryo_spec *spec;
 	struct cryo_hold *kill_hold;    /* the paused copy dies with us until the commit */
@@ -74,6 +73,7 @@ struct rctx {
 	struct cryo_step_timings timings;  /* our steps (t0: the run's start), restore's nested in */
 	struct cryo_error fail;
 	struct cryo_lazy_dest lz;   /* --lazy: restore with CRIU's lazy pages, pull them (migrate-lazy.h) */
+	char bundle_token[40];      /* the bundle's marker, in it and in its hold's detail (32 hex digits) */
 };
 
 static int64_t rtimeout(const struct rctx *c)
@@ -1171,6 +1171,9 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 	free(c.in_dir);
 	free(c.img_dir);
 	free(c.bundle);
+	/* (a bundle the undo could not remove: its journal entry stays, for `cryo recover`) */
+	if (c.bundle_hold)
+		cryo_hold_free(c.bundle_hold);
 	known_clear(&c);
 	cryo_manifest_free(c.m);
 	cryo_spec_free(c.spec);
