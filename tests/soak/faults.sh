@@ -273,6 +273,12 @@ after_cryo() {
 	local what=$1 img=$2 st=$3
 	rt recover >"$T/rec.out" 2>&1 || fail "$what: recover: $(cat "$T/rec.out")"
 	[ -z "$(ls "$RTROOT/.holds" 2>/dev/null)" ] || fail "$what: journal entries left: $(ls "$RTROOT/.holds")"
+	# killed after its commit (the atomic rename), before it exited: the new
+	# image is the one at the path, and must be whole, as if it had gone through
+	if [ "$st" != 0 ] && ! img_sums "$img" | cmp -s - "$T/prev.sums"; then
+		soak_count "$what.after-commit"
+		st=0
+	fi
 	if [ "$st" = 0 ]; then
 		# it went through: whole, it verifies, and the counter restored from it passes its checks
 		"$CRYO_BIN" inspect "$img" 2>&1 | grep -q '^verified: *yes' || fail "$what: the new image does not verify"
