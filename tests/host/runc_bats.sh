@@ -4,25 +4,34 @@
 # cryo: the files of the lifecycle commands clients drive (create, start,
 # kill, delete, state, ps, exec, pause, list, checkpoint). Every test of
 # them passes or is skipped by the suite itself (a `requires` this host
-# does not meet), bar the exceptions docs/runtime-contract.md lists; and
+# does not meet), bar the exceptions docs/runtime-contract.md lists and
+# the tests runc itself fails here (RUNC_FAILS, below); and
 # the host is as it was after each file (devices, cgroups). The whole
 # suite against cryo, runc and crun is tests/bench/runc-bats.sh.
 #
 # CI prepares the suite with tests/setup-runc-bats.sh (tests/check.sh);
 # without it this test skips. It runs under the caller's host lock
-# (ctest is run under it), so it takes none itself. Under the
-# sanitizers, checkpoint.bats is left out (CRIU's half is the plain
-# run's job; the sanitizers watch cryo's own code, which the other files
-# run too).
+# (ctest is run under it), so it takes none itself.
 . "$(dirname "$0")/../lib/common.sh"
 . "$CRYO_SRC/tests/lib/runc-bats.sh"
 need_root
 rb_ready || skip "runc's suite is not set up in $RB_DIR (run tests/setup-runc-bats.sh)"
 command -v bats >/dev/null || skip "needs bats"
 
-# (checkpoint.bats is not in it yet: its tests do not pass on cryo here,
-# see issue 27; tests/bench/runc-bats.sh runs it)
-FILES=${RB_SLICE:-create.bats start.bats start_detached.bats kill.bats delete.bats state.bats ps.bats exec.bats pause.bats list.bats}
+FILES=${RB_SLICE:-create.bats start.bats start_detached.bats kill.bats delete.bats state.bats ps.bats exec.bats pause.bats list.bats checkpoint.bats}
+# Tests that runc itself fails on this host (tests/bench/runc-bats.sh, its
+# table in issue 27's closing note), each with why; cryo's failure is
+# said in the log, not counted:
+#   - a pre-dump needs soft-dirty page tracking, which the 6.18 host kernel
+#     has not (where `cryo check` says it has, the test must pass);
+#   - `checkpoint --lazy-pages`: runc's times out here (CRIU's lazy dump
+#     wants larger pipes than fs.pipe-max-size gives a root without
+#     CAP_SYS_RESOURCE); cryo refuses the option and says so (its images are
+#     whole and digested: lazy pages are `cryo migrate --lazy`'s,
+#     docs/runtime-contract.md)
+RUNC_FAILS=$'checkpoint.bats\tcheckpoint --lazy-pages and restore'
+"$CRYO_BIN" check 2>/dev/null | grep -q '^memory tracking: soft-dirty yes' ||
+	RUNC_FAILS+=$'\ncheckpoint.bats\tcheckpoint --pre-dump and restore'
 # Known to fail, not yet mended (issue 27), each said in the log: a
 # container without a cgroup namespace sees the cgroup2 hierarchy at
 # /sys/fs/cgroup on a v1 host, not runc's v1 hierarchies (binds of its
@@ -59,6 +68,8 @@ for f in $FILES; do
 				log "$f: \"$name\" fails: an exception of docs/runtime-contract.md"
 			elif grep -qxF "$f"$'\t'"$name" <<<"$KNOWN"; then
 				log "$f: \"$name\" fails: known, not mended yet (issue 27)"
+			elif grep -qxF "$f"$'\t'"$name" <<<"$RUNC_FAILS"; then
+				log "$f: \"$name\" fails, as it fails for runc on this host"
 			else
 				bad+=("$f: \"$name\" failed:$(awk -v n="$name" 'index($0, "not ok ") == 1 && index($0, n) { on = 1; next } /^(not )?ok / { on = 0 } on' "$out/$f" | head -40 | sed 's/^/\n    /')")
 			fi

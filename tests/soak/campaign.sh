@@ -5,6 +5,7 @@
 # script as the ctest soak/<name>):
 #
 #   bash tests/soak/campaign.sh [SECONDS]     # default 3600
+#   bash tests/soak/campaign.sh --summary     # the sums of CRYO_SOAK_OUT so far
 #
 # Until SECONDS passed, batch after batch of: cycles.sh (CRYO_SOAK_CYCLES
 # rounds, default 10), faults.sh (every kind once), concurrency.sh (every
@@ -29,6 +30,7 @@ SRC=$PWD
 : "${CRYO_BIN:=$CRYO_BUILD/cryo}"
 export CRYO_SRC=$SRC CRYO_BUILD CRYO_BIN
 TOTAL=${1:-${CRYO_SOAK_SECONDS:-3600}}
+[ "$TOTAL" = --summary ] && TOTAL=0
 : "${CRYO_SOAK_OUT:=$CRYO_BUILD/soak-figures.jsonl}"
 export CRYO_SOAK_OUT
 LOGS=$CRYO_BUILD/soak-logs
@@ -66,6 +68,8 @@ run() {
 summary() {
 	python3 - "$CRYO_SOAK_OUT" "$failures" "$(($(date +%s) - t0))" <<'PY'
 import json, sys
+# fault kinds, fuzz and concurrency cases as they are; each script's own
+# counts as "<script>:<name>" (faults.sh's "failed" is no kind of fault)
 tot = {}
 for line in open(sys.argv[1]):
     try:
@@ -76,25 +80,31 @@ for line in open(sys.argv[1]):
     d.pop("seed", None)
     for k, v in d.items():
         if isinstance(v, (int, float)):
-            key = k if k.startswith(("faults.", "fuzz.", "cases.")) else f"{t}.{k}"
+            shared = k.startswith(("faults.", "fuzz.", "cases.")) and k.count(".") == 1
+            key = k if shared else f"{t}:{k}"
             tot[key] = tot.get(key, 0) + v
 g = lambda k: tot.get(k, 0)
+mine = lambda name: sum(v for k, v in tot.items() if k.endswith(":" + name))
 faults = {k[7:]: v for k, v in tot.items() if k.startswith("faults.")}
 fuzz_s = g("fuzz.seconds")
 print(f"campaign: {sys.argv[3]} s this run, figures of every run in {sys.argv[1]}:")
-print(f"  cycles rounds {g('cycles.rounds')} (checkpoints {g('cycles.checkpoints')}, restores {g('cycles.restores')}, "
-      f"migrations {g('cycles.migrations')}, freezes {g('cycles.freezes')})")
+print(f"  cycles rounds {g('cycles:rounds')} (checkpoints {g('cycles:checkpoints')}, restores {g('cycles:restores')}, "
+      f"migrations {g('cycles:migrations')}, freezes {g('cycles:freezes')})")
 print(f"  faults injected {sum(faults.values())}: " + ", ".join(f"{k} {v}" for k, v in sorted(faults.items())))
-print(f"  concurrency rounds {g('concurrency.rounds')}: " +
+print(f"  concurrency rounds {g('concurrency:rounds')}: " +
       ", ".join(f"{k[6:]} {v}" for k, v in sorted(tot.items()) if k.startswith("cases.")))
 print(f"  fuzz: {g('fuzz.runs')} connections in {fuzz_s / 3600:.2f} h, refused {g('fuzz.refused')}, "
       f"crashes {g('fuzz.crashes')}, hangs {g('fuzz.hangs')}, leftovers {g('fuzz.leftovers')}, findings {g('fuzz.findings')}")
-failed = sum(v for k, v in tot.items() if k.endswith(".failed"))
-damage = sum(v for k, v in tot.items() if k.endswith(".host_damage"))
-print(f"  runs failed {failed}, host damage {damage}, frozen left {sum(v for k, v in tot.items() if k.endswith('.frozen_left'))}, "
-      f"leaks {sum(v for k, v in tot.items() if k.endswith('.leaks'))}; failures this campaign {sys.argv[2]}")
+print(f"  runs failed {mine('failed')}, host damage {mine('host_damage')}, frozen left {mine('frozen_left')}, "
+      f"leaks {mine('leaks')}; failures this campaign {sys.argv[2]}")
 PY
 }
+
+# --summary: the sums of CRYO_SOAK_OUT, nothing run
+if [ "${1:-}" = --summary ]; then
+	summary
+	exit 0
+fi
 
 while [ $(($(date +%s) - t0)) -lt "$TOTAL" ]; do
 	batch=$((batch + 1))
