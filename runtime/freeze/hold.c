@@ -701,7 +701,17 @@ int cryo_hold_staging_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 		return 0;
 	if (pfd < 0)
 		return cryo_error_set(err, errno, "open `%s`", parent);
-	r = cryo_rm_rf_at(pfd, base);
+	/*
+	 * The holder died, but its CRIU (a child that dies with it, by
+	 * PR_SET_PDEATHSIG) may still write a file or two into the dir for a
+	 * moment: ENOTEMPTY then, and again, for at most 2 s
+	 */
+	for (int i = 0;; i++) {
+		r = cryo_rm_rf_at(pfd, base);
+		if (r != -ENOTEMPTY || i >= 40)
+			break;
+		cryo_sleep_ms(50);
+	}
 	if (r < 0 && r != -ENOENT)
 		return cryo_error_set(err, -r, "remove staging dir `%s`", rec->target);
 	return 0;
