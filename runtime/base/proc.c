@@ -2,6 +2,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,4 +234,90 @@ bool cryo_kernel_has_userfaultfd(void)
 #else
 	return false;
 #endif
+}
+
+/* Has pid (named comm) an open fd or its cwd at path, or below it? */
+static bool proc_holds_path(pid_t pid, const char *path)
+{
+	char dir[64], link[128], target[PATH_MAX];
+	size_t n = strlen(path);
+	struct dirent *de;
+	bool found = false;
+	DIR *d;
+	ssize_t k;
+
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	k = readlink(link, target, sizeof(target) - 1);
+	if (k > 0) {
+		target[k] = '\0';
+		if (strncmp(target, path, n) == 0 && (target[n] == '\0' || target[n] == '/'))
+			return true;
+	}
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	if (!d)
+		return false;
+	while (!found && (de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(link, sizeof(link), "%.63s/%.32s", dir, de->d_name);
+		k = readlink(link, target, sizeof(target) - 1);
+		if (k <= 0)
+			continue;
+		target[k] = '\0';
+		found = strncmp(target, path, n) == 0 && (target[n] == '\0' || target[n] == '/');
+	}
+	closedir(d);
+	return found;
+}
+
+int cryo_proc_kill_holding(const char *comm, const char *path)
+{
+	char file[64], name[32];
+	struct dirent *de;
+	pid_t pids[64];
+	int n = 0, i, t;
+	DIR *d;
+
+	if (!path || path[0] != '/' || !path[1])
+		return -EINVAL;
+	d = opendir("/proc");
+	if (!d)
+		return -errno;
+	while (n < (int)ARRAY_SIZE(pids) && (de = readdir(d))) {
+		uint64_t v;
+		FILE *f;
+
+		if (cryo_parse_u64(de->d_name, INT_MAX, &v) < 0 || (pid_t)v == getpid())
+			continue;
+		snprintf(file, sizeof(file), "/proc/%d/comm", (int)v);
+		f = fopen(file, "re");
+		if (!f)
+			continue;
+		if (!fgets(name, sizeof(name), f))
+			name[0] = '\0';
+		fclose(f);
+		name[strcspn(name, "\n")] = '\0';
+		if (strcmp(name, comm) == 0 && proc_holds_path((pid_t)v, path) && kill((pid_t)v, SIGKILL) == 0)
+			pids[n++] = (pid_t)v;
+	}
+	closedir(d);
+	/* gone, or a zombie, within a second: its files are closed then */
+	for (i = 0; i < n; i++)
+		for (t = 0; t < 100; t++) {
+			char st = 0;
+			FILE *f;
+
+			snprintf(file, sizeof(file), "/proc/%d/stat", (int)pids[i]);
+			f = fopen(file, "re");
+			if (!f)
+				break;
+			if (fscanf(f, "%*d (%*[^)]) %c", &st) != 1)
+				st = 0;
+			fclose(f);
+			if (st == 'Z' || st == 'X')
+				break;
+			cryo_sleep_ms(10);
+		}
+	return n;
 }

@@ -44,4 +44,13 @@ bool cryo_proc_stop_pending(pid_t pid);
 bool cryo_kernel_has_soft_dirty(void);
 bool cryo_kernel_has_userfaultfd(void);
 
+/*
+ * SIGKILL every process named comm that has an fd, or its cwd, at path or
+ * below it, and wait (a second at most) until each is gone. For the CRIU
+ * a killed cryo leaves behind: its helpers (CRIU forks some, such as the
+ * child of its hardware-breakpoint probe, which stops itself) do not get
+ * the parent-death signal cryo gives CRIU. Returns how many were killed.
+ */
+int cryo_proc_kill_holding(const char *comm, const char *path);
+
 #endif

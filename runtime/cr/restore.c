@@ -846,6 +846,9 @@ int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 		return cryo_error_setx(err, EINVAL, "hold `%s` names no container", rec->name);
 	if (asprintf(&state, "%s/%s/state.json", rec->root, id) < 0)
 		return cryo_error_set(err, ENOMEM, "undo");
+	/* a CRIU helper the parent-death signal did not reach (see cryo_proc_kill_holding()) */
+	if (rec->target && cryo_proc_kill_holding("criu", rec->target) > 0)
+		cryo_warn("restore `%s`: killed the CRIU its dead restore left", id);
 	/* a restore that wrote the container's state was done but for its hooks: the container is `delete`'s */
 	if (rec->detail && access(state, F_OK) < 0)
 		r = undo_progress(rec->detail, err);

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 
 #include "hold.h"
+#include "proc.h"
 #include "kmod.h"
 #include "log.h"
 #include "state.h"
@@ -702,10 +703,15 @@ int cryo_hold_staging_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 	if (pfd < 0)
 		return cryo_error_set(err, errno, "open `%s`", parent);
 	/*
-	 * The holder died, but its CRIU (a child that dies with it, by
-	 * PR_SET_PDEATHSIG) may still write a file or two into the dir for a
-	 * moment: ENOTEMPTY then, and again, for at most 2 s
+	 * The holder died. A CRIU process it left, one that the parent-death
+	 * signal does not reach (a helper CRIU forked), goes first: it has the
+	 * dir open. The CRIU that does get that signal may still write a file
+	 * or two into the dir for a moment: ENOTEMPTY then, and again, for at
+	 * most 2 s
 	 */
+	if (cryo_proc_kill_holding("criu", rec->target) > 0)
+		cryo_warn("staging dir `%s`: killed the CRIU its dead holder (pid %d) left", rec->target,
+			  (int)rec->holder_pid);
 	for (int i = 0;; i++) {
 		r = cryo_rm_rf_at(pfd, base);
 		if (r != -ENOTEMPTY || i >= 40)

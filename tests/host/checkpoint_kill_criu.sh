@@ -38,10 +38,18 @@ wait_count_above() {
 		[ -n "$c" ] && [ "$c" -gt "$1" ] 2>/dev/null && return 0
 		sleep 0.05
 	done
-	fail "$2: the counter is stuck at $(status) (freezer $(fz_state))"
+	fail "$2: the counter is stuck at $(status) (freezer $(fz_state); its tasks: $(tasks_states))"
 }
 CG=$(rt_freezer_cgroup "$id") || exit 1
 fz_state() { "$CRYO_BIN" freezer-state --cgroup "$CG"; }
+# pid:state (and its tracer, if any) of each task of the container
+tasks_states() {
+	local p
+	for p in $(cat "$CG/cgroup.procs" "$CG/tasks" 2>/dev/null | sort -u); do
+		printf '%s:%s%s ' "$p" "$(task_state "$p")" "$(awk '/^TracerPid:/ && $2 != 0 { print ",traced by " $2 }' "/proc/$p/status" 2>/dev/null)"
+	done
+	pgrep -ax criu | sed 's/^/; criu /' | tr '\n' ' '
+}
 wait_count_above 20 "start"
 
 inflight=0 runs=""
@@ -68,6 +76,13 @@ for delay in 0.03 0.06 0.09 0.12 0.15 0.18 0.21; do
 	out=$(rt recover 2>&1) || fail "killed at ${delay}s: recover: $out"
 	left=$(ls "$RTROOT/.holds/" 2>/dev/null)
 	[ -z "$left" ] || fail "killed at ${delay}s: journal entries left after recover: $left"
+	# no CRIU of it at all, the helpers CRIU forks included (the child of its
+	# hardware-breakpoint probe, stopped, was once left to pid 1)
+	for p in $(pgrep -x criu); do
+		case $(readlink "/proc/$p/cwd") in "$T"/*)
+			fail "killed at ${delay}s: a CRIU ($p, $(task_state "$p")) lives on after recover: $(tr '\0' ' ' <"/proc/$p/cmdline")" ;;
+		esac
+	done
 	if [ -n "$swrk" ]; then runs="$runs ${delay}s:criu"; else runs="$runs ${delay}s:done"; fi
 done
 # the kills must have hit CRIU at work, or this proved nothing
