@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/syscall.h>
@@ -23,6 +22,7 @@
 #include "manifest.h"
 #include "migrate.h"
 #include "migrate-lazy.h"
+#include "receive-bundle.h"
 #include "restore.h"
 #include "sign.h"
 #include "spec.h"
@@ -73,7 +73,7 @@ struct rctx {
 	struct cryo_step_timings timings;  /* our steps (t0: the run's start), restore's nested in */
 	struct cryo_error fail;
 	struct cryo_lazy_dest lz;   /* --lazy: restore with CRIU's lazy pages, pull them (migrate-lazy.h) */
-	char bundle_token[40];      /* the bundle's marker, in it and in its hold's detail (32 hex digits) */
+	char bundle_token[CRYO_BUNDLE_TOKEN_SIZE];  /* the bundle's marker, in it and in its hold's detail */
 };
 
 static int64_t rtimeout(const struct rctx *c)
@@ -708,84 +708,6 @@ static int rstep_verify(void *ctx, struct cryo_error *err)
 	return 0;
 }
 
-/* in the bundle receive makes, until the commit: the journal's proof that the dir is ours */
-#define BUNDLE_MARKER ".cryo-receive"
-
-int cryo_receive_bundle_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
-{
-	_cleanup_free_ char *parent = NULL;
-	_cleanup_close_ int pfd = -1, bfd = -1;
-	struct json_object *d = NULL, *t;
-	char mark[64] = "";
-	const char *base, *want = NULL;
-	ssize_t n;
-	int r;
-
-	base = strrchr(rec->target, '/');
-	if (!base || base == rec->target || cryo_validate_id(base + 1, NULL) < 0)
-		return cryo_error_setx(err, EINVAL, "`%s` is not a received bundle", rec->target);
-	parent = strndup(rec->target, (size_t)(base - rec->target));
-	if (!parent)
-		return cryo_error_set(err, ENOMEM, "received bundle");
-	base++;
-	pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (pfd < 0 && errno == ENOENT)
-		return 0;
-	if (pfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", parent);
-	bfd = openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (bfd < 0 && errno == ENOENT)
-		return 0;
-	if (bfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", rec->target);
-	/* made, and killed before the marker: an empty dir */
-	if (unlinkat(pfd, base, AT_REMOVEDIR) == 0)
-		return 0;
-	if (rec->detail) {
-		d = json_tokener_parse(rec->detail);
-		if (d && json_object_object_get_ex(d, "marker", &t) && json_object_is_type(t, json_type_string))
-			want = json_object_get_string(t);
-	}
-	r = openat(bfd, BUNDLE_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (r >= 0) {
-		n = read(r, mark, sizeof(mark) - 1);
-		close(r);
-		mark[n > 0 ? n : 0] = '\0';
-	}
-	if (!want || !*want || strcmp(mark, want) != 0) {
-		json_object_put(d);
-		return cryo_error_setx(err, EEXIST, "`%s` does not carry the marker of the receive that made it: left as it is",
-				       rec->target);
-	}
-	json_object_put(d);
-	r = cryo_rm_rf_at(pfd, base);
-	if (r < 0)
-		return cryo_error_set(err, -r, "remove `%s`", rec->target);
-	return 0;
-}
-
-/* Journal the bundle c->bundle, with a fresh marker, before it is made */
-static int journal_bundle(struct rctx *c, struct cryo_error *err)
-{
-	unsigned char rnd[16];
-	char detail[64], name[160];
-	size_t i;
-	int r;
-
-	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
-		return cryo_error_set(err, errno, "receive: random marker");
-	for (i = 0; i < sizeof(rnd); i++)
-		snprintf(c->bundle_token + 2 * i, 3, "%02x", rnd[i]);
-	snprintf(name, sizeof(name), "%s@bundle", c->id);
-	r = cryo_hold_acquire(c->o->root, name, CRYO_HOLD_BUNDLE, c->bundle, "bundle", 0,
-			      CRYO_HOLD_UNDO_ON_EXIT | CRYO_HOLD_NO_WATCHDOG, cryo_receive_bundle_undo, &c->bundle_hold,
-			      err);
-	if (r < 0)
-		return r;
-	snprintf(detail, sizeof(detail), "{\"marker\":\"%s\"}", c->bundle_token);
-	return cryo_hold_set_detail(c->bundle_hold, detail, err);
-}
-
 /* The bundle this host restores from: its own dir, config.json, an empty rootfs. */
 static int rstep_bundle(void *ctx, struct cryo_error *err)
 {
@@ -804,7 +726,7 @@ static int rstep_bundle(void *ctx, struct cryo_error *err)
 	if (bdfd < 0)
 		return cryo_error_set(err, errno, "open `%s`", c->o->bundle_dir);
 	/* journalled first: killed from here on, `cryo recover` removes it */
-	r = journal_bundle(c, err);
+	r = cryo_receive_bundle_journal(c->o->root, c->id, c->bundle, c->bundle_token, &c->bundle_hold, err);
 	if (r < 0)
 		return r;
 	if (mkdirat(bdfd, c->id, 0700) < 0) {
@@ -816,9 +738,9 @@ static int rstep_bundle(void *ctx, struct cryo_error *err)
 	bfd = openat(bdfd, c->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (bfd < 0)
 		return cryo_error_set(err, errno, "open `%s`", c->bundle);
-	r = cryo_write_new_file_unsynced_at(bfd, BUNDLE_MARKER, c->bundle_token, strlen(c->bundle_token), 0600);
+	r = cryo_write_new_file_unsynced_at(bfd, CRYO_BUNDLE_MARKER, c->bundle_token, strlen(c->bundle_token), 0600);
 	if (r < 0)
-		return cryo_error_set(err, -r, "write `%s/%s`", c->bundle, BUNDLE_MARKER);
+		return cryo_error_set(err, -r, "write `%s/%s`", c->bundle, CRYO_BUNDLE_MARKER);
 	/* not synced, as the rootfs it comes with is not: the restored container lives and dies with this boot */
 	r = cryo_write_new_file_unsynced_at(bfd, "config.json", c->m->config_json, strlen(c->m->config_json), 0600);
 	if (r < 0)
@@ -842,19 +764,6 @@ static void rundo_bundle(void *ctx)
 	else
 		cryo_migrate_release_dir(&c->bundle_hold, c->id);
 	c->bundle_made = false;
-}
-
-/* Committed: the bundle is the container's now, its marker and journal entry go */
-static void keep_bundle(struct rctx *c)
-{
-	_cleanup_close_ int bfd = -1;
-
-	if (!c->bundle_hold)
-		return;
-	bfd = open(c->bundle, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (bfd >= 0)
-		(void)unlinkat(bfd, BUNDLE_MARKER, 0);
-	cryo_migrate_release_dir(&c->bundle_hold, c->id);
 }
 
 static int freeze_restored(struct rctx *c, bool freeze, struct cryo_error *err)
@@ -1072,7 +981,7 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	/* ours now: whatever happens next, it stays here */
 	c->committed = true;
 	release_restored_hold(c);
-	keep_bundle(c);
+	cryo_receive_bundle_keep(c->bundle, c->id, &c->bundle_hold);
 	if (!c->was_paused) {
 		r = freeze_restored(c, false, err);
 		if (r < 0) {
