@@ -236,6 +236,13 @@ bool cryo_kernel_has_userfaultfd(void)
 #endif
 }
 
+/* target (a /proc link) is path, below it, or path removed ("path (deleted)") */
+static bool link_is_under(const char *target, const char *path, size_t n)
+{
+	return strncmp(target, path, n) == 0 &&
+	       (target[n] == '\0' || target[n] == '/' || strcmp(target + n, " (deleted)") == 0);
+}
+
 /* Has pid (named comm) an open fd or its cwd at path, or below it? */
 static bool proc_holds_path(pid_t pid, const char *path)
 {
@@ -250,7 +257,7 @@ static bool proc_holds_path(pid_t pid, const char *path)
 	k = readlink(link, target, sizeof(target) - 1);
 	if (k > 0) {
 		target[k] = '\0';
-		if (strncmp(target, path, n) == 0 && (target[n] == '\0' || target[n] == '/'))
+		if (link_is_under(target, path, n))
 			return true;
 	}
 	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
@@ -265,13 +272,13 @@ static bool proc_holds_path(pid_t pid, const char *path)
 		if (k <= 0)
 			continue;
 		target[k] = '\0';
-		found = strncmp(target, path, n) == 0 && (target[n] == '\0' || target[n] == '/');
+		found = link_is_under(target, path, n);
 	}
 	closedir(d);
 	return found;
 }
 
-int cryo_proc_kill_holding(const char *comm, const char *path)
+static int kill_holding_once(const char *comm, const char *path)
 {
 	char file[64], name[32];
 	struct dirent *de;
@@ -320,4 +327,24 @@ int cryo_proc_kill_holding(const char *comm, const char *path)
 			cryo_sleep_ms(10);
 		}
 	return n;
+}
+
+/*
+ * Again until a round finds none: a CRIU killed in one round may have
+ * been forking, and its child shows up in the next (a process can't fork
+ * once it is gone: the wait above makes sure of that).
+ */
+int cryo_proc_kill_holding(const char *comm, const char *path)
+{
+	int n, total = 0, round;
+
+	for (round = 0; round < 5; round++) {
+		n = kill_holding_once(comm, path);
+		if (n < 0)
+			return total ? total : n;
+		total += n;
+		if (n == 0)
+			break;
+	}
+	return total;
 }

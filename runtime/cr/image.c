@@ -12,11 +12,32 @@
 #include <unistd.h>
 
 #include "image.h"
+#include "proc.h"
 #include "log.h"
 #include "util.h"
 
 #define STAGING_TAG ".staging-"
 #define RM_MAX_DEPTH 32
+
+/* SIGKILL any CRIU process that has parent_fd/name open */
+static void kill_criu_in(int parent_fd, const char *name)
+{
+	char link[64], dir[PATH_MAX];
+	_cleanup_free_ char *path = NULL;
+	ssize_t n;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", parent_fd);
+	n = readlink(link, dir, sizeof(dir) - 1);
+	if (n <= 0)
+		return;
+	dir[n] = '\0';
+	if (asprintf(&path, "%s/%s", dir, name) < 0) {
+		path = NULL;
+		return;
+	}
+	if (cryo_proc_kill_holding("criu", path) > 0)
+		cryo_warn("killed the CRIU a dead cryo left in `%s`", path);
+}
 
 /* Remove `.<name>.staging-<pid>` dirs whose cryo is gone. */
 static void remove_stale_staging(int parent_fd, const char *final_name)
@@ -45,6 +66,8 @@ static void remove_stale_staging(int parent_fd, const char *final_name)
 			continue;
 		cryo_debug("removing stale checkpoint staging dir `%s` of dead pid %llu", de->d_name,
 			   (unsigned long long)pid);
+		/* a CRIU its cryo left (cryo_proc_kill_holding()) goes first */
+		kill_criu_in(parent_fd, de->d_name);
 		if (cryo_rm_rf_at(parent_fd, de->d_name) < 0)
 			cryo_warn("could not remove stale staging dir `%s`", de->d_name);
 	}
