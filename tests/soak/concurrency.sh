@@ -25,7 +25,12 @@ N_MANY=${CRYO_SOAK_MANY:-20}
 mig_hosts_setup
 mig_tls_certs "$T/pki"
 mig_dst_parent_cgroups
-cryo_bg() { "$CRYO_BIN" --root "$RTROOT" "$@" </dev/null >"$T/bg.$BASHPID.out" 2>&1; }
+# cryo in the background: cryo_bg OUT ARGS... (its output in OUT, made before it starts)
+cryo_bg() {
+	local out=$1
+	shift
+	"$CRYO_BIN" --root "$RTROOT" "$@" </dev/null >"$out" 2>&1
+}
 
 # a counter container on a directory rootfs: id $1 (status file in $T/$1/rootfs-dir/status)
 start() {
@@ -53,21 +58,23 @@ wl_wait_above "$(st_of "$x")" 20
 c_two_checkpoints() {
 	local p1 p2 r1=0 r2=0 ok=0
 	rm -rf "$T/i1" "$T/i2"
-	cryo_bg checkpoint --leave-running --image-path "$T/i1" "$x" & p1=$!
-	cryo_bg checkpoint --leave-running --image-path "$T/i2" "$x" & p2=$!
+	: >"$T/bg.1.out"
+	: >"$T/bg.2.out"
+	cryo_bg "$T/bg.1.out" checkpoint --leave-running --image-path "$T/i1" "$x" & p1=$!
+	cryo_bg "$T/bg.2.out" checkpoint --leave-running --image-path "$T/i2" "$x" & p2=$!
 	wait $p1 || r1=$?
 	wait $p2 || r2=$?
-	for r in "1 $r1 $p1" "2 $r2 $p2"; do
+	for r in "1 $r1" "2 $r2"; do
 		set -- $r
 		if [ "$2" = 0 ]; then
 			ok=$((ok + 1))
 		else
-			clear_error "$T/bg.$3.out" "$BUSY" "two-checkpoints"
+			clear_error "$T/bg.$1.out" "$BUSY" "two-checkpoints"
 			[ ! -e "$T/i$1" ] || fail "two-checkpoints: the one that failed left $T/i$1"
 			soak_count two-checkpoints.refused
 		fi
 	done
-	[ $ok -ge 1 ] || fail "two-checkpoints: neither went through: $(cat "$T/bg.$p1.out" "$T/bg.$p2.out")"
+	[ $ok -ge 1 ] || fail "two-checkpoints: neither went through: $(cat "$T/bg.1.out" "$T/bg.2.out")"
 	runs "$x" two-checkpoints
 	[ $r1 = 0 ] && restores "$x" "$T/i1" two-checkpoints
 	[ $r2 = 0 ] && restores "$x" "$T/i2" two-checkpoints
@@ -77,13 +84,15 @@ c_two_checkpoints() {
 c_ck_delete() {
 	local p1 p2 r1=0 r2=0
 	rm -rf "$T/i1"
-	cryo_bg checkpoint --image-path "$T/i1" "$x" & p1=$!
+	: >"$T/bg.ck.out"
+	: >"$T/bg.del.out"
+	cryo_bg "$T/bg.ck.out" checkpoint --image-path "$T/i1" "$x" & p1=$!
 	sleep "0.0$((RANDOM % 10))"
-	cryo_bg delete --force "$x" & p2=$!
+	cryo_bg "$T/bg.del.out" delete --force "$x" & p2=$!
 	wait $p1 || r1=$?
 	wait $p2 || r2=$?
-	[ $r1 = 0 ] || { clear_error "$T/bg.$p1.out" "$BUSY|killed|deleted|died|gone|exited" ck-delete; [ ! -e "$T/i1" ] || fail "ck-delete: a failed checkpoint left $T/i1"; }
-	[ $r2 = 0 ] || clear_error "$T/bg.$p2.out" "$BUSY" ck-delete
+	[ $r1 = 0 ] || { clear_error "$T/bg.ck.out" "$BUSY|killed|deleted|died|gone|exited" "ck-delete (checkpoint exited $r1)"; [ ! -e "$T/i1" ] || fail "ck-delete: a failed checkpoint left $T/i1"; }
+	[ $r2 = 0 ] || clear_error "$T/bg.del.out" "$BUSY" "ck-delete (delete exited $r2)"
 	soak_count "ck-delete.checkpoint-$([ $r1 = 0 ] && echo won || echo lost)"
 	# nothing frozen, nothing of it left running
 	[ -z "$(cat "/sys/fs/cgroup/unified/$CGPARENT/$x/cgroup.procs" 2>/dev/null)" ] || [ $r2 != 0 ] ||
@@ -127,13 +136,14 @@ c_freeze_migrate() {
 c_recover_ck() {
 	local p1 r1=0 n=0
 	rm -rf "$T/i1"
-	cryo_bg checkpoint --leave-running --image-path "$T/i1" "$x" & p1=$!
+	: >"$T/bg.rc.out"
+	cryo_bg "$T/bg.rc.out" checkpoint --leave-running --image-path "$T/i1" "$x" & p1=$!
 	while kill -0 $p1 2>/dev/null; do
 		rt recover >"$T/rec.out" 2>&1 || fail "recover-ck: recover: $(cat "$T/rec.out")"
 		n=$((n + 1))
 	done
 	wait $p1 || r1=$?
-	[ $r1 = 0 ] || fail "recover-ck: the checkpoint failed beside recover: $(cat "$T/bg.$p1.out")"
+	[ $r1 = 0 ] || fail "recover-ck: the checkpoint failed beside recover: $(cat "$T/bg.rc.out")"
 	soak_count recover-ck.recovers $n
 	runs "$x" recover-ck
 	restores "$x" "$T/i1" recover-ck
@@ -148,14 +158,15 @@ c_twenty() {
 	fi
 	for i in $(seq "$N_MANY"); do
 		rm -rf "$T/m$i"
-		cryo_bg checkpoint --leave-running --image-path "$T/m$i" "$x-$i" & pids+=($!)
+		: >"$T/bg.m$i.out"
+		cryo_bg "$T/bg.m$i.out" checkpoint --leave-running --image-path "$T/m$i" "$x-$i" & pids+=($!)
 	done
 	for i in $(seq "$N_MANY"); do
 		r=0
 		wait "${pids[$((i - 1))]}" || r=$?
 		if [ $r != 0 ]; then
 			fails=$((fails + 1))
-			clear_error "$T/bg.${pids[$((i - 1))]}.out" "$BUSY|resource|Resource|timed out" twenty
+			clear_error "$T/bg.m$i.out" "$BUSY|resource|Resource|timed out" "twenty (checkpoint $i exited $r)"
 			[ ! -e "$T/m$i" ] || fail "twenty: a failed checkpoint left $T/m$i"
 		else
 			"$CRYO_BIN" inspect "$T/m$i" 2>&1 | grep -q '^verified: *yes' || fail "twenty: $T/m$i does not verify"
