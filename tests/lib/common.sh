@@ -130,6 +130,8 @@ cryo() { "$CRYO_BIN" "$@"; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
+# the kernel tracks dirty pages (soft-dirty), as CRIU's pre-dump needs: `cryo check` says
+has_soft_dirty() { "$CRYO_BIN" check 2>/dev/null | grep -q '^memory tracking: soft-dirty yes'; }
 
 wait_paused() {
 	for _ in $(seq 400); do

@@ -64,7 +64,7 @@ counts_on() { soak_counts_on "$2" "$1"; }
 
 # CRIU's pre-dump needs the kernel's soft-dirty page tracking (the 6.18 host has none)
 PREDUMP=false
-"$CRYO_BIN" check 2>/dev/null | grep -q '^memory tracking: soft-dirty yes' && PREDUMP=true
+has_soft_dirty && PREDUMP=true
 $PREDUMP || log "no soft-dirty page tracking on this kernel (cryo check): rounds without pre-dump"
 
 a=sk-a-$$

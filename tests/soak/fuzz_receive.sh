@@ -58,7 +58,7 @@ record() {  # NAME MIGRATE-OPTS...: a session recorded into $T/rec/NAME.stream
 export REC
 record signed --sign-key "$T/sign.key"
 # (pre-copy where the kernel tracks dirty pages: the 6.18 host has no soft-dirty)
-if "$CRYO_BIN" check 2>/dev/null | grep -q '^memory tracking: soft-dirty yes'; then
+if has_soft_dirty; then
 	record precopy --sign-key "$T/sign.key" --pre-copy 2
 else
 	log "no soft-dirty page tracking on this kernel (cryo check): no pre-copy session recorded"
