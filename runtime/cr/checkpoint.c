@@ -365,6 +365,21 @@ static int copy_log_into_image(struct ctx *c, const char *name)
 	return cryo_write_new_file_unsynced_at(c->img->dirfd, name, buf, len, 0600);
 }
 
+/*
+ * CRIU started (it has no request yet): our holds name it their helper,
+ * so that, should we die, they live on until its dump ends (criu-env.h).
+ */
+static int criu_started(void *userdata, pid_t pid, struct cryo_error *err)
+{
+	struct ctx *c = userdata;
+	int r;
+
+	r = cryo_hold_set_helper(c->hold, pid, err);
+	if (r == 0)
+		r = cryo_hold_set_helper(c->staging_hold, pid, err);
+	return r < 0 ? cryo_error_prefix(err, "criu") : 0;
+}
+
 static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 {
 	const struct cryo_checkpoint_opts *o = c->o;
@@ -397,6 +412,18 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	co.config_file = cryo_spec_annotation(c->spec, "org.criu.config");
 	co.external_netns = c->spec->namespaces[CRYO_NS_NET].enabled ? c->spec->namespaces[CRYO_NS_NET].path : NULL;
 	co.ret_network_lock_skipped = &c->net_lock_skipped;
+	/*
+	 * A CRIU that leaves the tasks running outlives us should we die:
+	 * killed, it could kill the task it worked in. Not under the kernel
+	 * module, which thaws at our death, before CRIU's end would freeze
+	 * again; nor when it ends the tasks, which it would do alone.
+	 */
+	co.outlive = co.leave_running && !cryo_hold_is_kmod(c->hold);
+	if (co.outlive) {
+		co.keep_fd = &c->lock_fd;
+		co.on_start = criu_started;
+		co.on_start_userdata = c;
+	}
 	co.post_dump = pre_dump ? NULL : o->post_dump;
 	co.post_dump_userdata = o->post_dump_data;
 	co.ret_post_dump_ran = &post_dump_ran;

@@ -182,6 +182,22 @@ struct cryo_criu_opts {
 	int (*post_dump)(void *userdata);
 	void *post_dump_userdata;
 	bool *ret_post_dump_ran;
+	/*
+	 * dump (libcriu): CRIU may outlive cryo. Killed while it works inside
+	 * a task (its parasite, a syscall it makes the task run), CRIU leaves
+	 * that task to die of the trap that was to hand it back; let go, it
+	 * ends its dump, lets the tasks go as they were and exits. So it is
+	 * not killed with cryo (no PR_SET_PDEATHSIG) and runs in a process
+	 * group of its own, keeping *keep_fd (the container's lock: the next
+	 * command on the container waits for it). on_start is called with its
+	 * pid before it gets the request (it exits without touching the
+	 * tasks if cryo dies first); nonzero kills it and fails the dump.
+	 * Without outlive, CRIU dies with cryo.
+	 */
+	bool outlive;
+	const int *keep_fd;
+	int (*on_start)(void *userdata, pid_t pid, struct cryo_error *err);
+	void *on_start_userdata;
 };
 
 struct cryo_criu_version {

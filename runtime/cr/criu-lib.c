@@ -331,18 +331,25 @@ static int notify_cb(char *action, criu_notify_arg_t na)
 }
 
 /*
- * A dump's `criu swrk`, started here rather than by libcriu, so that it
- * dies with the thread that started it (PR_SET_PDEATHSIG). CRIU holds
- * the container's tasks while it dumps and, when it ends, puts the
- * cgroup's freezer back as it found it: frozen. One that outlived a
- * killed cryo would freeze the container again after the hold's watchdog
- * thawed it, and nobody would thaw it then (host/checkpoint_kill_criu:
- * cryo alone SIGKILLed mid-dump). Killed mid-dump, CRIU lets go of the
- * tasks as they were. Its environment is ours plus CRIU_CONFIG_FILE when
+ * A dump's `criu swrk`, started here rather than by libcriu, to choose
+ * how it ends should cryo die. CRIU holds the container's tasks while it
+ * dumps and, when it ends, puts the cgroup's freezer back as it found
+ * it: frozen. One that outlived a killed cryo once froze the container
+ * again after the hold's watchdog thawed it, for good. Killing it with
+ * cryo (PR_SET_PDEATHSIG) mended that but could kill a task of the
+ * container: CRIU killed while its code runs in a task leaves the task
+ * to a trap nobody catches (host/checkpoint_kill_criu: the counter's
+ * sender died, its pipe at EOF). So with o->outlive CRIU lives on: the
+ * holds name it their helper (on_start), their watchdog thaws once it is
+ * gone, or kills it at the deadline; it keeps the container's lock, and
+ * is out of cryo's process group. Without, it dies with cryo (a dump
+ * that ends the tasks: finished alone, it would end them with the image
+ * left uncommitted). Its environment is ours plus CRIU_CONFIG_FILE when
  * config_file is set, given to exec: no setenv while other threads
  * (image hashing, migrate's sender) may read the environment.
  */
-static int swrk_start(criu_opts *co, const char *config_file, pid_t *ret_pid, struct cryo_error *err)
+static int swrk_start(criu_opts *co, const struct cryo_criu_opts *o, const char *config_file, pid_t *ret_pid,
+		      struct cryo_error *err)
 {
 	const char *bin = getenv("CRYO_CRIU");
 	_cleanup_free_ char **envp = NULL;
@@ -383,7 +390,9 @@ static int swrk_start(criu_opts *co, const char *config_file, pid_t *ret_pid, st
 	if (pid == 0) {
 		sigset_t mask;
 
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+		if (!o->outlive && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
+			_exit(127);
+		if (o->outlive && (setpgid(0, 0) < 0 || (o->keep_fd && fcntl(*o->keep_fd, F_SETFD, 0) < 0)))
 			_exit(127);
 		/* CRIU wants SIGCHLD (libcriu does the same) */
 		sigemptyset(&mask);
@@ -395,9 +404,22 @@ static int swrk_start(criu_opts *co, const char *config_file, pid_t *ret_pid, st
 		_exit(127);
 	}
 	close(sk[1]);
+	*ret_pid = pid;
+	if (o->on_start) {
+		int r = o->on_start(o->on_start_userdata, pid, err);
+
+		if (r < 0) {
+			/* it has no request yet: it has not touched the tasks */
+			close(sk[0]);
+			kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			*ret_pid = 0;
+			return r;
+		}
+	}
 	/* libcriu sends the request on it and closes it when the answer came */
 	criu_local_set_service_fd(co, sk[0]);
-	*ret_pid = pid;
 	return 0;
 }
 
@@ -485,7 +507,7 @@ int cryo_criu_lib_dump(const struct cryo_criu_opts *o, struct cryo_error *err)
 	r = o->config_file ? set_config_file(co, o->config_file, name) : 0;
 	if (r < 0)
 		return cryo_error_set(err, -r, "criu %s: config file `%s` (org.criu.config)", what, o->config_file);
-	r = swrk_start(co, skip_conf, &swrk, err);
+	r = swrk_start(co, o, skip_conf, &swrk, err);
 	if (r < 0) {
 		unset_config_file(co);
 		return cryo_error_prefix(err, "criu %s", what);

@@ -205,6 +205,10 @@ static int rec_to_json(const struct cryo_hold_rec *rec, char **ret)
 	json_object_object_add(o, "deadlineMonotonicMs", json_object_new_int64(rec->deadline_ms));
 	if (rec->exit_delay_ms > 0)
 		json_object_object_add(o, "exitDelayMs", json_object_new_int64(rec->exit_delay_ms));
+	if (rec->helper_pid > 0) {
+		json_object_object_add(o, "helperPid", json_object_new_int(rec->helper_pid));
+		json_object_object_add(o, "helperStartTime", json_object_new_uint64(rec->helper_start));
+	}
 	json_object_object_add(o, "bootId", json_object_new_string(rec->boot_id));
 	json_object_object_add(o, "nonce", json_object_new_string(rec->nonce));
 	if (rec->detail) {
@@ -293,6 +297,13 @@ int cryo_hold_load_at(int dfd, const char *name, struct cryo_hold_rec **ret, str
 		r = get_int(o, "deadlineMonotonicMs", &rec->deadline_ms);
 	if (r == 0 && json_object_object_get_ex(o, "exitDelayMs", &v))
 		r = get_int(o, "exitDelayMs", &rec->exit_delay_ms);
+	if (r == 0 && json_object_object_get_ex(o, "helperPid", &v) && (r = get_int(o, "helperPid", &i64)) == 0) {
+		if (i64 <= 0 || i64 > INT_MAX)
+			r = -EINVAL;
+		rec->helper_pid = (pid_t)i64;
+		if (r == 0 && (r = get_int(o, "helperStartTime", &i64)) == 0)
+			rec->helper_start = (uint64_t)i64;
+	}
 	if (r == 0 && json_object_object_get_ex(o, "undoOnExit", &v) && json_object_get_boolean(v))
 		rec->flags |= CRYO_HOLD_UNDO_ON_EXIT;
 	if (r == 0 && json_object_object_get_ex(o, "kmod", &v) && json_object_get_boolean(v))

@@ -106,6 +106,14 @@ struct cryo_hold_rec {
 	uint64_t watchdog_start;
 	int64_t deadline_ms;     /* CLOCK_MONOTONIC; 0 = none */
 	int64_t exit_delay_ms;   /* UNDO_ON_EXIT: the undo waits this long after the holder died (0 = at once) */
+	/*
+	 * UNDO_ON_EXIT: a process the holder started that acts on the target
+	 * and may outlive it (a dump's CRIU, which must not be killed while it
+	 * holds the tasks): the hold lives on while it does, up to the
+	 * deadline. 0 = none.
+	 */
+	pid_t helper_pid;
+	uint64_t helper_start;
 	char *boot_id;           /* the journal of another boot is stale */
 	char *nonce;             /* identifies this hold across release/undo races */
 	char *detail;            /* the kind's own JSON object (text), or NULL; stored as is */

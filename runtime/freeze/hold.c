@@ -87,6 +87,45 @@ static bool same_boot(const struct cryo_hold_rec *rec)
 	return same;
 }
 
+/* The helper of rec (a dump's CRIU) is still the process that was journaled, and not a zombie. */
+static bool helper_alive(const struct cryo_hold_rec *rec)
+{
+	return rec->helper_pid > 0 && pid_matches(rec->helper_pid, rec->helper_start);
+}
+
+/*
+ * A hold whose helper outlived it is undone now (its deadline passed):
+ * the helper goes first, or it would act on the target after the undo
+ * (CRIU puts the cgroup's freezer back as it found it, frozen, when its
+ * dump ends). Waits up to 2 s for it to be gone.
+ */
+static void stop_helper(const struct cryo_hold_rec *rec)
+{
+	struct pollfd p = { .events = POLLIN };
+	uint64_t start = 0;
+
+	if (rec->helper_pid <= 0)
+		return;
+	p.fd = pidfd_open_(rec->helper_pid);
+	if (p.fd < 0)
+		return;
+	/* (the pidfd names the journaled process only if its start time still matches) */
+	if (cryo_pid_start_time(rec->helper_pid, &start) == 0 && start == rec->helper_start &&
+	    !pid_is_zombie(rec->helper_pid)) {
+		/* a helper that leads its own group (CRIU) goes with its children: one may be stopped, traced by it */
+		bool group = getpgid(rec->helper_pid) == rec->helper_pid;
+
+		cryo_warn("hold `%s`: its deadline passed while pid %d still works on it: killing it", rec->name,
+			  rec->helper_pid);
+		if (pidfd_signal(p.fd, SIGKILL) == 0) {
+			if (group)
+				(void)kill(-rec->helper_pid, SIGKILL);
+			(void)poll(&p, 1, 2000);
+		}
+	}
+	close(p.fd);
+}
+
 bool cryo_hold_is_live(const struct cryo_hold_rec *rec)
 {
 	if ((rec->flags & CRYO_HOLD_ENDED) || !same_boot(rec))
@@ -97,7 +136,9 @@ bool cryo_hold_is_live(const struct cryo_hold_rec *rec)
 	if (!(rec->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_NO_WATCHDOG)) &&
 	    !pid_matches(rec->watchdog_pid, rec->watchdog_start))
 		return false;
-	if ((rec->flags & CRYO_HOLD_UNDO_ON_EXIT) && !pid_matches(rec->holder_pid, rec->holder_start))
+	/* its helper (a dump's CRIU) holds it on after the holder died */
+	if ((rec->flags & CRYO_HOLD_UNDO_ON_EXIT) && !pid_matches(rec->holder_pid, rec->holder_start) &&
+	    !helper_alive(rec))
 		return false;
 	if (rec->deadline_ms > 0 && cryo_now_ms() >= rec->deadline_ms)
 		return false;
@@ -116,15 +157,54 @@ struct watchdog_args {
 	int dfd;
 };
 
+/* Our entry as the journal has it now (its exit delay, its helper), or NULL if it is gone or another's. */
+static struct cryo_hold_rec *load_own(const struct watchdog_args *a)
+{
+	struct cryo_hold_rec *cur = NULL;
+
+	if (cryo_hold_load_at(a->dfd, a->rec->name, &cur, NULL) < 0 || !cur)
+		return NULL;
+	if (strcmp(cur->nonce, a->rec->nonce) != 0) {
+		cryo_hold_rec_free(cur);
+		return NULL;
+	}
+	return cur;
+}
+
+/*
+ * The holder died and its entry names a helper that lives on: a pidfd
+ * to wait on, or -1 (none, or gone already).
+ */
+static int helper_pidfd(const struct watchdog_args *a)
+{
+	struct cryo_hold_rec *cur = load_own(a);
+	uint64_t start = 0;
+	int fd = -1;
+
+	if (cur && cur->helper_pid > 0) {
+		fd = pidfd_open_(cur->helper_pid);
+		if (fd >= 0 && (cryo_pid_start_time(cur->helper_pid, &start) < 0 || start != cur->helper_start ||
+				pid_is_zombie(cur->helper_pid))) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	cryo_hold_rec_free(cur);
+	return fd;
+}
+
 /* Fire: undo under the lock, unless the hold was released meanwhile. */
 static void watchdog_fire(struct watchdog_args *a)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
+	struct cryo_hold_rec *cur;
 	char file[PATH_MAX];
 	int lfd;
 
 	lfd = cryo_hold_dir_lock(a->dfd);
-	if (cryo_hold_entry_is(a->dfd, a->rec->name, a->rec->nonce)) {
+	cur = load_own(a);
+	if (cur) {
+		stop_helper(cur);
 		if (a->undo(a->rec, &err) == 0) {
 			snprintf(file, sizeof(file), "%s.json", a->rec->name);
 			unlinkat(a->dfd, file, 0);
@@ -132,6 +212,7 @@ static void watchdog_fire(struct watchdog_args *a)
 		/* on failure the entry stays for `cryo recover` */
 		cryo_error_clear(&err);
 	}
+	cryo_hold_rec_free(cur);
 	if (lfd >= 0)
 		close(lfd);
 }
@@ -140,6 +221,7 @@ static void hold_watchdog_main(void *data, int ready_fd)
 {
 	struct watchdog_args *a = data;
 	int64_t deadline = a->rec->deadline_ms, exit_delay = 0;
+	bool waiting_helper = false;
 	int holder = -1, sfd;
 	sigset_t mask;
 
@@ -190,6 +272,22 @@ static void hold_watchdog_main(void *data, int ready_fd)
 			/* (the entry, again: a delay set just before the holder died) */
 			if (!cryo_hold_entry_is_delay(a->dfd, a->rec->name, a->rec->nonce, &exit_delay))
 				_exit(0);
+			/*
+			 * Its helper (a dump's CRIU, which holds the tasks) lives on:
+			 * the undo waits for it, up to the deadline. Killed, CRIU
+			 * would leave a task it was working in dead; let go, it
+			 * refreezes the cgroup as it found it when its dump ends.
+			 */
+			if (!waiting_helper) {
+				int hfd = helper_pidfd(a);
+
+				waiting_helper = true;
+				if (hfd >= 0) {
+					close(holder);
+					holder = hfd;
+					continue;
+				}
+			}
 			if (exit_delay <= 0) {
 				watchdog_fire(a);
 				_exit(0);
@@ -260,9 +358,14 @@ static int take_over_stale(int dfd, const char *root, struct cryo_hold_rec *old,
 	struct cryo_error e = CRYO_ERROR_INIT;
 	int r;
 
-	if (cryo_hold_is_live(old))
+	if (cryo_hold_is_live(old)) {
+		if (old->helper_pid > 0 && holder_dead(old))
+			return cryo_error_setx(err, EBUSY,
+					       "`%s` is still held by pid %d, which its dead holder %d started (a CRIU dump ends, or its deadline kills it)",
+					       old->name, old->helper_pid, old->holder_pid);
 		return cryo_error_setx(err, EEXIST, "`%s` is already held by pid %d (watchdog pid %d)", old->name,
 				       old->holder_pid, old->watchdog_pid);
+	}
 	if (old->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_ENDED)) {
 		cryo_debug("hold `%s`: dropping the entry of a hold that ended", old->name);
 		return 0;
@@ -273,6 +376,7 @@ static int take_over_stale(int dfd, const char *root, struct cryo_hold_rec *old,
 	old->root = strdup(root);
 	if (!old->root)
 		return cryo_error_set(err, ENOMEM, "hold `%s`", old->name);
+	stop_helper(old);
 	r = undo(old, &e);
 	if (r < 0) {
 		cryo_error_move(err, &e);
@@ -444,6 +548,42 @@ int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_
 	return 0;
 }
 
+int cryo_hold_set_helper(struct cryo_hold *h, pid_t pid, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1, lfd = -1;
+	uint64_t start = 0;
+	int r;
+
+	if (!h)
+		return 0;
+	if (!(h->rec->flags & CRYO_HOLD_UNDO_ON_EXIT) || (h->rec->flags & CRYO_HOLD_KMOD))
+		return cryo_error_setx(err, EINVAL, "hold `%s`: a helper needs a hold undone on exit, not by the kernel",
+				       h->rec->name);
+	r = cryo_pid_start_time(pid, &start);
+	if (r < 0)
+		return cryo_error_set(err, r, "hold `%s`: helper pid %d", h->rec->name, (int)pid);
+	r = cryo_hold_dir_open(h->root, false, &dfd, err);
+	if (r < 0)
+		return r;
+	lfd = cryo_hold_dir_lock(dfd);
+	if (lfd < 0)
+		return cryo_error_set(err, lfd, "lock `%s/%s`", h->root, HOLDS_DIR);
+	if (!cryo_hold_entry_is(dfd, h->rec->name, h->rec->nonce))
+		return cryo_error_setx(err, ETIME, "hold `%s`: its watchdog undid it already", h->rec->name);
+	h->rec->helper_pid = pid;
+	h->rec->helper_start = start;
+	r = cryo_hold_rec_save_at(dfd, h->rec);
+	if (r < 0)
+		return cryo_error_set(err, r, "hold `%s`: write journal entry", h->rec->name);
+	/* (the watchdog reads the entry again when the holder dies: nothing to tell it now) */
+	return 0;
+}
+
+bool cryo_hold_is_kmod(const struct cryo_hold *h)
+{
+	return h && (h->rec->flags & CRYO_HOLD_KMOD);
+}
+
 int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err)
 {
 	_cleanup_close_ int dfd = -1;
@@ -568,6 +708,47 @@ int cryo_hold_release_name(const char *root, const char *name, struct cryo_error
 	return r;
 }
 
+/*
+ * A hold whose holder died lives on while its helper (a dump's CRIU)
+ * ends its work: wait for every such helper of the journal in dfd, each
+ * up to its hold's deadline (then its watchdog kills it) or 60 s for a
+ * hold without one, with no lock held (the other holds of the root go
+ * on meanwhile). Recover then finds them done.
+ */
+static void wait_orphan_helpers(int dfd)
+{
+	struct dirent *de;
+	DIR *d = cryo_opendir_at(dfd, ".");
+
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		struct cryo_hold_rec *rec = NULL;
+		size_t len = strlen(de->d_name);
+		char name[256];
+
+		if (de->d_name[0] == '.' || len <= 5 || len - 5 >= sizeof(name) ||
+		    strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
+		if (cryo_hold_load_at(dfd, name, &rec, NULL) == 0 && rec && (rec->flags & CRYO_HOLD_UNDO_ON_EXIT) &&
+		    helper_alive(rec) && holder_dead(rec)) {
+			struct pollfd p = { .fd = pidfd_open_(rec->helper_pid), .events = POLLIN };
+			int64_t until = rec->deadline_ms > 0 ? rec->deadline_ms + 3000 : cryo_now_ms() + 60000;
+
+			cryo_info("hold `%s`: waiting for pid %d, which its dead holder %d started, to end", name,
+				  rec->helper_pid, rec->holder_pid);
+			while (p.fd >= 0 && cryo_now_ms() < until && helper_alive(rec) &&
+			       poll(&p, 1, (int)(until - cryo_now_ms() > 1000 ? 1000 : until - cryo_now_ms())) == 0)
+				;
+			if (p.fd >= 0)
+				close(p.fd);
+		}
+		cryo_hold_rec_free(rec);
+	}
+	closedir(d);
+}
+
 int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX], cryo_hold_report_fn report,
 		      void *userdata, struct cryo_error *err)
 {
@@ -584,6 +765,7 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 	}
 	if (r < 0)
 		return r;
+	wait_orphan_helpers(dfd);
 	d = cryo_opendir_at(dfd, ".");
 	if (!d)
 		return cryo_error_set(err, errno, "list `%s/%s`", root, HOLDS_DIR);
@@ -635,10 +817,13 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 			/* a kmod hold that is not live was undone by the kernel */
 			if (rec->flags & CRYO_HOLD_KMOD)
 				r = 0;
-			else
-				r = undo[rec->kind] ? undo[rec->kind](rec, &e)
-						    : cryo_error_setx(&e, EOPNOTSUPP, "no undo action for %s",
-								      cryo_hold_kind_names[rec->kind]);
+			else if (!undo[rec->kind])
+				r = cryo_error_setx(&e, EOPNOTSUPP, "no undo action for %s",
+						    cryo_hold_kind_names[rec->kind]);
+			else {
+				stop_helper(rec);
+				r = undo[rec->kind](rec, &e);
+			}
 			if (r == 0)
 				remove_undone(dfd, rec);
 			/* an ended hold is a record, not something recover did: told only when its tidying fails */

@@ -87,6 +87,19 @@ int cryo_hold_release(struct cryo_hold *h, struct cryo_error *err);
 int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_error *err);
 
 /*
+ * Journal pid (a dump's CRIU, started by the holder) as the hold's
+ * helper: should the holder die, the hold lives on while the helper does
+ * (cryo_hold_is_live(); `recover` and a new hold of the name leave it),
+ * and the watchdog undoes it when the helper is gone too, or at the
+ * deadline, after killing the helper. For a hold undone on exit, not
+ * by the kernel module; h NULL: nothing to do.
+ */
+int cryo_hold_set_helper(struct cryo_hold *h, pid_t pid, struct cryo_error *err);
+
+/* Does the kernel module undo h (it thaws at once when the holder dies)? */
+bool cryo_hold_is_kmod(const struct cryo_hold *h);
+
+/*
  * Is h still holding? -ETIME once its deadline passed or its watchdog
  * undid it (the owner's window was lost), 0 otherwise.
  */
@@ -129,8 +142,8 @@ void cryo_hold_drop_self(int dfd, const char *name);
 
 /*
  * True while the hold still protects: its watchdog lives, and (with
- * CRYO_HOLD_UNDO_ON_EXIT) its holder lives, and its deadline has not
- * passed.
+ * CRYO_HOLD_UNDO_ON_EXIT) its holder or its helper lives, and its
+ * deadline has not passed.
  */
 bool cryo_hold_is_live(const struct cryo_hold_rec *rec);
 
@@ -138,7 +151,9 @@ bool cryo_hold_is_live(const struct cryo_hold_rec *rec);
 typedef void (*cryo_hold_report_fn)(const struct cryo_hold_rec *rec, const char *what, int r, void *userdata);
 
 /*
- * Undo every hold whose owner is gone (see cryo_hold_is_live()) with
+ * First waits for the helpers that outlived their holders (a dump's
+ * CRIU ends its dump), each up to its hold's deadline. Then:
+ * undo every hold whose owner is gone (see cryo_hold_is_live()) with
  * undo[rec->kind] and remove its entry (unless the undo keeps it as a
  * record: CRYO_HOLD_UNDO_KEEP); live holds are reported and kept; ended
  * ones (CRYO_HOLD_ENDED) go to their undo too, and are reported only

@@ -8,6 +8,9 @@
  *
  * A watchdog that undoes when its holder dies does so at once, or, once
  * the holder set an exit delay (migrate --lazy's freeze), that long after.
+ * A hold whose holder named a helper (a dump's CRIU) lives on while the
+ * helper does: it is undone when the helper ends, or at its deadline,
+ * which kills the helper first.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,7 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -164,11 +170,116 @@ static void test_exit_delay(void **state)
 	assert_int_equal(cryo_rm_rf_at(AT_FDCWD, base), 0);
 }
 
+/*
+ * A holder takes the hold (deadline_ms, 0 = none), forks a helper that
+ * lives helper_ms, names it, and dies. Returns when the undo ran (ms
+ * after the holder's death); *ret_helper_end: when the helper ended
+ * (its file), or -1 if it never wrote it (killed).
+ */
+static int64_t undo_after_helper(uint64_t deadline_ms, int helper_ms, int64_t *ret_helper_end)
+{
+	char mark[PATH_MAX * 2], done[PATH_MAX * 2], entry[PATH_MAX * 2];
+	struct cryo_hold_rec *rec = NULL;
+	struct stat st;
+	int64_t t0, end = -1, undone = -1;
+	int pfd[2], dfd;
+	pid_t pid, helper = 0;
+
+	snprintf(mark, sizeof(mark), "%s/mark-helper-%llu", base, (unsigned long long)deadline_ms);
+	snprintf(done, sizeof(done), "%s/helper-done-%llu", base, (unsigned long long)deadline_ms);
+	assert_int_equal(pipe(pfd), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct cryo_error err = CRYO_ERROR_INIT;
+		struct cryo_hold *h = NULL;
+		pid_t hp;
+
+		close(pfd[0]);
+		if (cryo_hold_acquire(base, "web@helper", CRYO_HOLD_CGROUP_KILL, mark, "v2", deadline_ms,
+				      CRYO_HOLD_UNDO_ON_EXIT, mark_undo, &h, &err) < 0)
+			_exit(2);
+		hp = fork();
+		if (hp == 0) {
+			setpgid(0, 0);
+			cryo_sleep_ms(helper_ms);
+			(void)cryo_write_new_file_at(AT_FDCWD, done, "x", 1, 0600);
+			_exit(0);
+		}
+		if (hp < 0 || cryo_hold_set_helper(h, hp, &err) < 0)
+			_exit(3);
+		if (write(pfd[1], &hp, sizeof(hp)) != sizeof(hp))
+			_exit(4);
+		_exit(0);
+	}
+	close(pfd[1]);
+	assert_int_equal(read(pfd[0], &helper, sizeof(helper)), (ssize_t)sizeof(helper));
+	close(pfd[0]);
+	assert_int_equal(tl_wait(pid), 0);
+	t0 = cryo_now_ms();
+	/* the holder is dead, its helper lives: the hold is live, not undone */
+	assert_int_equal(cryo_hold_open_dir(base, &dfd, NULL), 0);
+	assert_int_equal(cryo_hold_load_at(dfd, "web@helper", &rec, NULL), 0);
+	assert_true(rec->helper_pid == helper);
+	assert_true(cryo_hold_is_live(rec));
+	cryo_hold_rec_free(rec);
+	close(dfd);
+	while (cryo_now_ms() - t0 < 12000) {
+		if (end < 0 && stat(done, &st) == 0)
+			end = cryo_now_ms() - t0;
+		if (stat(mark, &st) == 0) {
+			undone = cryo_now_ms() - t0;
+			break;
+		}
+		/* (we are the helper's reaper: see test_helper) */
+		(void)waitpid(-1, NULL, WNOHANG);
+		cryo_sleep_ms(5);
+	}
+	assert_true(undone >= 0);
+	/* and the helper is gone then */
+	for (int i = 0; i < 300 && kill(helper, 0) == 0; i++) {
+		(void)waitpid(helper, NULL, WNOHANG);
+		cryo_sleep_ms(10);
+	}
+	assert_int_not_equal(kill(helper, 0), 0);
+	snprintf(entry, sizeof(entry), "%s/.holds/web@helper.json", base);
+	for (int i = 0; i < 200 && stat(entry, &st) == 0; i++)
+		cryo_sleep_ms(10);
+	assert_int_not_equal(stat(entry, &st), 0);
+	*ret_helper_end = end;
+	return undone;
+}
+
+static void test_helper(void **state)
+{
+	int64_t undone, end;
+
+	(void)state;
+	/* the helper, orphaned, comes to us */
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	snprintf(base, sizeof(base), "/tmp/cryo-test-hold.XXXXXX");
+	assert_non_null(mkdtemp(base));
+	/* no deadline: undone once the helper ended (1.5 s on), not at the holder's death */
+	undone = undo_after_helper(0, 1500, &end);
+	assert_true(end >= 0);
+	assert_true(undone >= end);
+	assert_true(undone >= 1000);
+	assert_true(undone < end + 1500);
+	/* a deadline that comes first: the helper is killed, then the undo runs */
+	undone = undo_after_helper(1200, 30000, &end);
+	assert_true(end < 0);
+	assert_true(undone >= 700);
+	assert_true(undone < 6000);
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0), 0);
+	assert_int_equal(cryo_rm_rf_at(AT_FDCWD, base), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_staging_undo),
 		cmocka_unit_test(test_exit_delay),
+		cmocka_unit_test(test_helper),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
