@@ -21,6 +21,8 @@ PKGS=(
 	scdoc lintian zsh fish
 	# runtime + tests on this host
 	jq busybox-static e2fsprogs xfsprogs btrfs-progs util-linux iproute2 iputils-ping procps kmod
+	# host/checkpoint_kill_criu wakes a task that lost its wakeup (a ptrace attach)
+	strace
 	# migrate over ssh:// against a real sshd (tests/host/migrate_ssh.sh starts its own; the service is not started)
 	openssh-client openssh-server
 	# tests/soak/faults.sh: I/O errors on demand from a FUSE filesystem (tests/tools/cryo-test-faultfs.c)

@@ -853,7 +853,7 @@ int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 	if (rec->detail && access(state, F_OK) < 0)
 		r = undo_progress(rec->detail, err);
 	work = default_work_dir(rec->root, id);
-	if (r == 0 && work && strcmp(work, rec->target) == 0)
+	if (r == 0 && work && rec->target && strcmp(work, rec->target) == 0)
 		remove_work_dir(rec->root, id);
 	/*
 	 * the state dir it claimed, with no state in it: `cryo recover` removes

@@ -41,8 +41,26 @@ wait_count_above() {
 		[ -n "$c" ] && [ "$c" -gt "$1" ] 2>/dev/null && return 0
 		sleep 0.05
 	done
-	fail "$2: the counter is stuck at $(status) (freezer $(fz_state); its tasks: $(tasks_states))"
+	local why p
+	why="$2: the counter is stuck at $(status) (freezer $(fz_state); its tasks: $(tasks_states))"
+	# A task asleep past its timer after a --leave-running dump, on this
+	# kernel, with or without a kill (docs/reliability.md, known gaps:
+	# tests/soak/leave_running_wakeup.sh measures it). Does a wakeup (a
+	# ptrace attach and detach of each task) set it going again, its
+	# checks whole? Then it lost a wakeup: counted, at most 2 of the kills.
+	local kicks=()
+	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do timeout 2 strace -qq -p "$p" -e trace=none 2>/dev/null & kicks+=($!); done
+	sleep 1.5
+	[ ${#kicks[@]} = 0 ] || wait "${kicks[@]}"
+	c=$(count)
+	sleep 0.5
+	status | grep -q FAIL && fail "$why; woken, the counter's check failed: $(status)"
+	[ "$(count)" != "$c" ] || fail "$why; a ptrace attach did not set it going"
+	lost_wakeups=$((lost_wakeups + 1))
+	log "$why: a ptrace attach set it going again (a lost wakeup, $lost_wakeups so far)"
+	[ $lost_wakeups -le 2 ] || fail "$lost_wakeups lost wakeups in one run: more than this kernel's rate"
 }
+lost_wakeups=0
 CG=$(rt_freezer_cgroup "$id") || exit 1
 fz_state() { "$CRYO_BIN" freezer-state --cgroup "$CG"; }
 # pid:state (and its tracer, if any) of each task of the container
@@ -97,5 +115,5 @@ for delay in 0.03 0.06 0.09 0.12 0.15 0.18 0.21; do
 done
 # the kills must have hit CRIU at work, or this proved nothing
 [ $inflight -ge 2 ] || fail "CRIU was at work at only $inflight of the kills ($runs): the delays miss the dump here"
-log "cryo killed alone at$runs ($outlived CRIU dumps outlived it and ended): running again each time, no CRIU left, $(status)"
+log "cryo killed alone at$runs ($outlived CRIU dumps outlived it and ended, $lost_wakeups lost wakeups): running again each time, no CRIU left, $(status)"
 echo "PASS checkpoint_kill_criu"
