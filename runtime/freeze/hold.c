@@ -522,14 +522,12 @@ static int drop_entry(int dfd, const struct cryo_hold_rec *rec, struct cryo_erro
 	return r;
 }
 
-int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_error *err)
+/* Write h's entry as h has it now, if the journal's is still ours; under the lock. */
+static int save_own(struct cryo_hold *h, struct cryo_error *err)
 {
 	_cleanup_close_ int dfd = -1, lfd = -1;
 	int r;
 
-	if (!(h->rec->flags & CRYO_HOLD_UNDO_ON_EXIT) || (h->rec->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_NO_WATCHDOG)))
-		return cryo_error_setx(err, EINVAL, "hold `%s`: an exit delay needs a watchdog that undoes on exit",
-				       h->rec->name);
 	r = cryo_hold_dir_open(h->root, false, &dfd, err);
 	if (r < 0)
 		return r;
@@ -538,10 +536,20 @@ int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_
 		return cryo_error_set(err, lfd, "lock `%s/%s`", h->root, HOLDS_DIR);
 	if (!cryo_hold_entry_is(dfd, h->rec->name, h->rec->nonce))
 		return cryo_error_setx(err, ETIME, "hold `%s`: its watchdog undid it already", h->rec->name);
+	return cryo_hold_update_at(dfd, h->rec, err);
+}
+
+int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_error *err)
+{
+	int r;
+
+	if (!(h->rec->flags & CRYO_HOLD_UNDO_ON_EXIT) || (h->rec->flags & (CRYO_HOLD_KMOD | CRYO_HOLD_NO_WATCHDOG)))
+		return cryo_error_setx(err, EINVAL, "hold `%s`: an exit delay needs a watchdog that undoes on exit",
+				       h->rec->name);
 	h->rec->exit_delay_ms = delay_ms > 0 ? delay_ms : 0;
-	r = cryo_hold_rec_save_at(dfd, h->rec);
+	r = save_own(h, err);
 	if (r < 0)
-		return cryo_error_set(err, r, "hold `%s`: write journal entry", h->rec->name);
+		return r;
 	/* the watchdog reads it again (before it looks at a holder that died meanwhile) */
 	if (h->watchdog_pidfd >= 0 && pidfd_signal(h->watchdog_pidfd, SIGUSR1) < 0)
 		return cryo_error_set(err, errno, "hold `%s`: tell its watchdog", h->rec->name);
@@ -550,7 +558,6 @@ int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_
 
 int cryo_hold_set_helper(struct cryo_hold *h, pid_t pid, struct cryo_error *err)
 {
-	_cleanup_close_ int dfd = -1, lfd = -1;
 	uint64_t start = 0;
 	int r;
 
@@ -562,21 +569,10 @@ int cryo_hold_set_helper(struct cryo_hold *h, pid_t pid, struct cryo_error *err)
 	r = cryo_pid_start_time(pid, &start);
 	if (r < 0)
 		return cryo_error_set(err, r, "hold `%s`: helper pid %d", h->rec->name, (int)pid);
-	r = cryo_hold_dir_open(h->root, false, &dfd, err);
-	if (r < 0)
-		return r;
-	lfd = cryo_hold_dir_lock(dfd);
-	if (lfd < 0)
-		return cryo_error_set(err, lfd, "lock `%s/%s`", h->root, HOLDS_DIR);
-	if (!cryo_hold_entry_is(dfd, h->rec->name, h->rec->nonce))
-		return cryo_error_setx(err, ETIME, "hold `%s`: its watchdog undid it already", h->rec->name);
 	h->rec->helper_pid = pid;
 	h->rec->helper_start = start;
-	r = cryo_hold_rec_save_at(dfd, h->rec);
-	if (r < 0)
-		return cryo_error_set(err, r, "hold `%s`: write journal entry", h->rec->name);
 	/* (the watchdog reads the entry again when the holder dies: nothing to tell it now) */
-	return 0;
+	return save_own(h, err);
 }
 
 bool cryo_hold_is_kmod(const struct cryo_hold *h)
@@ -653,23 +649,13 @@ void cryo_hold_drop_self(int dfd, const char *name)
 
 int cryo_hold_set_detail(struct cryo_hold *h, const char *detail, struct cryo_error *err)
 {
-	_cleanup_close_ int dfd = -1, lfd = -1;
 	char *copy = NULL;
-	int r;
 
 	if (detail && !(copy = strdup(detail)))
 		return cryo_error_set(err, ENOMEM, "hold `%s`", h->rec->name);
 	free(h->rec->detail);
 	h->rec->detail = copy;
-	r = cryo_hold_dir_open(h->root, false, &dfd, err);
-	if (r < 0)
-		return r;
-	lfd = cryo_hold_dir_lock(dfd);
-	if (lfd < 0)
-		return cryo_error_set(err, lfd, "lock holds of `%s`", h->rec->name);
-	if (!cryo_hold_entry_is(dfd, h->rec->name, h->rec->nonce))
-		return cryo_error_setx(err, ETIME, "hold `%s` was already undone", h->rec->name);
-	return cryo_hold_update_at(dfd, h->rec, err);
+	return save_own(h, err);
 }
 
 int cryo_hold_check(const struct cryo_hold *h, struct cryo_error *err)
