@@ -216,6 +216,14 @@ static int step_freeze_cgroup(void *ctx, struct cryo_error *err)
 	int64_t timeout = c->o->freeze_timeout_ms > 0 ? c->o->freeze_timeout_ms : DEFAULT_FREEZE_TIMEOUT_MS;
 	int r;
 
+	/*
+	 * A killed checkpoint's freeze is undone first: its CRIU, which
+	 * outlived it and held our lock, froze the cgroup again as it ended,
+	 * and that would pass for a pause of the user's, left frozen.
+	 */
+	r = cryo_hold_settle(c->o->root, c->o->id, CRYO_HOLD_CGROUP_THAW, cryo_freezer_hold_undo, err);
+	if (r < 0)
+		return r;
 	r = cryo_freezer_open_for(c->st->freezer_backend, c->st->cgroup_v2, c->st->cgroup_v1_freezer, &c->fz, err);
 	if (r < 0)
 		return r;

@@ -694,6 +694,49 @@ int cryo_hold_release_name(const char *root, const char *name, struct cryo_error
 	return r;
 }
 
+int cryo_hold_settle(const char *root, const char *name, enum cryo_hold_kind kind, cryo_hold_undo_fn undo,
+		     struct cryo_error *err)
+{
+	for (;;) {
+		_cleanup_close_ int dfd = -1;
+		struct cryo_hold_rec *rec = NULL;
+		struct pollfd p = { .fd = -1, .events = POLLIN };
+		int64_t until;
+		int lfd, r;
+
+		r = cryo_hold_dir_open(root, false, &dfd, NULL);
+		if (r < 0)
+			return 0; /* no journal: nothing held */
+		lfd = cryo_hold_dir_lock(dfd);
+		if (lfd < 0)
+			return cryo_error_set(err, lfd, "lock `%s/%s`", root, HOLDS_DIR);
+		r = cryo_hold_load_at(dfd, name, &rec, NULL);
+		if (r < 0 || !rec || rec->kind != kind || !(rec->flags & CRYO_HOLD_UNDO_ON_EXIT) || !holder_dead(rec)) {
+			/* none, or not ours to judge: the acquire that follows says */
+			cryo_hold_rec_free(rec);
+			close(lfd);
+			return 0;
+		}
+		until = rec->deadline_ms > 0 ? rec->deadline_ms + 3000 : cryo_now_ms() + 60000;
+		if (!helper_alive(rec) || cryo_now_ms() >= until) {
+			r = take_over_stale(dfd, root, rec, kind, undo, err);
+			cryo_hold_rec_free(rec);
+			close(lfd);
+			return r;
+		}
+		/* its helper ends its work (CRIU's dump): wait, without the lock */
+		p.fd = pidfd_open_(rec->helper_pid);
+		cryo_info("hold `%s`: waiting for pid %d, which its dead holder %d started, to end", name,
+			  rec->helper_pid, rec->holder_pid);
+		cryo_hold_rec_free(rec);
+		close(lfd);
+		if (p.fd < 0)
+			continue;
+		(void)poll(&p, 1, (int)(until - cryo_now_ms()));
+		close(p.fd);
+	}
+}
+
 /*
  * A hold whose holder died lives on while its helper (a dump's CRIU)
  * ends its work: wait for every such helper of the journal in dfd, each
@@ -791,9 +834,15 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
 		lfd = cryo_hold_dir_lock(dfd);
 		r = cryo_hold_load_at(dfd, name, &rec, &e);
-		if (r == 0 && rec && !(rec->root = strdup(root)))
+		if (r == -ENOENT) {
+			/* undone and removed since we listed it (its watchdog, once its helper ended) */
+			cryo_error_clear(&e);
+			r = 0;
+		} else if (r == 0 && rec && !(rec->root = strdup(root)))
 			r = cryo_error_set(&e, ENOMEM, "hold `%s`", name);
-		if (r < 0 || !rec) {
+		if (r == 0 && !rec) {
+			/* (nothing left of it) */
+		} else if (r < 0 || !rec) {
 			if (report)
 				report(NULL, e.msg, r, userdata);
 		} else if (cryo_hold_is_live(rec)) {

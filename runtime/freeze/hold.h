@@ -96,6 +96,16 @@ int cryo_hold_set_exit_delay(struct cryo_hold *h, int64_t delay_ms, struct cryo_
  */
 int cryo_hold_set_helper(struct cryo_hold *h, pid_t pid, struct cryo_error *err);
 
+/*
+ * Before a command reads what the hold `name` guards: the hold (of kind)
+ * of a holder that died is undone now with undo (its helper awaited first, up
+ * to the hold's deadline), as a new hold of the name would, so that what
+ * it left (a freeze) does not pass for the state a user chose. Holds of
+ * live holders, and no hold, are left to the caller: 0.
+ */
+int cryo_hold_settle(const char *root, const char *name, enum cryo_hold_kind kind, cryo_hold_undo_fn undo,
+		     struct cryo_error *err);
+
 /* Does the kernel module undo h (it thaws at once when the holder dies)? */
 bool cryo_hold_is_kmod(const struct cryo_hold *h);
 

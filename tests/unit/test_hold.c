@@ -274,12 +274,68 @@ static void test_helper(void **state)
 	assert_int_equal(cryo_rm_rf_at(AT_FDCWD, base), 0);
 }
 
+/*
+ * cryo_hold_settle(): a dead holder's hold whose helper still works is
+ * undone once the helper ended, before settle returns (a hold of
+ * another kind is left alone, at once).
+ */
+static void test_settle(void **state)
+{
+	char mark[PATH_MAX * 2];
+	struct stat st;
+	int64_t t0, took;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+	snprintf(base, sizeof(base), "/tmp/cryo-test-hold.XXXXXX");
+	assert_non_null(mkdtemp(base));
+	snprintf(mark, sizeof(mark), "%s/mark-settle", base);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct cryo_error err = CRYO_ERROR_INIT;
+		struct cryo_hold *h = NULL;
+		pid_t hp;
+
+		if (cryo_hold_acquire(base, "web", CRYO_HOLD_CGROUP_THAW, mark, "v2", 0, CRYO_HOLD_UNDO_ON_EXIT,
+				      mark_undo, &h, &err) < 0)
+			_exit(2);
+		hp = fork();
+		if (hp == 0) {
+			setpgid(0, 0);
+			cryo_sleep_ms(800);
+			_exit(0);
+		}
+		if (hp < 0 || cryo_hold_set_helper(h, hp, &err) < 0)
+			_exit(3);
+		_exit(0);
+	}
+	assert_int_equal(tl_wait(pid), 0);
+	t0 = cryo_now_ms();
+	/* another kind: not this one's to undo */
+	assert_int_equal(cryo_hold_settle(base, "web", CRYO_HOLD_CGROUP_KILL, mark_undo, NULL), 0);
+	assert_true(cryo_now_ms() - t0 < 400);
+	assert_int_not_equal(stat(mark, &st), 0);
+	/* its kind: waits for the helper, and the undo has run when it returns */
+	assert_int_equal(cryo_hold_settle(base, "web", CRYO_HOLD_CGROUP_THAW, mark_undo, NULL), 0);
+	took = cryo_now_ms() - t0;
+	assert_int_equal(stat(mark, &st), 0);
+	assert_true(took >= 500);
+	assert_true(took < 5000);
+	while (waitpid(-1, NULL, WNOHANG) > 0)
+		;
+	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0), 0);
+	assert_int_equal(cryo_rm_rf_at(AT_FDCWD, base), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_staging_undo),
 		cmocka_unit_test(test_exit_delay),
 		cmocka_unit_test(test_helper),
+		cmocka_unit_test(test_settle),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
