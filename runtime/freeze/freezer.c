@@ -734,14 +734,23 @@ int cryo_freezer_thaw_held(struct cryo_freezer *f, struct cryo_hold *h, int64_t 
 	struct cryo_error herr = CRYO_ERROR_INIT;
 	int r, lost;
 
-	/* first stop the watchdog, so it cannot fire on a later freeze; -ETIME: it fired already */
-	lost = cryo_hold_release(h, &herr);
+	/*
+	 * Thawed first, then the hold ends (and with it the watchdog, so that
+	 * it cannot fire on a later freeze). The other way round, a SIGKILL
+	 * between the two left the container frozen with no hold to thaw it
+	 * (host/parallel_kill_checkpoint, a kill 259 ms in); this way the
+	 * watchdog thaws again, which changes nothing. A thaw that failed
+	 * keeps the hold: its watchdog (our exit, its deadline) or `cryo
+	 * recover` thaws.
+	 */
 	f->hold_ms = 0;
 	r = cryo_freezer_thaw(f, timeout_ms, flags, err);
 	if (r < 0) {
-		cryo_error_clear(&herr);
+		cryo_hold_free(h);
 		return r;
 	}
+	/* -ETIME: the deadline thawed it already */
+	lost = cryo_hold_release(h, &herr);
 	if (lost < 0) {
 		cryo_error_move(err, &herr);
 		return lost;

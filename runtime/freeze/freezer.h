@@ -217,9 +217,10 @@ int cryo_freezer_freeze_held(struct cryo_freezer *f, int64_t timeout_ms, unsigne
 			     const struct cryo_freezer_hold_opts *o, struct cryo_hold **ret, struct cryo_error *err);
 
 /*
- * End hold h (NULL: none) and thaw f, waiting up to timeout_ms. -ETIME
+ * Thaw f, waiting up to timeout_ms, then end hold h (NULL: none). -ETIME
  * when the hold's deadline had thawed it already (the owner's window was
- * lost; f is thawed all the same). Frees h.
+ * lost; f is thawed all the same). A failed thaw leaves the hold to its
+ * watchdog or `cryo recover`. Frees h.
  */
 int cryo_freezer_thaw_held(struct cryo_freezer *f, struct cryo_hold *h, int64_t timeout_ms, unsigned flags,
 			   struct cryo_error *err);

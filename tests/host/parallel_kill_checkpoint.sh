@@ -43,7 +43,7 @@ for i in $(seq "$rounds"); do
 	runs="$runs ${delay}ms:$how:$state"
 
 	# the retry, at once: no recover in between
-	"$CRYO_BIN" --root "$RTROOT" checkpoint --leave-running --freeze-deadline 8000 \
+	"$CRYO_BIN" --debug --root "$RTROOT" checkpoint --leave-running --freeze-deadline 8000 \
 		--image-path "$img" --work-path "$T/work-$i" "$id" </dev/null >"$T/retry.out" 2>&1 ||
 		fail "round $i (killed $how ${delay} ms in): the checkpoint after it failed: $(cat "$T/retry.out")"
 	if grep -q "recovered stale hold" "$T/retry.out"; then
@@ -52,7 +52,7 @@ for i in $(seq "$rounds"); do
 			fail "round $i: the recovery line does not name the dead cryo $pid: $(grep 'recovered' "$T/retry.out")"
 	fi
 	"$CRYO_BIN" inspect "$img" >"$T/inspect" 2>&1 || fail "round $i: the retry's image does not verify: $(cat "$T/inspect")"
-	[ "$(fz_state)" = RUNNING ] || fail "round $i: the container is $(fz_state) after the retry"
+	[ "$(fz_state)" = RUNNING ] || fail "round $i (killed $how ${delay} ms in, $state): the container is $(fz_state) after the retry; the retry said: $(grep -iE "hold|frozen|freez|thaw|wait" "$T/retry.out" | tail -12 | tr "\n" " ")"
 	timeout 5 sh -c "echo x > '$B/rootfs/probe'" || fail "round $i: the rootfs does not take writes"
 	wait_count_above "$(count)" "round $i"
 done
