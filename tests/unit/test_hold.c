@@ -171,22 +171,17 @@ static void test_exit_delay(void **state)
 }
 
 /*
- * A holder takes the hold (deadline_ms, 0 = none), forks a helper that
- * lives helper_ms, names it, and dies. Returns when the undo ran (ms
- * after the holder's death); *ret_helper_end: when the helper ended
- * (its file), or -1 if it never wrote it (killed).
+ * A holder (a child) takes the hold name of kind (deadline_ms, 0 =
+ * none), forks a helper in a group of its own that lives helper_ms and
+ * then writes done (if not NULL), names it, and dies. Returns the
+ * helper's pid once the holder is dead.
  */
-static int64_t undo_after_helper(uint64_t deadline_ms, int helper_ms, int64_t *ret_helper_end)
+static pid_t holder_with_helper(const char *name, enum cryo_hold_kind kind, const char *mark, uint64_t deadline_ms,
+				int helper_ms, const char *done)
 {
-	char mark[PATH_MAX * 2], done[PATH_MAX * 2], entry[PATH_MAX * 2];
-	struct cryo_hold_rec *rec = NULL;
-	struct stat st;
-	int64_t t0, end = -1, undone = -1;
-	int pfd[2], dfd;
+	int pfd[2];
 	pid_t pid, helper = 0;
 
-	snprintf(mark, sizeof(mark), "%s/mark-helper-%llu", base, (unsigned long long)deadline_ms);
-	snprintf(done, sizeof(done), "%s/helper-done-%llu", base, (unsigned long long)deadline_ms);
 	assert_int_equal(pipe(pfd), 0);
 	pid = fork();
 	assert_true(pid >= 0);
@@ -196,14 +191,15 @@ static int64_t undo_after_helper(uint64_t deadline_ms, int helper_ms, int64_t *r
 		pid_t hp;
 
 		close(pfd[0]);
-		if (cryo_hold_acquire(base, "web@helper", CRYO_HOLD_CGROUP_KILL, mark, "v2", deadline_ms,
-				      CRYO_HOLD_UNDO_ON_EXIT, mark_undo, &h, &err) < 0)
+		if (cryo_hold_acquire(base, name, kind, mark, "v2", deadline_ms, CRYO_HOLD_UNDO_ON_EXIT, mark_undo, &h,
+				      &err) < 0)
 			_exit(2);
 		hp = fork();
 		if (hp == 0) {
 			setpgid(0, 0);
 			cryo_sleep_ms(helper_ms);
-			(void)cryo_write_new_file_at(AT_FDCWD, done, "x", 1, 0600);
+			if (done)
+				(void)cryo_write_new_file_at(AT_FDCWD, done, "x", 1, 0600);
 			_exit(0);
 		}
 		if (hp < 0 || cryo_hold_set_helper(h, hp, &err) < 0)
@@ -216,6 +212,27 @@ static int64_t undo_after_helper(uint64_t deadline_ms, int helper_ms, int64_t *r
 	assert_int_equal(read(pfd[0], &helper, sizeof(helper)), (ssize_t)sizeof(helper));
 	close(pfd[0]);
 	assert_int_equal(tl_wait(pid), 0);
+	return helper;
+}
+
+/*
+ * A holder takes the hold (deadline_ms, 0 = none), forks a helper that
+ * lives helper_ms, names it, and dies. Returns when the undo ran (ms
+ * after the holder's death); *ret_helper_end: when the helper ended
+ * (its file), or -1 if it never wrote it (killed).
+ */
+static int64_t undo_after_helper(uint64_t deadline_ms, int helper_ms, int64_t *ret_helper_end)
+{
+	char mark[PATH_MAX * 2], done[PATH_MAX * 2], entry[PATH_MAX * 2];
+	struct cryo_hold_rec *rec = NULL;
+	struct stat st;
+	int64_t t0, end = -1, undone = -1;
+	int dfd;
+	pid_t helper;
+
+	snprintf(mark, sizeof(mark), "%s/mark-helper-%llu", base, (unsigned long long)deadline_ms);
+	snprintf(done, sizeof(done), "%s/helper-done-%llu", base, (unsigned long long)deadline_ms);
+	helper = holder_with_helper("web@helper", CRYO_HOLD_CGROUP_KILL, mark, deadline_ms, helper_ms, done);
 	t0 = cryo_now_ms();
 	/* the holder is dead, its helper lives: the hold is live, not undone */
 	assert_int_equal(cryo_hold_open_dir(base, &dfd, NULL), 0);
@@ -284,34 +301,13 @@ static void test_settle(void **state)
 	char mark[PATH_MAX * 2];
 	struct stat st;
 	int64_t t0, took;
-	pid_t pid;
 
 	(void)state;
 	assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
 	snprintf(base, sizeof(base), "/tmp/cryo-test-hold.XXXXXX");
 	assert_non_null(mkdtemp(base));
 	snprintf(mark, sizeof(mark), "%s/mark-settle", base);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		struct cryo_error err = CRYO_ERROR_INIT;
-		struct cryo_hold *h = NULL;
-		pid_t hp;
-
-		if (cryo_hold_acquire(base, "web", CRYO_HOLD_CGROUP_THAW, mark, "v2", 0, CRYO_HOLD_UNDO_ON_EXIT,
-				      mark_undo, &h, &err) < 0)
-			_exit(2);
-		hp = fork();
-		if (hp == 0) {
-			setpgid(0, 0);
-			cryo_sleep_ms(800);
-			_exit(0);
-		}
-		if (hp < 0 || cryo_hold_set_helper(h, hp, &err) < 0)
-			_exit(3);
-		_exit(0);
-	}
-	assert_int_equal(tl_wait(pid), 0);
+	(void)holder_with_helper("web", CRYO_HOLD_CGROUP_THAW, mark, 0, 800, NULL);
 	t0 = cryo_now_ms();
 	/* another kind: not this one's to undo */
 	assert_int_equal(cryo_hold_settle(base, "web", CRYO_HOLD_CGROUP_KILL, mark_undo, NULL), 0);
