@@ -17,7 +17,7 @@ B=$T/$id
 bundle_counting "$B"
 rt run -d --bundle "$B" "$id" </dev/null >"$T/out" 2>&1 || fail "run: $(cat "$T/out")"
 
-count() { cat "$B/rootfs/count" 2>/dev/null || echo 0; }
+count() { bundle_count "$B"; }
 assert_back() {  # what, expected freezer state
 	local what=$1 want=$2 c1 st
 	st=$(rt freezer-state "$id") || fail "$what: freezer-state failed"

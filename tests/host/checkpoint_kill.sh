@@ -37,7 +37,7 @@ id=ck-kill-$$
 B=$T/$id
 bundle_counting "$B"
 rt_run_quiet "$B" "$id"
-count() { cat "$B/rootfs/count" 2>/dev/null || echo 0; }
+count() { bundle_count "$B"; }
 # the container's cgroup, read without the state lock a stopped cryo holds
 CG=$(rt_freezer_cgroup "$id") || exit 1
 fz_state() { "$CRYO_BIN" freezer-state --cgroup "$CG"; }

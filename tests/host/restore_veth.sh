@@ -33,7 +33,7 @@ at_exit "ip link del $hostif"
 # stdio on /dev/null: CRIU dumps no file of a host mount the container does not see
 rt run -d --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run failed"
 
-count() { cat "$B/rootfs/count" 2>/dev/null || echo 0; }
+count() { bundle_count "$B"; }
 wait_above() {
 	for _ in $(seq 100); do [ "$(count)" -gt "$1" ] && return 0; sleep 0.1; done
 	fail "the counter did not pass $1 (at $(count))"

@@ -38,7 +38,7 @@ loops_gone() {
 }
 at_exit loops_gone
 bundle_counting "$B"
-count() { cat "$B/rootfs/count" 2>/dev/null || echo 0; }
+count() { bundle_count "$B"; }
 
 for kind in ed25519 hmac; do
 	case $kind in

@@ -96,7 +96,17 @@ bundle_counting() {
 	bundle_new "$1" sh -c 'i=0; while true; do i=$((i+1)); echo $i > /count; sleep 0.05; done'
 }
 
-bundle_count() { local c; c=$(cat "$1/rootfs/count" 2>/dev/null); echo "${c:-0}"; }
+# (the workload's `echo > /count` truncates, then writes: a read in between
+# sees nothing, and is read again)
+bundle_count() {
+	local c
+	for _ in 1 2 3 4 5 6 7 8 9 10; do
+		c=$(cat "$1/rootfs/count" 2>/dev/null)
+		[ -n "$c" ] && break
+		sleep 0.01
+	done
+	echo "${c:-0}"
+}
 
 bundle_count_above() {
 	for _ in $(seq "${3:-60}"); do
