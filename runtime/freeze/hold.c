@@ -94,6 +94,46 @@ static bool helper_alive(const struct cryo_hold_rec *rec)
 }
 
 /*
+ * A pidfd of rec's helper while it is alive, or -1. Opened first, then
+ * checked: the pidfd names the journaled process only if the pid's start
+ * time still matches after it was opened.
+ */
+static int helper_pidfd(const struct cryo_hold_rec *rec)
+{
+	int fd;
+
+	if (rec->helper_pid <= 0)
+		return -1;
+	fd = pidfd_open_(rec->helper_pid);
+	if (fd >= 0 && !helper_alive(rec)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* How long a command waits for the helper of a dead holder: its deadline (then it is killed), else 60 s. */
+static int64_t helper_wait_until(const struct cryo_hold_rec *rec)
+{
+	return rec->deadline_ms > 0 ? rec->deadline_ms + 3000 : cryo_now_ms() + 60000;
+}
+
+/* Wait, with no lock held, for the helper of rec (whose holder died) to end, up to helper_wait_until(). */
+static void wait_helper(const char *name, const struct cryo_hold_rec *rec)
+{
+	struct pollfd p = { .fd = helper_pidfd(rec), .events = POLLIN };
+	int64_t left = helper_wait_until(rec) - cryo_now_ms();
+
+	if (p.fd < 0)
+		return;
+	cryo_info("hold `%s`: waiting for pid %d, which its dead holder %d started, to end", name, rec->helper_pid,
+		  rec->holder_pid);
+	if (left > 0)
+		(void)poll(&p, 1, left > INT32_MAX ? INT32_MAX : (int)left);
+	close(p.fd);
+}
+
+/*
  * A hold whose helper outlived it is undone now (its deadline passed):
  * the helper goes first, or it would act on the target after the undo
  * (CRIU puts the cgroup's freezer back as it found it, frozen, when its
@@ -101,27 +141,19 @@ static bool helper_alive(const struct cryo_hold_rec *rec)
  */
 static void stop_helper(const struct cryo_hold_rec *rec)
 {
-	struct pollfd p = { .events = POLLIN };
-	uint64_t start = 0;
+	struct pollfd p = { .fd = helper_pidfd(rec), .events = POLLIN };
+	bool group;
 
-	if (rec->helper_pid <= 0)
-		return;
-	p.fd = pidfd_open_(rec->helper_pid);
 	if (p.fd < 0)
 		return;
-	/* (the pidfd names the journaled process only if its start time still matches) */
-	if (cryo_pid_start_time(rec->helper_pid, &start) == 0 && start == rec->helper_start &&
-	    !pid_is_zombie(rec->helper_pid)) {
-		/* a helper that leads its own group (CRIU) goes with its children: one may be stopped, traced by it */
-		bool group = getpgid(rec->helper_pid) == rec->helper_pid;
-
-		cryo_warn("hold `%s`: its deadline passed while pid %d still works on it: killing it", rec->name,
-			  rec->helper_pid);
-		if (pidfd_signal(p.fd, SIGKILL) == 0) {
-			if (group)
-				(void)kill(-rec->helper_pid, SIGKILL);
-			(void)poll(&p, 1, 2000);
-		}
+	/* a helper that leads its own group (CRIU) goes with its children: one may be stopped, traced by it */
+	group = getpgid(rec->helper_pid) == rec->helper_pid;
+	cryo_warn("hold `%s`: its deadline passed while pid %d still works on it: killing it", rec->name,
+		  rec->helper_pid);
+	if (pidfd_signal(p.fd, SIGKILL) == 0) {
+		if (group)
+			(void)kill(-rec->helper_pid, SIGKILL);
+		(void)poll(&p, 1, 2000);
 	}
 	close(p.fd);
 }
@@ -175,20 +207,11 @@ static struct cryo_hold_rec *load_own(const struct watchdog_args *a)
  * The holder died and its entry names a helper that lives on: a pidfd
  * to wait on, or -1 (none, or gone already).
  */
-static int helper_pidfd(const struct watchdog_args *a)
+static int own_helper_pidfd(const struct watchdog_args *a)
 {
 	struct cryo_hold_rec *cur = load_own(a);
-	uint64_t start = 0;
-	int fd = -1;
+	int fd = cur ? helper_pidfd(cur) : -1;
 
-	if (cur && cur->helper_pid > 0) {
-		fd = pidfd_open_(cur->helper_pid);
-		if (fd >= 0 && (cryo_pid_start_time(cur->helper_pid, &start) < 0 || start != cur->helper_start ||
-				pid_is_zombie(cur->helper_pid))) {
-			close(fd);
-			fd = -1;
-		}
-	}
 	cryo_hold_rec_free(cur);
 	return fd;
 }
@@ -279,7 +302,7 @@ static void hold_watchdog_main(void *data, int ready_fd)
 			 * refreezes the cgroup as it found it when its dump ends.
 			 */
 			if (!waiting_helper) {
-				int hfd = helper_pidfd(a);
+				int hfd = own_helper_pidfd(a);
 
 				waiting_helper = true;
 				if (hfd >= 0) {
@@ -700,8 +723,6 @@ int cryo_hold_settle(const char *root, const char *name, enum cryo_hold_kind kin
 	for (;;) {
 		_cleanup_close_ int dfd = -1;
 		struct cryo_hold_rec *rec = NULL;
-		struct pollfd p = { .fd = -1, .events = POLLIN };
-		int64_t until;
 		int lfd, r;
 
 		r = cryo_hold_dir_open(root, false, &dfd, NULL);
@@ -717,65 +738,34 @@ int cryo_hold_settle(const char *root, const char *name, enum cryo_hold_kind kin
 			close(lfd);
 			return 0;
 		}
-		until = rec->deadline_ms > 0 ? rec->deadline_ms + 3000 : cryo_now_ms() + 60000;
-		if (!helper_alive(rec) || cryo_now_ms() >= until) {
+		if (!helper_alive(rec) || cryo_now_ms() >= helper_wait_until(rec)) {
 			r = take_over_stale(dfd, root, rec, kind, undo, err);
 			cryo_hold_rec_free(rec);
 			close(lfd);
 			return r;
 		}
-		/* its helper ends its work (CRIU's dump): wait, without the lock */
-		p.fd = pidfd_open_(rec->helper_pid);
-		cryo_info("hold `%s`: waiting for pid %d, which its dead holder %d started, to end", name,
-			  rec->helper_pid, rec->holder_pid);
-		cryo_hold_rec_free(rec);
+		/* its helper ends its work (CRIU's dump): wait, without the lock, and look again */
 		close(lfd);
-		if (p.fd < 0)
-			continue;
-		(void)poll(&p, 1, (int)(until - cryo_now_ms()));
-		close(p.fd);
+		wait_helper(name, rec);
+		cryo_hold_rec_free(rec);
 	}
 }
 
 /*
- * A hold whose holder died lives on while its helper (a dump's CRIU)
- * ends its work: wait for every such helper of the journal in dfd, each
- * up to its hold's deadline (then its watchdog kills it) or 60 s for a
- * hold without one, with no lock held (the other holds of the root go
- * on meanwhile). Recover then finds them done.
+ * Recover's look at entry name before it takes the lock: a hold whose
+ * holder died lives on while its helper (a dump's CRIU) ends its work;
+ * wait for it (wait_helper(): up to the hold's deadline, then its
+ * watchdog kills it), with no lock held, so that the other holds of the
+ * root go on meanwhile. Recover then finds it done.
  */
-static void wait_orphan_helpers(int dfd)
+static void wait_orphan_helper(int dfd, const char *name)
 {
-	struct dirent *de;
-	DIR *d = cryo_opendir_at(dfd, ".");
+	struct cryo_hold_rec *rec = NULL;
 
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		struct cryo_hold_rec *rec = NULL;
-		size_t len = strlen(de->d_name);
-		char name[256];
-
-		if (de->d_name[0] == '.' || len <= 5 || len - 5 >= sizeof(name) ||
-		    strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
-		if (cryo_hold_load_at(dfd, name, &rec, NULL) == 0 && rec && (rec->flags & CRYO_HOLD_UNDO_ON_EXIT) &&
-		    helper_alive(rec) && holder_dead(rec)) {
-			struct pollfd p = { .fd = pidfd_open_(rec->helper_pid), .events = POLLIN };
-			int64_t until = rec->deadline_ms > 0 ? rec->deadline_ms + 3000 : cryo_now_ms() + 60000;
-
-			cryo_info("hold `%s`: waiting for pid %d, which its dead holder %d started, to end", name,
-				  rec->helper_pid, rec->holder_pid);
-			while (p.fd >= 0 && cryo_now_ms() < until && helper_alive(rec) &&
-			       poll(&p, 1, (int)(until - cryo_now_ms() > 1000 ? 1000 : until - cryo_now_ms())) == 0)
-				;
-			if (p.fd >= 0)
-				close(p.fd);
-		}
-		cryo_hold_rec_free(rec);
-	}
-	closedir(d);
+	if (cryo_hold_load_at(dfd, name, &rec, NULL) == 0 && rec && (rec->flags & CRYO_HOLD_UNDO_ON_EXIT) &&
+	    helper_alive(rec) && holder_dead(rec))
+		wait_helper(name, rec);
+	cryo_hold_rec_free(rec);
 }
 
 int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_KIND_MAX], cryo_hold_report_fn report,
@@ -794,7 +784,6 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 	}
 	if (r < 0)
 		return r;
-	wait_orphan_helpers(dfd);
 	d = cryo_opendir_at(dfd, ".");
 	if (!d)
 		return cryo_error_set(err, errno, "list `%s/%s`", root, HOLDS_DIR);
@@ -832,16 +821,15 @@ int cryo_hold_recover(const char *root, const cryo_hold_undo_fn undo[_CRYO_HOLD_
 		    strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(name, sizeof(name), "%.*s", (int)(len - 5), de->d_name);
+		wait_orphan_helper(dfd, name);
 		lfd = cryo_hold_dir_lock(dfd);
 		r = cryo_hold_load_at(dfd, name, &rec, &e);
+		if (r == 0 && rec && !(rec->root = strdup(root)))
+			r = cryo_error_set(&e, ENOMEM, "hold `%s`", name);
 		if (r == -ENOENT) {
 			/* undone and removed since we listed it (its watchdog, once its helper ended) */
 			cryo_error_clear(&e);
 			r = 0;
-		} else if (r == 0 && rec && !(rec->root = strdup(root)))
-			r = cryo_error_set(&e, ENOMEM, "hold `%s`", name);
-		if (r == 0 && !rec) {
-			/* (nothing left of it) */
 		} else if (r < 0 || !rec) {
 			if (report)
 				report(NULL, e.msg, r, userdata);

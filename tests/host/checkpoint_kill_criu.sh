@@ -41,17 +41,15 @@ wait_count_above() {
 		[ -n "$c" ] && [ "$c" -gt "$1" ] 2>/dev/null && return 0
 		sleep 0.05
 	done
-	local why p
+	local why
 	why="$2: the counter is stuck at $(status) (freezer $(fz_state); its tasks: $(tasks_states))"
 	# A task asleep past its timer after a --leave-running dump, on this
 	# kernel, with or without a kill (docs/reliability.md, known gaps:
 	# tests/soak/leave_running_wakeup.sh measures it). Does a wakeup (a
 	# ptrace attach and detach of each task) set it going again, its
 	# checks whole? Then it lost a wakeup: counted, at most 2 of the kills.
-	local kicks=()
-	for p in $(cat "$CG/cgroup.procs" 2>/dev/null); do timeout 2 strace -qq -p "$p" -e trace=none 2>/dev/null & kicks+=($!); done
-	sleep 1.5
-	[ ${#kicks[@]} = 0 ] || wait "${kicks[@]}"
+	# shellcheck disable=SC2046
+	ptrace_kick $(cat "$CG/cgroup.procs" 2>/dev/null)
 	c=$(count)
 	sleep 0.5
 	status | grep -q FAIL && fail "$why; woken, the counter's check failed: $(status)"

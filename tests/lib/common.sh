@@ -130,6 +130,14 @@ cryo() { "$CRYO_BIN" "$@"; }
 now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
 
 task_state() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1; }
+# wake each of PIDS... with a ptrace attach and detach (strace): a task asleep
+# past its timer (a lost wakeup, docs/reliability.md) goes on; waits for them
+ptrace_kick() {
+	local p kicks=()
+	for p in "$@"; do timeout 2 strace -qq -p "$p" -e trace=none 2>/dev/null & kicks+=($!); done
+	sleep 1.5
+	[ ${#kicks[@]} = 0 ] || wait "${kicks[@]}"
+}
 # the kernel tracks dirty pages (soft-dirty), as CRIU's pre-dump needs: `cryo check` says
 has_soft_dirty() { "$CRYO_BIN" check 2>/dev/null | grep -q '^memory tracking: soft-dirty yes'; }
 

@@ -25,11 +25,13 @@ N_MANY=${CRYO_SOAK_MANY:-20}
 mig_hosts_setup
 mig_tls_certs "$T/pki"
 mig_dst_parent_cgroups
-# cryo in the background: cryo_bg OUT ARGS... (its output in OUT, made before it starts)
+# cryo in the background: cryo_bg OUT ARGS... (its output in OUT, made
+# before it starts); its pid in $! as for any background command
 cryo_bg() {
 	local out=$1
 	shift
-	"$CRYO_BIN" --root "$RTROOT" "$@" </dev/null >"$out" 2>&1
+	: >"$out"
+	"$CRYO_BIN" --root "$RTROOT" "$@" </dev/null >"$out" 2>&1 &
 }
 
 # a counter container on a directory rootfs: id $1 (status file in $T/$1/rootfs-dir/status)
@@ -58,10 +60,8 @@ wl_wait_above "$(st_of "$x")" 20
 c_two_checkpoints() {
 	local p1 p2 r1=0 r2=0 ok=0
 	rm -rf "$T/i1" "$T/i2"
-	: >"$T/bg.1.out"
-	: >"$T/bg.2.out"
-	cryo_bg "$T/bg.1.out" checkpoint --leave-running --image-path "$T/i1" "$x" & p1=$!
-	cryo_bg "$T/bg.2.out" checkpoint --leave-running --image-path "$T/i2" "$x" & p2=$!
+	cryo_bg "$T/bg.1.out" checkpoint --leave-running --image-path "$T/i1" "$x"; p1=$!
+	cryo_bg "$T/bg.2.out" checkpoint --leave-running --image-path "$T/i2" "$x"; p2=$!
 	wait $p1 || r1=$?
 	wait $p2 || r2=$?
 	for r in "1 $r1" "2 $r2"; do
@@ -84,11 +84,9 @@ c_two_checkpoints() {
 c_ck_delete() {
 	local p1 p2 r1=0 r2=0
 	rm -rf "$T/i1"
-	: >"$T/bg.ck.out"
-	: >"$T/bg.del.out"
-	cryo_bg "$T/bg.ck.out" checkpoint --image-path "$T/i1" "$x" & p1=$!
+	cryo_bg "$T/bg.ck.out" checkpoint --image-path "$T/i1" "$x"; p1=$!
 	sleep "0.0$((RANDOM % 10))"
-	cryo_bg "$T/bg.del.out" delete --force "$x" & p2=$!
+	cryo_bg "$T/bg.del.out" delete --force "$x"; p2=$!
 	wait $p1 || r1=$?
 	wait $p2 || r2=$?
 	[ $r1 = 0 ] || { clear_error "$T/bg.ck.out" "$BUSY|killed|deleted|died|gone|exited" "ck-delete (checkpoint exited $r1)"; [ ! -e "$T/i1" ] || fail "ck-delete: a failed checkpoint left $T/i1"; }
@@ -136,8 +134,7 @@ c_freeze_migrate() {
 c_recover_ck() {
 	local p1 r1=0 n=0
 	rm -rf "$T/i1"
-	: >"$T/bg.rc.out"
-	cryo_bg "$T/bg.rc.out" checkpoint --leave-running --image-path "$T/i1" "$x" & p1=$!
+	cryo_bg "$T/bg.rc.out" checkpoint --leave-running --image-path "$T/i1" "$x"; p1=$!
 	while kill -0 $p1 2>/dev/null; do
 		rt recover >"$T/rec.out" 2>&1 || fail "recover-ck: recover: $(cat "$T/rec.out")"
 		n=$((n + 1))
@@ -158,8 +155,7 @@ c_twenty() {
 	fi
 	for i in $(seq "$N_MANY"); do
 		rm -rf "$T/m$i"
-		: >"$T/bg.m$i.out"
-		cryo_bg "$T/bg.m$i.out" checkpoint --leave-running --image-path "$T/m$i" "$x-$i" & pids+=($!)
+		cryo_bg "$T/bg.m$i.out" checkpoint --leave-running --image-path "$T/m$i" "$x-$i"; pids+=($!)
 	done
 	for i in $(seq "$N_MANY"); do
 		r=0

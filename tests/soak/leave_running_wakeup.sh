@@ -27,7 +27,7 @@ CRIU=${CRYO_CRIU:-criu}
 
 # counts on within 3 s (file $1)? else 1 after waking its tasks (pids in $2...)
 counts_on() {
-	local f=$1 c p kicks
+	local f=$1 c p
 	shift
 	c=$(awk '{ print $1 }' "$f")
 	for _ in $(seq 60); do
@@ -36,10 +36,7 @@ counts_on() {
 		sleep 0.05
 	done
 	for p in "$@"; do printf '  %s:%s %s\n' "$p" "$(task_state "$p")" "$(cat "/proc/$p/wchan" 2>/dev/null)"; done
-	kicks=()
-	for p in "$@"; do timeout 2 strace -qq -p "$p" -e trace=none 2>/dev/null & kicks+=($!); done
-	sleep 1.5
-	wait "${kicks[@]}"
+	ptrace_kick "$@"
 	c=$(awk '{ print $1 }' "$f")
 	sleep 0.5
 	[ "$(awk '{ print $1 }' "$f")" -gt "$c" ] 2>/dev/null || fail "stuck, and a ptrace attach did not wake it"
