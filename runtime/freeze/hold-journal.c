@@ -137,48 +137,53 @@ int cryo_hold_dir_open(const char *root, bool create, int *ret, struct cryo_erro
  * Serialises journal changes between holders, watchdogs and `cryo
  * recover`: a flock on a new open file of the journal dir (no lock file
  * is left behind; a watchdog keeps the dir open, but never this file).
+ * timeout_ms < 0 waits as long as it takes; else -EBUSY once it passed.
  */
-int cryo_hold_dir_lock(int dfd)
+int cryo_hold_dir_lock_for(int dfd, int timeout_ms)
 {
+	int64_t until = cryo_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	int fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int delay = 1;
 
 	if (fd < 0)
 		return -errno;
-	while (flock(fd, LOCK_EX) < 0) {
-		if (errno != EINTR) {
-			int r = -errno;
+	while (flock(fd, timeout_ms < 0 ? LOCK_EX : LOCK_EX | LOCK_NB) < 0) {
+		int r = -errno;
 
+		if (r == -EINTR)
+			continue;
+		if (r != -EWOULDBLOCK || cryo_now_ms() >= until) {
 			close(fd);
-			return r;
+			return r == -EWOULDBLOCK ? -EBUSY : r;
 		}
-	}
-	return fd;
-}
-
-int cryo_hold_lock(const char *root, int timeout_ms, int *ret_dfd, int *ret_lockfd, struct cryo_error *err)
-{
-	_cleanup_close_ int dfd = -1, fd = -1;
-	int64_t until = cryo_now_ms() + timeout_ms;
-	int r, delay = 1;
-
-	r = cryo_hold_dir_open(root, true, &dfd, err);
-	if (r < 0)
-		return r;
-	fd = openat(dfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return cryo_error_set(err, errno, "open `%s/%s`", root, HOLDS_DIR);
-	while (flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		if (errno != EWOULDBLOCK && errno != EINTR)
-			return cryo_error_set(err, errno, "lock `%s/%s`", root, HOLDS_DIR);
-		if (cryo_now_ms() >= until)
-			return cryo_error_setx(err, EBUSY, "another cryo command holds the lock of `%s/%s` for more than %d ms",
-					       root, HOLDS_DIR, timeout_ms);
 		/* short steps: many commands of one node take it in turns, each for a few ms */
 		cryo_sleep_ms(delay);
 		delay = delay < 8 ? delay * 2 : 8;
 	}
+	return fd;
+}
+
+int cryo_hold_dir_lock(int dfd)
+{
+	return cryo_hold_dir_lock_for(dfd, -1);
+}
+
+int cryo_hold_lock(const char *root, int timeout_ms, int *ret_dfd, int *ret_lockfd, struct cryo_error *err)
+{
+	_cleanup_close_ int dfd = -1;
+	int r;
+
+	r = cryo_hold_dir_open(root, true, &dfd, err);
+	if (r < 0)
+		return r;
+	r = cryo_hold_dir_lock_for(dfd, timeout_ms < 0 ? 0 : timeout_ms);
+	if (r == -EBUSY)
+		return cryo_error_setx(err, EBUSY, "another cryo command holds the lock of `%s/%s` for more than %d ms",
+				       root, HOLDS_DIR, timeout_ms);
+	if (r < 0)
+		return cryo_error_set(err, -r, "lock `%s/%s`", root, HOLDS_DIR);
 	*ret_dfd = TAKE_FD(dfd);
-	*ret_lockfd = TAKE_FD(fd);
+	*ret_lockfd = r;
 	return 0;
 }
 

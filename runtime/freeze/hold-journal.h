@@ -155,6 +155,8 @@ int cryo_hold_dir_open(const char *root, bool create, int *ret, struct cryo_erro
 int cryo_hold_dir_open_for(const char *root, const char *name, int *ret_fd, struct cryo_error *err);
 /* Take the journal's lock (blocking): the locked fd, or -errno. */
 int cryo_hold_dir_lock(int dfd);
+/* The same, waiting at most timeout_ms (< 0: as long as it takes): -EBUSY when it passed. */
+int cryo_hold_dir_lock_for(int dfd, int timeout_ms);
 /* Write rec's entry (atomically, not synced): 0 or -errno. */
 int cryo_hold_rec_save_at(int dfd, const struct cryo_hold_rec *rec);
 /* Does entry name still carry this nonce? Its exit delay in *ret_exit_delay_ms (may be NULL). */

@@ -216,26 +216,51 @@ static int own_helper_pidfd(const struct watchdog_args *a)
 	return fd;
 }
 
-/* Fire: undo under the lock, unless the hold was released meanwhile. */
-static void watchdog_fire(struct watchdog_args *a)
+/* Stop the helper and undo, if the entry is still ours: true when undone. */
+static bool fire_undo(struct watchdog_args *a)
 {
 	struct cryo_error err = CRYO_ERROR_INIT;
-	struct cryo_hold_rec *cur;
-	char file[PATH_MAX];
-	int lfd;
+	struct cryo_hold_rec *cur = load_own(a);
+	bool done = false;
 
-	lfd = cryo_hold_dir_lock(a->dfd);
-	cur = load_own(a);
 	if (cur) {
 		stop_helper(cur);
-		if (a->undo(a->rec, &err) == 0) {
-			snprintf(file, sizeof(file), "%s.json", a->rec->name);
-			unlinkat(a->dfd, file, 0);
-		}
+		done = a->undo(a->rec, &err) == 0;
 		/* on failure the entry stays for `cryo recover` */
 		cryo_error_clear(&err);
 	}
 	cryo_hold_rec_free(cur);
+	return done;
+}
+
+/*
+ * How long the watchdog waits for the journal's lock before it undoes
+ * without it. Commands take the lock for a few ms; one that holds it
+ * longer is stopped (SIGSTOP, a debugger) inside it, maybe with the
+ * container just frozen, and must not keep it frozen past its deadline.
+ */
+#define FIRE_LOCK_MS 300
+
+/* Fire: undo under the lock, unless the hold was released meanwhile. */
+static void watchdog_fire(struct watchdog_args *a)
+{
+	char file[PATH_MAX];
+	int lfd;
+
+	lfd = cryo_hold_dir_lock_for(a->dfd, FIRE_LOCK_MS);
+	if (lfd == -EBUSY) {
+		/*
+		 * Undo now, and tidy the journal once the lock is ours: the holder
+		 * that has it fails its next hold check (the deadline passed), and
+		 * a second undo of a thawed target changes nothing.
+		 */
+		(void)fire_undo(a);
+		lfd = cryo_hold_dir_lock(a->dfd);
+	}
+	if (fire_undo(a)) {
+		snprintf(file, sizeof(file), "%s.json", a->rec->name);
+		unlinkat(a->dfd, file, 0);
+	}
 	if (lfd >= 0)
 		close(lfd);
 }

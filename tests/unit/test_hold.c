@@ -325,6 +325,88 @@ static void test_settle(void **state)
 	assert_int_equal(cryo_rm_rf_at(AT_FDCWD, base), 0);
 }
 
+/* The undo of the stuck-lock test: one more line in the file the target names, each time it runs. */
+static int count_undo(const struct cryo_hold_rec *rec, struct cryo_error *err)
+{
+	int fd = open(rec->target, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+
+	if (fd < 0)
+		return cryo_error_set(err, errno, "open");
+	if (write(fd, "u\n", 2) != 2) {
+		close(fd);
+		return cryo_error_set(err, EIO, "write");
+	}
+	close(fd);
+	return 0;
+}
+
+static off_t file_size(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) < 0 ? -1 : st.st_size;
+}
+
+/*
+ * A holder stuck inside the journal's lock (SIGSTOP, a debugger)
+ * past its deadline, maybe right after it froze: the watchdog undoes
+ * without the lock, a short wait after the deadline, and tidies the
+ * entry once the lock is free again.
+ */
+static void test_stuck_lock(void **state)
+{
+	char mark[PATH_MAX * 2], locked[PATH_MAX * 2], entry[PATH_MAX * 2];
+	int64_t t0, undone = -1;
+	pid_t pid;
+
+	(void)state;
+	snprintf(base, sizeof(base), "/tmp/cryo-test-hold.XXXXXX");
+	assert_non_null(mkdtemp(base));
+	snprintf(mark, sizeof(mark), "%s/mark", base);
+	snprintf(locked, sizeof(locked), "%s/locked", base);
+	snprintf(entry, sizeof(entry), "%s/.holds/web.json", base);
+	t0 = cryo_now_ms();
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct cryo_error err = CRYO_ERROR_INIT;
+		struct cryo_hold *h = NULL;
+		int dfd, lfd;
+
+		if (cryo_hold_acquire(base, "web", CRYO_HOLD_CGROUP_THAW, mark, "v2", 800, CRYO_HOLD_UNDO_ON_EXIT,
+				      count_undo, &h, &err) < 0)
+			_exit(2);
+		dfd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dfd < 0 || (dfd = openat(dfd, ".holds", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+			_exit(3);
+		lfd = cryo_hold_dir_lock(dfd);
+		if (lfd < 0 || cryo_write_new_file_at(AT_FDCWD, locked, "x", 1, 0600) < 0)
+			_exit(4);
+		/* (stuck: the parent kills it; bounded, so that a failed test leaves nothing behind) */
+		cryo_sleep_ms(15000);
+		_exit(0);
+	}
+	while (file_size(locked) < 0 && cryo_now_ms() - t0 < 5000)
+		cryo_sleep_ms(5);
+	assert_true(file_size(locked) > 0);
+	/* undone once while the holder still sits in the lock, soon after the deadline */
+	while (file_size(mark) <= 0 && cryo_now_ms() - t0 < 8000)
+		cryo_sleep_ms(10);
+	undone = cryo_now_ms() - t0;
+	assert_int_equal(file_size(mark), 2);
+	assert_true(undone >= 700);
+	assert_true(undone < 3000);
+	assert_int_equal(file_size(entry) > 0, 1);
+	/* the holder goes on (and dies): the watchdog takes the lock, undoes again (harmless) and the entry goes */
+	assert_int_equal(kill(pid, SIGKILL), 0);
+	assert_int_equal(tl_wait(pid), 128 + SIGKILL);
+	for (int i = 0; i < 300 && file_size(entry) >= 0; i++)
+		cryo_sleep_ms(10);
+	assert_int_equal(file_size(entry), -1);
+	assert_int_equal(file_size(mark), 4);
+	assert_int_equal(cryo_rm_rf_at(AT_FDCWD, base), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -332,6 +414,7 @@ int main(void)
 		cmocka_unit_test(test_exit_delay),
 		cmocka_unit_test(test_helper),
 		cmocka_unit_test(test_settle),
+		cmocka_unit_test(test_stuck_lock),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
