@@ -303,6 +303,19 @@ f_kill_cryo() {
 	[ $st = 0 ] && soak_count kill-cryo.too-late
 	after_cryo kill-cryo "$img" "$st"
 }
+# what holds the container: the journal's entries, cryo's and CRIU's processes
+hold_diag() {
+	local e p
+	echo "# uptime: $(cut -d' ' -f1 /proc/uptime)"
+	for e in "$RTROOT"/.holds/*.json; do
+		[ -e "$e" ] && echo "# hold $(basename "$e"): $(tr -d '\n\t ' <"$e")"
+	done
+	for p in $(pgrep -f "$CRYO_BIN|criu"); do
+		echo "# ps: $(ps -o pid=,ppid=,pgid=,stat=,etimes=,args= -p "$p")"
+		echo "# stack $p: $(tr '\n' ' ' <"/proc/$p/stack" 2>/dev/null)"
+	done
+	return 0
+}
 f_stop_cryo() {
 	local img=$T/img-k st=0 t0 fs
 	[ -d "$img" ] || prev_image "$img"
@@ -310,9 +323,14 @@ f_stop_cryo() {
 	sleep "$(printf '0.%03d' "$(rnd "$ck_ms")")"
 	kill -STOP "$ckp" 2>/dev/null
 	t0=$(now_ms)
-	# its watchdogs thaw the container (and its filesystem) by the deadline
-	while [ "$(rt freezer-state "$c")" != RUNNING ] && [ $(($(now_ms) - t0)) -lt $((DEADLINE + 3000)) ]; do sleep 0.05; done
+	# its watchdogs thaw the container (and its filesystem) by the deadline,
+	# which is at most DEADLINE ms on (a stopped cryo freezes nothing new).
+	# Not before: CRIU, which outlives the stop, thaws the cgroup while it
+	# dumps and freezes it again after, as it found it.
+	while { [ $(($(now_ms) - t0)) -lt "$DEADLINE" ] || [ "$(rt freezer-state "$c")" != RUNNING ]; } &&
+		[ $(($(now_ms) - t0)) -lt $((DEADLINE + 3000)) ]; do sleep 0.05; done
 	fs=$(rt freezer-state "$c")
+	[ "$fs" = RUNNING ] || hold_diag
 	kill -CONT "$ckp" 2>/dev/null
 	wait "$ckp" || st=$?
 	[ "$fs" = RUNNING ] || fail "stop-cryo: cryo stopped, the container is $fs $((DEADLINE + 3000)) ms on"
