@@ -966,22 +966,12 @@ int cryo_cgroup_destroy_made(const char *rel, const char *made, int timeout_ms, 
 	r = cryo_cgroup_get_paths(rel, &p, err);
 	if (r < 0)
 		return r;
-	if (!exists(p.v2) && !exists(p.v1_memory) && !exists(p.v1_freezer)) {
-		bool any = false;
-		size_t i;
-
-		for (i = 0; i < ARRAY_SIZE(v1_controllers) && !any; i++) {
-			_cleanup_free_ char *q = v1_path(v1_controllers[i], rel);
-
-			any = exists(q);
-		}
-		if (!any) {
-			cryo_cgroup_paths_free(&p);
-			if (made)
-				remove_made_parents(rel, made);
-			remove_default_parent(rel);
-			return 0;
-		}
+	if (!exists_anywhere(rel)) {
+		cryo_cgroup_paths_free(&p);
+		if (made)
+			remove_made_parents(rel, made);
+		remove_default_parent(rel);
+		return 0;
 	}
 	thaw(&p);
 	cryo_cgroup_paths_free(&p);
@@ -1015,6 +1005,14 @@ int cryo_cgroup_destroy_made(const char *rel, const char *made, int timeout_ms, 
 		r = cgroup_delete_cgroup_ext(cg, CGFLAG_DELETE_RECURSIVE | CGFLAG_DELETE_IGNORE_MIGRATION);
 	cgroup_free(&cg);
 	(void)named_do(NAMED_RMDIR_TREE, rel, 0);
+	/*
+	 * libcgroup's recursive walk takes the children of one hierarchy for
+	 * those of all: a child the container made in some hierarchies only
+	 * (memory/foo, freezer/foo) fails it with ENOENT in the others, after
+	 * it removed everything. What counts is what is left.
+	 */
+	if (r && !exists_anywhere(rel))
+		r = 0;
 	/* a leaf that stays keeps its parents: rmdir of a non-empty one fails harmlessly */
 	if (made)
 		remove_made_parents(rel, made);

@@ -443,8 +443,10 @@ int cryo_container_delete(const char *root, const char *id, bool force, struct c
 	 * one already gone is done): a file missing half-way through the
 	 * teardown is not that, and the container is still there.
 	 */
-	if (r == -ENOENT)
+	if (r == -ENOENT) {
+		err->status = EIO;
 		r = -EIO;
+	}
 out:
 	if (r < 0)
 		return cryo_error_prefix(err, "delete `%s`", id);

@@ -169,13 +169,29 @@ static char *v1_controllers_of(const char *options)
 	return out;
 }
 
+/*
+ * A mount of a hierarchy's root: "/", or, read from inside a cgroup
+ * namespace (the container's, when its mounts are made), "/.." once per
+ * level of the namespace's root below the hierarchy's. Anything else is
+ * a bind of a sub-cgroup.
+ */
+static bool is_hierarchy_root(const char *root)
+{
+	if (strcmp(root, "/") == 0)
+		return true;
+	for (; *root; root += 3)
+		if (strncmp(root, "/..", 3) != 0)
+			return false;
+	return true;
+}
+
 static int collect_cgroup(const struct cryo_mount *m, void *userdata)
 {
 	struct cg_hiers *h = userdata;
 	bool v2 = strcmp(m->fstype, "cgroup2") == 0;
 	struct cg_hier *e;
 
-	if ((!v2 && strcmp(m->fstype, "cgroup") != 0) || h->n >= ARRAY_SIZE(h->v) || strcmp(m->root, "/") != 0)
+	if ((!v2 && strcmp(m->fstype, "cgroup") != 0) || h->n >= ARRAY_SIZE(h->v) || !is_hierarchy_root(m->root))
 		return 0;
 	/* one entry per hierarchy: a hierarchy mounted twice is listed once */
 	for (size_t i = 0; i < h->n; i++)

@@ -141,4 +141,32 @@ c["linux"]["resources"] = {"hugepageLimits": [{"pageSize": "2MB", "limit": 41943
 			"linux.resources.hugepageLimits: this host has no hugetlb cgroup controller"
 	fi
 fi
+# In a cgroup namespace, /sys/fs/cgroup holds the v1 hierarchies, each
+# rooted at the container's own cgroup (read from inside the namespace,
+# the host's mounts have roots "/.." that once hid them all: the container
+# got cgroup2 alone). The container makes a sub-cgroup in two hierarchies
+# only and moves a task in; delete --force removes the lot, and the state
+# (libcgroup's recursive walk failed on ENOENT in the others, and delete
+# --force took that for "already gone", exit 0, state kept).
+bundle_set "$B" 'c["process"]["args"] = ["sleep", "100"]
+c["linux"].pop("resources", None)
+c["mounts"].append({"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
+                    "options": ["nosuid", "noexec", "nodev", "relatime"]})
+if not any(n["type"] == "cgroup" for n in c["linux"]["namespaces"]):
+    c["linux"]["namespaces"].append({"type": "cgroup"})'
+rt run -d --pid-file "$T/pid" --bundle "$B" "$id" </dev/null >"$T/ns.out" 2>&1 || fail "run -d in a cgroup namespace: $(cat "$T/ns.out")"
+out=$(rt exec "$id" sh -c 'sleep 100 & p=$!; for h in memory freezer; do mkdir /sys/fs/cgroup/$h/sub && echo $p >/sys/fs/cgroup/$h/sub/cgroup.procs || exit 1; done; cat /sys/fs/cgroup/memory/cgroup.procs; ls /sys/fs/cgroup' 2>&1) ||
+	fail "sub-cgroups in the container's namespace: $out"
+echo "$out" | grep -qx 1 || fail "the container's memory hierarchy is not rooted at its cgroup (no pid 1 in it): $out"
+for h in memory freezer cpuset; do
+	echo "$out" | grep -qx "$h" || fail "no $h hierarchy under /sys/fs/cgroup in the container: $out"
+done
+[ -d "/sys/fs/cgroup/memory/$CGPARENT/$id/sub" ] && [ ! -e "/sys/fs/cgroup/cpu/$CGPARENT/$id/sub" ] ||
+	fail "the sub-cgroup is not where it should be on the host"
+check rt delete --force "$id"
+[ ! -e "$RTROOT/$id" ] || fail "delete --force said done and kept the container's state"
+rt state "$id" >/dev/null 2>&1 && fail "the container is still there after delete --force"
+for h in $hs unified; do
+	[ ! -e "/sys/fs/cgroup/$h/$CGPARENT/$id" ] || fail "cgroup $h left after delete --force of the sub-cgroups"
+done
 echo ok
