@@ -40,6 +40,9 @@ static const char usage_text[] =
 	"      --process-label LABEL accepted (no SELinux support)\n"
 	"      --preserve-fds N      pass fds 3 .. 3+N-1 on to the process\n"
 	"      --ignore-paused       in a paused container: start once it is resumed\n"
+	"      --cgroup [CTRL[,CTRL]:]PATH\n"
+	"                            put the process in sub-cgroup PATH of the container's cgroup\n"
+	"                            (in the hierarchies of CTRL only; repeatable)\n"
 	"\n"
 	"Without --detach, returns the process's exit code (128+n when killed by signal n);\n"
 	"255 when exec itself fails (no such container, a command that can't be run).\n";
@@ -87,14 +90,15 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 		{ "process-label", required_argument, NULL, 'L' },
 		{ "preserve-fds", required_argument, NULL, 'F' },
 		{ "ignore-paused", no_argument, NULL, 'I' },
+		{ "cgroup", required_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cryo_error err = CRYO_ERROR_INIT;
 	struct cryo_exec_opts o = { .root = cli->root };
-	_cleanup_free_ char **env = NULL, **caps = NULL;
+	_cleanup_free_ char **env = NULL, **caps = NULL, **cgroups = NULL;
 	_cleanup_free_ uint32_t *gids = NULL;
-	size_t n_env = 0, n_caps = 0;
+	size_t n_env = 0, n_caps = 0, n_cgroups = 0;
 	uint64_t u;
 	int c, rc, status = 0;
 
@@ -167,6 +171,10 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 		case 'I':
 			o.ignore_paused = true;
 			break;
+		case 'G':
+			if (push(&cgroups, &n_cgroups, optarg) < 0)
+				return cli_usage_error("exec", "too many --cgroup");
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return 0;
@@ -188,6 +196,7 @@ int cmd_exec(struct cryo_cli *cli, int argc, char **argv)
 		return cli_usage_error("exec", "expects a command after `--`");
 	o.env = env;
 	o.caps = caps;
+	o.cgroups = cgroups;
 	o.additional_gids = gids;
 
 	if (cryo_sealexe_ensure(environ, &err) < 0) {

@@ -523,7 +523,7 @@ static void undo_criu_dump(void *ctx)
 		return;
 	r = cryo_freezer_thaw(c->fz, THAW_TIMEOUT_MS, 0, &e);
 	if (r >= 0)
-		r = cryo_extmounts_restore(c->spec, c->st->bundle, &ext, &e);
+		r = cryo_extmounts_restore(c->spec, c->st->bundle, c->st->cgroup_path, &ext, &e);
 	if (r >= 0)
 		r = cryo_extns_restore(c->spec, &ns, &e);
 	if (r >= 0) {

@@ -9,9 +9,13 @@
 #include <unistd.h>
 
 #include "extmounts.h"
+#include "mount.h"
 #include "spec.h"
 #include "state.h"
 #include "util.h"
+
+/* At most this many binds in a "cgroup" mount (the v1 hierarchies of a host). */
+#define CGROUP_BINDS_MAX 32
 
 /* The name masked files are dumped under: the device bound over them. */
 #define MASKED_FILE_NAME "/dev/null"
@@ -103,6 +107,33 @@ static char *resolve_in_root(int root, const char *path)
 	return strdup(*out ? out : "/");
 }
 
+/*
+ * The binds of the container's cgroups that its "cgroup" mounts are made
+ * of (v1, no cgroup namespace: cryo_mount_cgroup_binds()). Dumped under
+ * their paths in the container; at restore (rel given) they are the new
+ * container's cgroups.
+ */
+static int add_cgroup_binds(struct pairs *p, const struct cryo_spec *spec, const char *rel, struct cryo_error *err)
+{
+	for (size_t i = 0; i < spec->n_mounts; i++) {
+		const struct cryo_spec_mount *m = &spec->mounts[i];
+		char **v = NULL;
+		int r;
+
+		if (!cryo_mount_cgroup_is_binds(spec, m))
+			continue;
+		r = cryo_mount_cgroup_binds(m->destination, rel, &v, err);
+		if (r < 0)
+			return r;
+		for (size_t k = 0; r == 0 && v[k] && v[k + 1]; k += 2)
+			r = add(p, v[k], strdup(v[k + 1]));
+		cryo_strv_free(v);
+		if (r < 0)
+			return cryo_error_set(err, -r, "external mounts");
+	}
+	return 0;
+}
+
 int cryo_extmounts_dump(const struct cryo_spec *spec, pid_t pid, char ***ret, struct cryo_error *err)
 {
 	_cleanup_close_ int root = -1;
@@ -111,7 +142,7 @@ int cryo_extmounts_dump(const struct cryo_spec *spec, pid_t pid, char ***ret, st
 	size_t i;
 	int r = 0;
 
-	if (pairs_new(&p, spec->n_mounts + spec->n_masked_paths + ARRAY_SIZE(cryo_mount_devices)) < 0)
+	if (pairs_new(&p, spec->n_mounts * CGROUP_BINDS_MAX + spec->n_masked_paths + ARRAY_SIZE(cryo_mount_devices)) < 0)
 		return cryo_error_set(err, ENOMEM, "external mounts");
 	snprintf(proc_root, sizeof(proc_root), "/proc/%d/root", (int)pid);
 	root = open(proc_root, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -127,6 +158,13 @@ int cryo_extmounts_dump(const struct cryo_spec *spec, pid_t pid, char ***ret, st
 	}
 	for (i = 0; r == 0 && i < ARRAY_SIZE(cryo_mount_devices); i++)
 		r = add(&p, cryo_mount_devices[i], strdup(cryo_mount_devices[i]));
+	if (r == 0) {
+		r = add_cgroup_binds(&p, spec, NULL, err);
+		if (r < 0) {
+			cryo_strv_free(p.v);
+			return r;
+		}
+	}
 	/* which masked paths are files (a missing path is not mounted) is seen through the container's root */
 	for (i = 0; r == 0 && i < spec->n_masked_paths; i++) {
 		_cleanup_free_ char *path = NULL;
@@ -147,13 +185,14 @@ int cryo_extmounts_dump(const struct cryo_spec *spec, pid_t pid, char ***ret, st
 	return 0;
 }
 
-int cryo_extmounts_restore(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err)
+int cryo_extmounts_restore(const struct cryo_spec *spec, const char *bundle, const char *cgroup, char ***ret,
+			   struct cryo_error *err)
 {
 	struct pairs p;
 	size_t i;
 	int r = 0;
 
-	if (pairs_new(&p, spec->n_mounts + ARRAY_SIZE(cryo_mount_devices)) < 0)
+	if (pairs_new(&p, spec->n_mounts * CGROUP_BINDS_MAX + ARRAY_SIZE(cryo_mount_devices)) < 0)
 		return cryo_error_set(err, ENOMEM, "external mounts");
 	/* host devices, the /dev/null one also for the masked files */
 	for (i = 0; r == 0 && i < ARRAY_SIZE(cryo_mount_devices); i++)
@@ -173,6 +212,13 @@ int cryo_extmounts_restore(const struct cryo_spec *spec, const char *bundle, cha
 		else if (asprintf(&src, "%s/%s", bundle, m->source) < 0)
 			src = NULL;
 		r = add(&p, m->destination, src);
+	}
+	if (r == 0 && cgroup) {
+		r = add_cgroup_binds(&p, spec, cgroup, err);
+		if (r < 0) {
+			cryo_strv_free(p.v);
+			return r;
+		}
 	}
 	if (r < 0) {
 		cryo_strv_free(p.v);

@@ -32,7 +32,12 @@ struct cryo_spec;
  */
 int cryo_extmounts_dump(const struct cryo_spec *spec, pid_t pid, char ***ret, struct cryo_error *err);
 
-/* Restore: (name → host source) pairs, bind sources relative to bundle. */
-int cryo_extmounts_restore(const struct cryo_spec *spec, const char *bundle, char ***ret, struct cryo_error *err);
+/*
+ * Restore: (name → host source) pairs, bind sources relative to bundle;
+ * cgroup: the restored container's (where the binds of its v1 cgroups
+ * lead, cryo_mount_cgroup_binds()).
+ */
+int cryo_extmounts_restore(const struct cryo_spec *spec, const char *bundle, const char *cgroup, char ***ret,
+			   struct cryo_error *err);
 
 #endif

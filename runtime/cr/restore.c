@@ -556,7 +556,7 @@ static int step_criu_restore(void *ctx, struct cryo_error *err)
 	r = cryo_mkdir_p(c->work, 0700);
 	if (r < 0)
 		return cryo_error_set(err, -r, "create work dir `%s`", c->work);
-	r = cryo_extmounts_restore(c->spec, c->bundle, &c->ext, err);
+	r = cryo_extmounts_restore(c->spec, c->bundle, c->cgrel, &c->ext, err);
 	if (r < 0)
 		return r;
 	/* CRIU reads the image by path: the dir we verified, pinned by our fd */

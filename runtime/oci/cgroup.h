@@ -82,6 +82,13 @@ void cryo_cgroup_thaw(const char *rel);
 
 /* Move pid into rel in every hierarchy. */
 int cryo_cgroup_attach(const char *rel, pid_t pid, struct cryo_error *err);
+/*
+ * exec --cgroup: move pid (attached to rel already) into sub-cgroups of
+ * rel. specs: NULL-terminated "PATH" (every hierarchy) or
+ * "CTRL[,CTRL]:PATH" (the hierarchies of those controllers); PATH is
+ * relative to rel and may not leave it.
+ */
+int cryo_cgroup_attach_sub(const char *rel, char *const *specs, pid_t pid, struct cryo_error *err);
 
 /* The pids in rel (v2 cgroup.procs, else the v1 memory/pids hierarchy). */
 int cryo_cgroup_pids(const char *rel, pid_t **ret, size_t *ret_n, struct cryo_error *err);

@@ -714,6 +714,8 @@ static int do_exec(const struct cryo_exec_opts *o, int *ret_status, struct cryo_
 	closep(&listener);
 
 	r = cryo_cgroup_attach(st->cgroup_path, pid, err);
+	if (r == 0 && o->cgroups && o->cgroups[0])
+		r = cryo_cgroup_attach_sub(st->cgroup_path, o->cgroups, pid, err);
 	if (r < 0)
 		goto fail;
 	if (spec->has_oom_score_adj) {

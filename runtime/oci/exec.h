@@ -58,6 +58,7 @@ struct cryo_exec_opts {
 	const char *console_socket;  /* unix socket for the pty master (terminal) */
 	unsigned int preserve_fds;   /* fds 3 .. 3+n-1 are passed on */
 	bool ignore_paused;          /* a paused container is not refused: the process starts once it is resumed */
+	char *const *cgroups;        /* --cgroup [CTRL[,CTRL]:]PATH, sub-cgroups to join; may be NULL */
 };
 
 /*

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "mount.h"
 #include "mountinfo.h"
+#include "state.h"
 #include "util.h"
 
 static int openat2_in_root(int rootfd, const char *path, int flags)
@@ -211,13 +212,90 @@ static int collect_cgroup(const struct cryo_mount *m, void *userdata)
 	return 0;
 }
 
+/* What a bind's remount may change (not propagation, not the atime mode of the source's superblock) */
+#define BIND_REMOUNT_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+/* The path of our own cgroup in the v1 hierarchy of controllers ("cpu,cpuacct"), from /proc/self/cgroup. */
+static char *own_cgroup(const char *controllers)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+
+	while (f && getline(&line, &cap, f) > 0) {
+		char *ctrls = strchr(line, ':'), *path;
+
+		path = ctrls ? strchr(ctrls + 1, ':') : NULL;
+		if (!path)
+			continue;
+		*path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		if (strcmp(ctrls + 1, controllers) == 0)
+			return strdup(path);
+	}
+	return NULL;
+}
+
+/* A controllers' hierarchy the container sees (not cgroup2, not a named one): its directory name, or NULL. */
+static const char *hier_name(const struct cg_hier *e)
+{
+	if (!*e->controllers || strncmp(e->controllers, "name=", 5) == 0)
+		return NULL;
+	return strrchr(e->mountpoint, '/') + 1;
+}
+
+bool cryo_mount_cgroup_is_binds(const struct cryo_spec *spec, const struct cryo_spec_mount *m)
+{
+	return m->type && strcmp(m->type, "cgroup") == 0 && !m->bind && !spec->namespaces[CRYO_NS_CGROUP].enabled;
+}
+
+int cryo_mount_cgroup_binds(const char *dest, const char *rel, char ***ret, struct cryo_error *err)
+{
+	_cleanup_(cg_hiers_done) struct cg_hiers h = { 0 };
+	char **v;
+	size_t n = 0;
+	int r;
+
+	*ret = NULL;
+	r = cryo_mountinfo_foreach(collect_cgroup, &h, err);
+	if (r < 0)
+		return cryo_error_prefix(err, "list the host's cgroup hierarchies");
+	v = calloc(2 * h.n + 1, sizeof(*v));
+	if (!v)
+		return cryo_error_set(err, ENOMEM, "cgroup binds");
+	for (size_t i = 0; h.n_v1 && i < h.n; i++) {
+		const char *name = hier_name(&h.v[i]);
+
+		if (!name || !*name)
+			continue;
+		char *at = NULL, *src = NULL;
+
+		if (asprintf(&at, "%s/%s", strcmp(dest, "/") == 0 ? "" : dest, name) < 0)
+			at = NULL;
+		if (at && rel && asprintf(&src, "%s/%s", h.v[i].mountpoint, rel + strspn(rel, "/")) < 0)
+			src = NULL;
+		if (at && !rel)
+			src = strdup(at);
+		if (!at || !src) {
+			free(at);
+			cryo_strv_free(v);
+			return cryo_error_set(err, ENOMEM, "cgroup binds");
+		}
+		v[n++] = at;
+		v[n++] = src;
+	}
+	*ret = v;
+	return 0;
+}
+
 /*
- * A "cgroup" mount. In a cgroup namespace on a host with v1 hierarchies:
- * the controllers' hierarchies as runc shows them, a tmpfs with one
- * directory per hierarchy (named as on the host: memory, cpu,cpuacct with
- * a symlink per controller), each a cgroup filesystem mounted in the
- * namespace; read-only when the mount is. Otherwise the cgroup2
- * hierarchy at the destination (see below).
+ * A "cgroup" mount. On a host with v1 hierarchies: the controllers'
+ * hierarchies as runc shows them, a tmpfs with one directory per
+ * hierarchy (named as on the host: memory, cpu,cpuacct with a symlink per
+ * controller), each rooted at the container's cgroup: a cgroup filesystem
+ * mounted in the container's cgroup namespace, or without one a bind of
+ * its cgroup's directory; read-only when the mount is. On a cgroup2-only
+ * host, the cgroup2 hierarchy.
  */
 static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgroupns, int dirfd, struct cryo_error *err)
 {
@@ -231,14 +309,7 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 	if (r < 0)
 		return cryo_error_prefix(err, "list the host's cgroup hierarchies");
 	fd_path(dirfd, target);
-	/*
-	 * Without a cgroup namespace the v1 hierarchies would be binds of the
-	 * container's sub-cgroups, which CRIU dumps only as external mounts
-	 * mapped to the restored container's cgroups (runc's way), not done
-	 * here yet: such a container (the CRI's and podman's on a v1 host)
-	 * gets the cgroup2 hierarchy, which CRIU dumps as it is.
-	 */
-	if (!h.n_v1 || !cgroupns) {
+	if (!h.n_v1) {
 		if (mount("cgroup2", target, "cgroup2", m->flags & ~MS_REMOUNT, NULL) < 0)
 			return cryo_error_set(err, errno, "mount cgroup2 on `%s`", m->destination);
 		return 0;
@@ -251,7 +322,7 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 		return cryo_error_set(err, -dfd, "open `%s`", m->destination);
 	for (size_t i = 0; i < h.n; i++) {
 		const struct cg_hier *e = &h.v[i];
-		const char *name = strrchr(e->mountpoint, '/') + 1;
+		const char *name = hier_name(e);
 		_cleanup_close_ int sub = -1;
 		char sub_target[32];
 
@@ -260,7 +331,7 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 		 * (runc shows none either), nor a named one (name=systemd), which
 		 * no checkpoint here has been seen to dump yet
 		 */
-		if (!*e->controllers || strncmp(e->controllers, "name=", 5) == 0)
+		if (!name)
 			continue;
 		if (!*name)
 			return cryo_error_setx(err, EINVAL, "a cgroup hierarchy mounted at `%s`", e->mountpoint);
@@ -270,14 +341,39 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 		if (sub < 0)
 			return cryo_error_set(err, errno, "open `%s/%s`", m->destination, name);
 		fd_path(sub, sub_target);
-		/*
-		 * In the container's cgroup namespace the hierarchy's root is its
-		 * own cgroup: the filesystem is mounted there (the kernel allows it
-		 * to whoever owns the namespace, user namespaces too)
-		 */
-		if (mount("cgroup", sub_target, "cgroup", m->flags & ~MS_REMOUNT, e->controllers) < 0)
-			return cryo_error_set(err, errno, "mount the %s hierarchy on `%s/%s`", e->controllers, m->destination,
-					      name);
+		if (cgroupns) {
+			/*
+			 * In the container's cgroup namespace the hierarchy's root is its
+			 * own cgroup: the filesystem is mounted there (the kernel allows
+			 * it to whoever owns the namespace, user namespaces too)
+			 */
+			if (mount("cgroup", sub_target, "cgroup", m->flags & ~MS_REMOUNT, e->controllers) < 0)
+				return cryo_error_set(err, errno, "mount the %s hierarchy on `%s/%s`", e->controllers,
+						      m->destination, name);
+		} else {
+			/*
+			 * Without one, as runc: a bind of the container's own cgroup (the
+			 * runtime put us there), which it may make sub-cgroups in.
+			 * Checkpoints name these binds external mounts and restore maps
+			 * them to the new cgroup (cryo_mount_cgroup_binds()).
+			 */
+			_cleanup_free_ char *own = own_cgroup(e->controllers), *src = NULL;
+
+			if (!own || asprintf(&src, "%s%s", e->mountpoint, strcmp(own, "/") == 0 ? "" : own) < 0)
+				return cryo_error_setx(err, ENOENT, "no cgroup of ours in the %s hierarchy", e->controllers);
+			if (mount(src, sub_target, NULL, MS_BIND, NULL) < 0)
+				return cryo_error_set(err, errno, "bind the %s cgroup `%s` on `%s/%s`", e->controllers, src,
+						      m->destination, name);
+			/* the bind, not the directory under it */
+			closep(&sub);
+			sub = openat(dfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0)
+				fd_path(sub, sub_target);
+			if (sub < 0 ||
+			    mount(NULL, sub_target, NULL, MS_REMOUNT | MS_BIND | (m->flags & BIND_REMOUNT_FLAGS), NULL) < 0)
+				return cryo_error_set(err, errno, "remount the bind of the %s cgroup on `%s/%s`",
+						      e->controllers, m->destination, name);
+		}
 		/* cpu,cpuacct: cpu and cpuacct lead there too */
 		if (strchr(name, ',')) {
 			_cleanup_free_ char *parts = strdup(name);

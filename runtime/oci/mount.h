@@ -52,4 +52,15 @@ int cryo_mount_pivot(int rootfd, const char *rootfs, struct cryo_error *err);
 /* After pivot_root: masked paths, read-only paths, read-only root, shared or unbindable root propagation. */
 int cryo_mount_finish(const struct cryo_spec *spec, struct cryo_error *err);
 
+/* Is m (of spec) a "cgroup" mount made of binds of the container's cgroups (v1, no cgroup namespace)? */
+bool cryo_mount_cgroup_is_binds(const struct cryo_spec *spec, const struct cryo_spec_mount *m);
+/*
+ * The binds a "cgroup" mount at dest is made of on this host, as CRIU's
+ * external mounts: NULL-terminated pairs of the bind's path in the
+ * container and, given rel, the host directory of cgroup rel in that
+ * hierarchy (without rel: the path again, the name in the image). Empty
+ * on a host without v1 hierarchies.
+ */
+int cryo_mount_cgroup_binds(const char *dest, const char *rel, char ***ret, struct cryo_error *err);
+
 #endif

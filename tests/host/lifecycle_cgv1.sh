@@ -148,14 +148,14 @@ fi
 # only and moves a task in; delete --force removes the lot, and the state
 # (libcgroup's recursive walk failed on ENOENT in the others, and delete
 # --force took that for "already gone", exit 0, state kept).
-bundle_set "$B" 'c["process"]["args"] = ["sleep", "100"]
+bundle_set "$B" 'c["process"]["args"] = ["sleep", "1000"]
 c["linux"].pop("resources", None)
 c["mounts"].append({"destination": "/sys/fs/cgroup", "type": "cgroup", "source": "cgroup",
                     "options": ["nosuid", "noexec", "nodev", "relatime"]})
 if not any(n["type"] == "cgroup" for n in c["linux"]["namespaces"]):
     c["linux"]["namespaces"].append({"type": "cgroup"})'
 rt run -d --pid-file "$T/pid" --bundle "$B" "$id" </dev/null >"$T/ns.out" 2>&1 || fail "run -d in a cgroup namespace: $(cat "$T/ns.out")"
-out=$(rt exec "$id" sh -c 'sleep 100 & p=$!; for h in memory freezer; do mkdir /sys/fs/cgroup/$h/sub && echo $p >/sys/fs/cgroup/$h/sub/cgroup.procs || exit 1; done; cat /sys/fs/cgroup/memory/cgroup.procs; ls /sys/fs/cgroup' 2>&1) ||
+out=$(rt exec "$id" sh -c 'sleep 1000 >/dev/null 2>&1 & p=$!; for h in memory freezer; do mkdir /sys/fs/cgroup/$h/sub && echo $p >/sys/fs/cgroup/$h/sub/cgroup.procs || exit 1; done; cat /sys/fs/cgroup/memory/cgroup.procs; ls /sys/fs/cgroup' 2>&1) ||
 	fail "sub-cgroups in the container's namespace: $out"
 echo "$out" | grep -qx 1 || fail "the container's memory hierarchy is not rooted at its cgroup (no pid 1 in it): $out"
 for h in memory freezer cpuset; do
@@ -163,6 +163,18 @@ for h in memory freezer cpuset; do
 done
 [ -d "/sys/fs/cgroup/memory/$CGPARENT/$id/sub" ] && [ ! -e "/sys/fs/cgroup/cpu/$CGPARENT/$id/sub" ] ||
 	fail "the sub-cgroup is not where it should be on the host"
+# exec --cgroup: into the sub-cgroup of one hierarchy, the container's own in the others; refused by name outside it
+out=$(rt exec --cgroup memory,freezer:sub "$id" cat /proc/self/cgroup 2>&1) || fail "exec --cgroup memory,freezer:sub: $out"
+echo "$out" | grep -q ':memory:/sub$' && echo "$out" | grep -q ':freezer:/sub$' && echo "$out" | grep -q ':cpu:/$' ||
+	fail "exec --cgroup memory,freezer:sub: $out"
+out=$(rt exec --cgroup sub "$id" true 2>&1) && fail "exec --cgroup sub (not made in cpu) succeeded"
+echo "$out" | grep -q "adding pid [0-9]* to cgroups: write /sys/fs/cgroup/[a-z_]*/$CGPARENT/$id/sub/cgroup.procs: no such file or directory" ||
+	fail "exec --cgroup into a sub-cgroup that is not there: $out"
+out=$(rt exec --cgroup ../.. "$id" true 2>&1) && fail "exec --cgroup ../.. succeeded"
+echo "$out" | grep -q -- "--cgroup: ../.. is not a sub cgroup path" || fail "exec --cgroup ../..: $out"
+out=$(rt exec --cgroup whaaat:/ "$id" true 2>&1) && fail "exec --cgroup whaaat:/ succeeded"
+echo "$out" | grep -q "unknown controller \`whaaat\`" || fail "exec --cgroup whaaat:/: $out"
+[ "$(cat "/sys/fs/cgroup/memory/$CGPARENT/cgroup.procs")" = "" ] || fail "a refused exec left a task in the parent cgroup"
 check rt delete --force "$id"
 [ ! -e "$RTROOT/$id" ] || fail "delete --force said done and kept the container's state"
 rt state "$id" >/dev/null 2>&1 && fail "the container is still there after delete --force"

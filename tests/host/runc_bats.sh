@@ -32,11 +32,9 @@ FILES=${RB_SLICE:-create.bats start.bats start_detached.bats kill.bats delete.ba
 RUNC_FAILS=$'checkpoint.bats\tcheckpoint --lazy-pages and restore'
 has_soft_dirty ||
 	RUNC_FAILS+=$'\ncheckpoint.bats\tcheckpoint --pre-dump and restore'
-# Known to fail, not yet mended (issue 27), each said in the log: a
-# container without a cgroup namespace sees the cgroup2 hierarchy at
-# /sys/fs/cgroup on a v1 host, not runc's v1 hierarchies (binds of its
-# sub-cgroups, which CRIU dumps only as external mounts mapped at restore)
-KNOWN=$'exec.bats\trunc exec --cgroup sub-cgroups [v1]'
+# Known to fail, not yet mended (issue 27), each said in the log: none now
+# (tab-separated file and test name, as RUNC_FAILS)
+KNOWN=''
 
 RB_LOCK=0
 out=$T/results

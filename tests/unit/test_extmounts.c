@@ -49,7 +49,7 @@ static void test_dumped_names_are_mapped(void **state)
 	assert_int_equal(cryo_spec_parse(config, strlen(config), &spec, &err), 0);
 	/* this process stands for the container: its root is the host's */
 	assert_int_equal(cryo_extmounts_dump(spec, getpid(), &dump, &err), 0);
-	assert_int_equal(cryo_extmounts_restore(spec, "/b", &restore, &err), 0);
+	assert_int_equal(cryo_extmounts_restore(spec, "/b", "/cryo-t/c1", &restore, &err), 0);
 	for (p = dump; p[0] && p[1]; p += 2, n++) {
 		if (!lookup(restore, p[1]))
 			fail_msg("`%s` is dumped as `%s`, which restore does not map", p[0], p[1]);
@@ -68,6 +68,51 @@ static void test_dumped_names_are_mapped(void **state)
 	cryo_strv_free(dump);
 	cryo_strv_free(restore);
 	cryo_spec_free(spec);
+}
+
+/*
+ * A "cgroup" mount without a cgroup namespace is made of binds of the
+ * container's v1 cgroups (where the host has v1 hierarchies): each is an
+ * external mount, dumped by its path in the container, restored to the
+ * new container's cgroup. In a cgroup namespace it is none.
+ */
+static void test_cgroup_binds(void **state)
+{
+	static const char *const fmt =
+		"{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"},"
+		"\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\"},"
+		"\"mounts\":[{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup\",\"source\":\"cgroup\",\"options\":[\"ro\"]}],"
+		"\"linux\":{\"namespaces\":[{\"type\":\"mount\"}%s]}}";
+	bool v1 = access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) == 0;
+	char cfg[1024];
+
+	(void)state;
+	for (int ns = 0; ns < 2; ns++) {
+		struct cryo_error err = CRYO_ERROR_INIT;
+		struct cryo_spec *spec = NULL;
+		char **dump = NULL, **restore = NULL, **p;
+
+		snprintf(cfg, sizeof(cfg), fmt, ns ? ",{\"type\":\"cgroup\"}" : "");
+		assert_int_equal(cryo_spec_parse(cfg, strlen(cfg), &spec, &err), 0);
+		assert_int_equal(cryo_extmounts_dump(spec, getpid(), &dump, &err), 0);
+		assert_int_equal(cryo_extmounts_restore(spec, "/b", "/cryo-t/c1", &restore, &err), 0);
+		for (p = dump; p[0] && p[1]; p += 2)
+			if (!lookup(restore, p[1]))
+				fail_msg("`%s` is dumped as `%s`, which restore does not map", p[0], p[1]);
+		if (v1 && !ns) {
+			assert_string_equal(lookup(dump, "/sys/fs/cgroup/memory"), "/sys/fs/cgroup/memory");
+			assert_string_equal(lookup(restore, "/sys/fs/cgroup/memory"), "/sys/fs/cgroup/memory/cryo-t/c1");
+		} else {
+			assert_null(lookup(dump, "/sys/fs/cgroup/memory"));
+			assert_null(lookup(restore, "/sys/fs/cgroup/memory"));
+		}
+		/* cgroup2 and named hierarchies are never binds */
+		assert_null(lookup(dump, "/sys/fs/cgroup/unified"));
+		assert_null(lookup(dump, "/sys/fs/cgroup/systemd"));
+		cryo_strv_free(dump);
+		cryo_strv_free(restore);
+		cryo_spec_free(spec);
+	}
 }
 
 /*
@@ -110,7 +155,7 @@ static void test_bind_destination_through_symlinks(void **state)
 		 dir, dir, dir, dir);
 	assert_int_equal(cryo_spec_parse(cfg, strlen(cfg), &spec, &err), 0);
 	assert_int_equal(cryo_extmounts_dump(spec, getpid(), &dump, &err), 0);
-	assert_int_equal(cryo_extmounts_restore(spec, "/b", &restore, &err), 0);
+	assert_int_equal(cryo_extmounts_restore(spec, "/b", "/cryo-t/c1", &restore, &err), 0);
 	snprintf(want_abs, sizeof(want_abs), "%s/real/conf", dir);
 	snprintf(want_rel, sizeof(want_rel), "%s/real/conf/x", dir);
 	snprintf(want_up, sizeof(want_up), "%s/real/conf", dir);
@@ -145,6 +190,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_dumped_names_are_mapped),
+		cmocka_unit_test(test_cgroup_binds),
 		cmocka_unit_test(test_bind_destination_through_symlinks),
 	};
 
