@@ -826,123 +826,53 @@ int cryo_cgroup_attach(const char *rel, pid_t pid, struct cryo_error *err)
 	return 0;
 }
 
-/* An exec's --cgroup path: relative, no `..`; "" is the container's cgroup itself. */
-static int sub_path(const char *path, char **ret, struct cryo_error *err)
+void cryo_cgroup_dirs_free(struct cryo_cgroup_dir *v, size_t n)
 {
-	_cleanup_free_ char *copy = strdup(path), *out = calloc(1, strlen(path) + 1);
-	char *tok, *save = NULL;
-
-	if (!copy || !out)
-		return cryo_error_set(err, ENOMEM, "--cgroup");
-	for (tok = strtok_r(copy, "/", &save); tok; tok = strtok_r(NULL, "/", &save)) {
-		if (strcmp(tok, ".") == 0)
-			continue;
-		if (strcmp(tok, "..") == 0)
-			return cryo_error_setx(err, EINVAL, "--cgroup: %s is not a sub cgroup path", path);
-		if (*out)
-			strcat(out, "/");
-		strcat(out, tok);
-	}
-	*ret = TAKE_PTR(out);
-	return 0;
+	for (size_t i = 0; v && i < n; i++)
+		free(v[i].dir);
+	free(v);
 }
 
-/* Write pid into dir/sub/cgroup.procs (nothing when sub is NULL or ""). */
-static int add_pid(const char *dir, const char *sub, pid_t pid, struct cryo_error *err)
+int cryo_cgroup_dirs(const char *rel, struct cryo_cgroup_dir **ret, size_t *ret_n, struct cryo_error *err)
 {
-	_cleanup_free_ char *d = NULL, *file = NULL;
-	_cleanup_close_ int fd = -1;
-	char buf[24], why[128];
-	int n;
-
-	if (!sub || !*sub)
-		return 0;
-	d = dir ? join(dir, sub) : NULL;
-	file = d ? join(d, "cgroup.procs") : NULL;
-	if (!file)
-		return cryo_error_set(err, ENOMEM, "--cgroup");
-	n = snprintf(buf, sizeof(buf), "%d", (int)pid);
-	fd = open(file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && write(fd, buf, (size_t)n) == n)
-		return 0;
-	/* runc's words (tools match on them): "adding pid N to cgroups: ... FILE: no such file or directory" */
-	snprintf(why, sizeof(why), "%s", strerror(errno));
-	why[0] = (char)(why[0] >= 'A' && why[0] <= 'Z' ? why[0] - 'A' + 'a' : why[0]);
-	return cryo_error_setx(err, errno, "adding pid %d to cgroups: write %s: %s", (int)pid, file, why);
-}
-
-/* Index of ctrl among the v1 controllers this host mounts, -ENOENT if it mounts none such, -EINVAL if unknown. */
-static int mounted_index(const char *ctrl)
-{
-	for (size_t i = 0; i < n_v1_mounted; i++)
-		if (strcmp(v1_mounted[i], ctrl) == 0)
-			return (int)i;
-	for (size_t i = 0; i < ARRAY_SIZE(v1_controllers); i++)
-		if (strcmp(v1_controllers[i], ctrl) == 0)
-			return -ENOENT;
-	return -EINVAL;
-}
-
-int cryo_cgroup_attach_sub(const char *rel, char *const *specs, pid_t pid, struct cryo_error *err)
-{
-	char *per[ARRAY_SIZE(v1_controllers)] = { 0 }; /* by index in v1_mounted */
-	_cleanup_free_ char *all = NULL, *v2 = NULL;
+	struct cryo_cgroup_dir *v;
+	size_t n = 0;
 	int r = lib_init(err);
 
-	for (size_t k = 0; r == 0 && specs[k]; k++) {
-		const char *colon = strchr(specs[k], ':');
-		_cleanup_free_ char *p = NULL, *ctrls = NULL;
-		char *tok, *save = NULL;
-
-		r = sub_path(colon ? colon + 1 : specs[k], &p, err);
-		if (r < 0)
-			break;
-		if (!colon) {
-			free(all);
-			all = TAKE_PTR(p);
-			continue;
-		}
-		ctrls = strndup(specs[k], (size_t)(colon - specs[k]));
-		if (!ctrls) {
-			r = cryo_error_set(err, ENOMEM, "--cgroup");
-			break;
-		}
-		for (tok = strtok_r(ctrls, ",", &save); r == 0 && tok; tok = strtok_r(NULL, ",", &save)) {
-			int i = mounted_index(tok);
-			char **slot = i >= 0 ? &per[i] : (!n_v1_mounted && i == -ENOENT ? &v2 : NULL);
-
-			if (!slot) {
-				r = i == -EINVAL ? cryo_error_setx(err, EINVAL, "--cgroup %s: unknown controller `%s`", specs[k], tok)
-						 : cryo_error_setx(err, ENOENT, "--cgroup %s: controller `%s` is not mounted here",
-								   specs[k], tok);
-				break;
-			}
-			free(*slot);
-			*slot = strdup(p);
-			if (!*slot)
-				r = cryo_error_set(err, ENOMEM, "--cgroup");
-		}
+	if (r < 0)
+		return r;
+	v = calloc(n_v1_mounted + n_named + 1, sizeof(*v));
+	if (!v)
+		return cryo_error_set(err, ENOMEM, "cgroup `%s`", rel);
+	for (size_t i = 0; i < n_v1_mounted; i++) {
+		v[n].controller = v1_mounted[i];
+		v[n].dir = v1_path(v1_mounted[i], rel);
+		if (v[n++].dir == NULL)
+			goto nomem;
 	}
-	/* the v1 hierarchies, then cgroup2 where the container has a cgroup there, then the named ones */
-	for (size_t i = 0; r == 0 && i < n_v1_mounted; i++) {
-		_cleanup_free_ char *d = v1_path(v1_mounted[i], rel);
-
-		r = add_pid(d, per[i] ? per[i] : all, pid, err);
+	if (v2_mount[0]) {
+		v[n].controller = "";
+		v[n].dir = join(v2_mount, rel);
+		if (!v[n].dir)
+			goto nomem;
+		/* the container's tasks are there only where its cgroup is (a hybrid host may have none) */
+		if (exists(v[n].dir))
+			n++;
+		else
+			free(v[n].dir);
 	}
-	if (r == 0 && v2_mount[0]) {
-		_cleanup_free_ char *d = join(v2_mount, rel);
-
-		if (d && exists(d))
-			r = add_pid(d, v2 ? v2 : all, pid, err);
+	for (size_t i = 0; i < n_named; i++) {
+		v[n].controller = named_name[i];
+		v[n].dir = join(named[i], rel);
+		if (v[n++].dir == NULL)
+			goto nomem;
 	}
-	for (size_t i = 0; r == 0 && i < n_named; i++) {
-		_cleanup_free_ char *d = join(named[i], rel);
-
-		r = add_pid(d, all, pid, err);
-	}
-	for (size_t i = 0; i < ARRAY_SIZE(per); i++)
-		free(per[i]);
-	return r;
+	*ret = v;
+	*ret_n = n;
+	return 0;
+nomem:
+	cryo_cgroup_dirs_free(v, n);
+	return cryo_error_set(err, ENOMEM, "cgroup `%s`", rel);
 }
 
 int cryo_cgroup_pids(const char *rel, pid_t **ret, size_t *ret_n, struct cryo_error *err)

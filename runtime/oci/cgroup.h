@@ -82,8 +82,19 @@ void cryo_cgroup_thaw(const char *rel);
 
 /* Move pid into rel in every hierarchy. */
 int cryo_cgroup_attach(const char *rel, pid_t pid, struct cryo_error *err);
+/* A hierarchy the container's tasks are in, and the directory of its cgroup there. */
+struct cryo_cgroup_dir {
+	const char *controller; /* "memory", "cpu", ...: one per controller of a v1 hierarchy (co-mounted
+				   ones share a dir); "" for cgroup2; "name=systemd" for a named one */
+	char *dir;
+};
+
+/* Every hierarchy's directory of cgroup rel (free with cryo_cgroup_dirs_free()). */
+int cryo_cgroup_dirs(const char *rel, struct cryo_cgroup_dir **ret, size_t *ret_n, struct cryo_error *err);
+void cryo_cgroup_dirs_free(struct cryo_cgroup_dir *v, size_t n);
+
 /*
- * exec --cgroup: move pid (attached to rel already) into sub-cgroups of
+ * exec --cgroup (cgsub.c): move pid (attached to rel already) into sub-cgroups of
  * rel. specs: NULL-terminated "PATH" (every hierarchy) or
  * "CTRL[,CTRL]:PATH" (the hierarchies of those controllers); PATH is
  * relative to rel and may not leave it.
