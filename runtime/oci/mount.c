@@ -265,11 +265,10 @@ int cryo_mount_cgroup_binds(const char *dest, const char *rel, char ***ret, stru
 		return cryo_error_set(err, ENOMEM, "cgroup binds");
 	for (size_t i = 0; h.n_v1 && i < h.n; i++) {
 		const char *name = hier_name(&h.v[i]);
+		char *at = NULL, *src = NULL;
 
 		if (!name || !*name)
 			continue;
-		char *at = NULL, *src = NULL;
-
 		if (asprintf(&at, "%s/%s", strcmp(dest, "/") == 0 ? "" : dest, name) < 0)
 			at = NULL;
 		if (at && rel && asprintf(&src, "%s/%s", h.v[i].mountpoint, rel + strspn(rel, "/")) < 0)
