@@ -76,15 +76,15 @@ static void test_dumped_names_are_mapped(void **state)
  * external mount, dumped by its path in the container, restored to the
  * new container's cgroup. In a cgroup namespace it is none.
  */
+#define CGROUP_MOUNT_CONFIG(NS)                                                                                   \
+	"{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"},\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\"},"             \
+	"\"mounts\":[{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup\",\"source\":\"cgroup\",\"options\":[\"ro\"]}]," \
+	"\"linux\":{\"namespaces\":[{\"type\":\"mount\"}" NS "]}}"
+
 static void test_cgroup_binds(void **state)
 {
-	static const char *const fmt =
-		"{\"ociVersion\":\"1.0.2\",\"root\":{\"path\":\"rootfs\"},"
-		"\"process\":{\"args\":[\"sh\"],\"cwd\":\"/\"},"
-		"\"mounts\":[{\"destination\":\"/sys/fs/cgroup\",\"type\":\"cgroup\",\"source\":\"cgroup\",\"options\":[\"ro\"]}],"
-		"\"linux\":{\"namespaces\":[{\"type\":\"mount\"}%s]}}";
+	static const char *const cfgs[] = { CGROUP_MOUNT_CONFIG(""), CGROUP_MOUNT_CONFIG(",{\"type\":\"cgroup\"}") };
 	bool v1 = access("/sys/fs/cgroup/memory/memory.limit_in_bytes", F_OK) == 0;
-	char cfg[1024];
 
 	(void)state;
 	for (int ns = 0; ns < 2; ns++) {
@@ -92,8 +92,7 @@ static void test_cgroup_binds(void **state)
 		struct cryo_spec *spec = NULL;
 		char **dump = NULL, **restore = NULL, **p;
 
-		snprintf(cfg, sizeof(cfg), fmt, ns ? ",{\"type\":\"cgroup\"}" : "");
-		assert_int_equal(cryo_spec_parse(cfg, strlen(cfg), &spec, &err), 0);
+		assert_int_equal(cryo_spec_parse(cfgs[ns], strlen(cfgs[ns]), &spec, &err), 0);
 		assert_int_equal(cryo_extmounts_dump(spec, getpid(), &dump, &err), 0);
 		assert_int_equal(cryo_extmounts_restore(spec, "/b", "/cryo-t/c1", &restore, &err), 0);
 		for (p = dump; p[0] && p[1]; p += 2)
