@@ -216,6 +216,9 @@ static int init_filesystem(const struct init_args *a, const char *state_json, st
 		return cryo_error_set(err, errno, "chdir to bundle `%s`", a->bundle);
 	r = cryo_mount_prepare(spec, a->rootfs, a->new_userns || spec->namespaces[CRYO_NS_USER].path, a->mount_fds,
 			       &rootfd, err);
+	/* createContainer hooks run in the container's rootfs, as with runc (`touch ./lib/x` there) */
+	if (r >= 0 && fchdir(rootfd) < 0)
+		r = cryo_error_set(err, errno, "chdir to the rootfs `%s`", a->rootfs);
 	if (r >= 0)
 		r = cryo_hooks_run(&spec->hooks, CRYO_HOOK_CREATE_CONTAINER, state_json, err);
 	if (r >= 0)

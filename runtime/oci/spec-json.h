@@ -57,6 +57,5 @@ int cryo_spec_json_check_abs_path(const char *p, const char *name, struct cryo_e
 struct cryo_spec;
 struct cryo_spec_resources;
 int cryo_spec_parse_resources(struct json_object *lnx, struct cryo_spec_resources *res, struct cryo_error *err);
-int cryo_spec_allow_device_nodes(struct cryo_spec *s, struct cryo_error *err);
 
 #endif

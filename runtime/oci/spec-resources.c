@@ -311,33 +311,6 @@ static int parse_unified(struct json_object *o, struct cryo_spec_resources *res,
 	return r;
 }
 
-/* The nodes of linux.devices are the container's own: allow them after the configured rules. */
-int cryo_spec_allow_device_nodes(struct cryo_spec *s, struct cryo_error *err)
-{
-	struct cryo_spec_resources *res = &s->resources;
-	struct cryo_spec_dev_rule *d;
-	size_t i;
-
-	if (!res->dev_rules || !s->n_devices)
-		return 0;
-	d = reallocarray(res->dev_rules, res->n_dev_rules + s->n_devices, sizeof(*d));
-	if (!d)
-		return cryo_error_set(err, ENOMEM, CFG "linux.devices");
-	res->dev_rules = d;
-	for (i = 0; i < s->n_devices; i++) {
-		const struct cryo_spec_device *n = &s->devices[i];
-
-		/* a fifo needs no device rule */
-		if (n->type == 'p')
-			continue;
-		d = &res->dev_rules[res->n_dev_rules++];
-		*d = (struct cryo_spec_dev_rule){ .allow = true, .type = n->type == 'b' ? 'b' : 'c', .major = n->major,
-						  .minor = n->minor };
-		snprintf(d->access, sizeof(d->access), "rwm");
-	}
-	return 0;
-}
-
 int cryo_spec_parse_resources(struct json_object *lnx, struct cryo_spec_resources *res, struct cryo_error *err)
 {
 	struct json_object *o, *mem, *cpu, *pids;

@@ -643,9 +643,13 @@ static int parse_linux(struct json_object *root, struct cryo_spec *s, struct cry
 		return cryo_spec_json_bad(
 		    err, "linux.cgroupsPath",
 		    "must be a cgroup path without `..` (systemd `a:b:c` paths are not supported)");
+	/*
+	 * The nodes of linux.devices get no rule of their own in the device
+	 * cgroup: as with runc, what linux.resources.devices says (and the
+	 * defaults) decides (runc's dev.bats: a /dev/kmsg node behind a
+	 * deny-all stays denied).
+	 */
 	r = parse_devices(lnx, s, err);
-	if (r >= 0)
-		r = cryo_spec_allow_device_nodes(s, err);
 	if (r >= 0)
 		r = cryo_spec_json_get_strv(lnx, "maskedPaths", "linux.maskedPaths", CRYO_SPEC_MAX_LIST, false, &s->masked_paths,
 			     &s->n_masked_paths, err);

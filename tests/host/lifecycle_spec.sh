@@ -103,7 +103,7 @@ cat > "$B/rootfs/hook.sh" <<'SH'
 #!/bin/sh
 read -r state
 st=$(echo "$state" | grep -o '"status":"[a-z]*"')
-echo "$1 $st $(echo "$state" | grep -o '"id":"[^"]*"')" >> "$2"
+echo "$1 $st $(echo "$state" | grep -o '"id":"[^"]*"') cwd=$(pwd)" >> "$2"
 exit "${3:-0}"
 SH
 chmod 755 "$B/rootfs/hook.sh"
@@ -131,6 +131,8 @@ got=$(cut -d' ' -f1,2 "$L" | tr '\n' ';')
 want='prestart "status":"created";createRuntime "status":"created";createContainer "status":"creating";startContainer "status":"creating";poststart "status":"running";poststop "status":"stopped";'
 [ "$got" = "$want" ] || fail "hooks order/state: $got"
 grep -c "\"id\":\"$id\"" "$L" | grep -qx 6 || fail "hooks did not all get the container id: $(cat "$L")"
+# createContainer runs in the rootfs (runc's hooks.bats: `touch ./lib/...` there), before pivot_root
+grep -qx "createContainer .* cwd=$B/rootfs" "$L" || fail "createContainer did not run in the rootfs: $(grep createContainer "$L")"
 
 # a failing poststart / poststop hook is a warning: start and delete succeed, the next hook still runs
 bundle_set "$B" "
