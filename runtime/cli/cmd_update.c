@@ -113,7 +113,7 @@ int cmd_update(struct cryo_cli *cli, int argc, char **argv)
 	int64_t v = 0;
 	int c, r = 0, idx = 0;
 
-	while (r == 0 && (c = cli_getopt(argc, argv, "+r:h", opts, &idx)) != -1) {
+	while (r == 0 && (c = cli_getopt(argc, argv, "r:h", opts, &idx)) != -1) {
 		const char *name = c == 'r' || c == 'h' || c == '?' ? "" : opts[idx].name;
 
 		switch (c) {

@@ -101,7 +101,7 @@ int cryo_console_recv_fd(int socket_fd, int *ret_fd, char **ret_name, struct cry
  * whatever /dev/pts the process sees, which a hostile rootfs could have
  * replaced; the peer ioctl gets the slave of exactly this master.
  */
-int cryo_console_setup(int socket_fd, struct cryo_error *err)
+int cryo_console_setup(int socket_fd, uint32_t uid, struct cryo_error *err)
 {
 	_cleanup_close_ int master = -1, slave = -1;
 	char name[256];
@@ -116,6 +116,9 @@ int cryo_console_setup(int socket_fd, struct cryo_error *err)
 	slave = ioctl(master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
 	if (slave < 0)
 		return cryo_error_set(err, errno, "console: open the pty slave %s", name);
+	/* the process's terminal is its user's (tty.bats: `stat $(tty)` says its uid) */
+	if (uid != 0 && fchown(slave, (uid_t)uid, (gid_t)-1) < 0)
+		return cryo_error_set(err, errno, "console: chown the pty slave %s to uid %u", name, uid);
 	if (cryo_console_send_fd(socket_fd, master, name, err) < 0)
 		return cryo_error_prefix(err, "console");
 	close(TAKE_FD(master));

@@ -7,11 +7,13 @@
  *
  *  runtime parent:  cryo_console_connect(path, &fd)   before cloning init;
  *                   the fd is inherited (or passed) to the init
- *  container init:  cryo_console_setup(fd)   after pivot_root (so /dev/ptmx
+ *  container init:  cryo_console_setup(fd, uid)   after pivot_root (so /dev/ptmx
  *                   is the container's devpts), before setuid; then close fd
  */
 #ifndef CRYO_CONSOLE_H
 #define CRYO_CONSOLE_H
+
+#include <stdint.h>
 
 #include "error.h"
 
@@ -21,9 +23,11 @@ int cryo_console_connect(const char *path, int *ret_fd, struct cryo_error *err);
 /*
  * Open a pty pair via /dev/ptmx, send the master over socket_fd, make the
  * slave the controlling terminal (setsid, TIOCSCTTY) and dup it onto 0/1/2.
- * The master is closed in this process afterwards.
+ * The slave belongs to uid, the process's user (its group stays devpts'
+ * gid= option, the tty group), as with runc. The master is closed in this
+ * process afterwards.
  */
-int cryo_console_setup(int socket_fd, struct cryo_error *err);
+int cryo_console_setup(int socket_fd, uint32_t uid, struct cryo_error *err);
 
 /*
  * process.consoleSize: set the window size of the terminal on fd (0 after

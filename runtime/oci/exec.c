@@ -503,7 +503,7 @@ static void __attribute__((noreturn)) child_main(const struct child_args *a)
 		bool own_size = a->relay && !spec->has_console_size &&
 				(ioctl(0, TIOCGWINSZ, &ws) == 0 || ioctl(1, TIOCGWINSZ, &ws) == 0) && ws.ws_row && ws.ws_col;
 
-		if (cryo_console_setup(a->console_fd, &err) < 0 ||
+		if (cryo_console_setup(a->console_fd, spec->uid, &err) < 0 ||
 		    (spec->has_console_size &&
 		     cryo_console_resize(0, spec->console_height, spec->console_width, &err) < 0) ||
 		    (own_size && cryo_console_resize(0, ws.ws_row, ws.ws_col, &err) < 0))

@@ -300,7 +300,7 @@ int __attribute__((noreturn)) cryo_init_main(struct init_args *a)
 	if (init_filesystem(a, state_json + 1, &err) < 0)
 		init_fail(a->sync_fd, &err);
 	if (a->console_fd >= 0) {
-		if (cryo_console_setup(a->console_fd, &err) < 0 ||
+		if (cryo_console_setup(a->console_fd, spec->uid, &err) < 0 ||
 		    (spec->has_console_size &&
 		     cryo_console_resize(0, spec->console_height, spec->console_width, &err) < 0))
 			init_fail(a->sync_fd, &err);

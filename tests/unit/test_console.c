@@ -115,7 +115,7 @@ static void test_recvtty(void **state)
 		struct cryo_error err = CRYO_ERROR_INIT;
 		int fd;
 
-		if (cryo_console_connect(sock, &fd, &err) < 0 || cryo_console_setup(fd, &err) < 0 ||
+		if (cryo_console_connect(sock, &fd, &err) < 0 || cryo_console_setup(fd, geteuid() == 0 ? 4242 : 0, &err) < 0 ||
 		    cryo_console_resize(0, 33, 111, &err) < 0) {
 			fprintf(stderr, "console: %s\n", err.msg);
 			_exit(1);
@@ -125,7 +125,7 @@ static void test_recvtty(void **state)
 		execl("/bin/sh", "sh", "-c",
 		      "tty; test -t 0 && test -t 2 && echo all-ttys; "
 		      "set -- $(cat /proc/self/stat); test \"$7\" != 0 && echo has-ctty; "
-		      "echo size=$(stty size)",
+		      "echo size=$(stty size); echo owner=$(stat -c %u $(tty))",
 		      (char *)NULL);
 		_exit(127);
 	}
@@ -135,7 +135,7 @@ static void test_recvtty(void **state)
 	close(op[0]);
 	assert_int_equal(tl_wait(rpid), 0);
 	if (!strstr(out, "/dev/pts/") || !strstr(out, "all-ttys") || !strstr(out, "has-ctty") ||
-	    !strstr(out, "size=33 111"))
+	    !strstr(out, "size=33 111") || (geteuid() == 0 && !strstr(out, "owner=4242")))
 		fail_msg("recvtty relayed: %s", out);
 	/* the pty's ONLCR turns \n into \r\n: proof the bytes went through a tty */
 	assert_non_null(strstr(out, "all-ttys\r\n"));
