@@ -40,22 +40,21 @@ static int sub_path(const char *path, char **ret, struct cryo_error *err)
 static int add_pid(const char *dir, const char *sub, pid_t pid, struct cryo_error *err)
 {
 	_cleanup_free_ char *file = NULL;
-	_cleanup_close_ int fd = -1;
 	char buf[24], why[128];
-	int n;
+	int r;
 
 	if (!sub || !*sub)
 		return 0;
 	if (asprintf(&file, "%s/%s/cgroup.procs", dir, sub) < 0)
 		return cryo_error_set(err, ENOMEM, "--cgroup");
-	n = snprintf(buf, sizeof(buf), "%d", (int)pid);
-	fd = open(file, O_WRONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && write(fd, buf, (size_t)n) == n)
+	snprintf(buf, sizeof(buf), "%d", (int)pid);
+	r = cryo_write_file_at(AT_FDCWD, file, buf);
+	if (r == 0)
 		return 0;
 	/* runc's words (tools match on them): "adding pid N to cgroups: ... FILE: no such file or directory" */
-	snprintf(why, sizeof(why), "%s", strerror(errno));
+	snprintf(why, sizeof(why), "%s", strerror(-r));
 	why[0] = (char)(why[0] >= 'A' && why[0] <= 'Z' ? why[0] - 'A' + 'a' : why[0]);
-	return cryo_error_setx(err, errno, "adding pid %d to cgroups: write %s: %s", (int)pid, file, why);
+	return cryo_error_setx(err, -r, "adding pid %d to cgroups: write %s: %s", (int)pid, file, why);
 }
 
 /* A v1 controller's hierarchy (not cgroup2, not a named one)? */
