@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -288,10 +289,11 @@ static void close_mount_sources(struct create_ctx *c)
 }
 
 /*
- * The bind sources, opened by us (O_PATH) for an init that starts in a
- * user namespace of its own: there it may not reach a source the host's
- * root can (a 0700 directory), yet the config mounts it (runc does the
- * same). Relative sources are the bundle's.
+ * The bind sources, cloned by us (open_tree(), a detached mount) for an
+ * init that starts in a user namespace of its own: there it may not reach
+ * a source the host's root can (a 0700 directory), yet the config mounts
+ * it (runc does the same); it moves the clone into place. Relative
+ * sources are the bundle's.
  */
 static int open_mount_sources(struct create_ctx *c, struct cryo_error *err)
 {
@@ -310,7 +312,8 @@ static int open_mount_sources(struct create_ctx *c, struct cryo_error *err)
 			continue;
 		if (m->source[0] != '/' && asprintf(&p, "%s/%s", c->bundle, m->source) < 0)
 			return cryo_error_set(err, ENOMEM, "bind mount sources");
-		c->mount_fds[i] = open(p ? p : m->source, O_PATH | O_CLOEXEC);
+		c->mount_fds[i] = (int)syscall(SYS_open_tree, AT_FDCWD, p ? p : m->source,
+					       OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (m->recursive_bind ? AT_RECURSIVE : 0));
 		if (c->mount_fds[i] < 0)
 			return cryo_error_set(err, errno, "bind mount source `%s`", m->source);
 	}

@@ -474,8 +474,18 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 	fd_path(fd, target);
 
 	if (m->bind) {
-		if (mount(src, target, NULL, MS_BIND | (m->recursive_bind ? MS_REC : 0), NULL) < 0)
+		/*
+		 * The runtime's clone of the source (open_tree()), for an init in
+		 * a user namespace: moved into place, as a bind by path would not
+		 * reach the source and a bind of the fd is refused (EINVAL, a
+		 * mount of another mount namespace).
+		 */
+		if (srcfd >= 0) {
+			if (syscall(SYS_move_mount, srcfd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+				return cryo_error_set(err, errno, "bind mount `%s` on `%s`", m->source, m->destination);
+		} else if (mount(src, target, NULL, MS_BIND | (m->recursive_bind ? MS_REC : 0), NULL) < 0) {
 			return cryo_error_set(err, errno, "bind mount `%s` on `%s`", m->source, m->destination);
+		}
 		/* bind ignores other flags: apply them by remounting the new mount */
 		if (flags & ~(MS_REC)) {
 			_cleanup_close_ int nfd = -1;
@@ -506,6 +516,15 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 			return cryo_error_set(err, e, "mount %s on `%s`%s%s", type, m->destination,
 					      m->data ? " with " : "", m->data ? m->data : "");
 		}
+	}
+	if (m->attr_set || m->attr_clr) {
+		struct mount_attr attr = { .attr_set = m->attr_set, .attr_clr = m->attr_clr };
+		_cleanup_close_ int nfd = openat2_in_root(rootfd, m->destination, O_PATH);
+
+		if (nfd < 0)
+			return cryo_error_set(err, -nfd, "reopen `%s`", m->destination);
+		if (syscall(SYS_mount_setattr, nfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+			return cryo_error_set(err, errno, "set the recursive options of `%s`", m->destination);
 	}
 	if (m->propagation) {
 		_cleanup_close_ int nfd = openat2_in_root(rootfd, m->destination, O_PATH);

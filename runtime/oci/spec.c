@@ -234,6 +234,51 @@ static const struct mount_opt mount_flags[] = {
 	{ "nolazytime", true, MS_LAZYTIME },
 };
 
+/*
+ * The recursive options (runc's, after mount_setattr(2)): they apply to
+ * the mount and every mount under it, where "ro" is the top one's only.
+ * Setting an atime mode clears all of them first, as the kernel wants.
+ */
+struct mount_attr_opt {
+	const char *name;
+	uint64_t set, clr;
+};
+
+static const struct mount_attr_opt mount_attrs[] = {
+	{ "rro", MOUNT_ATTR_RDONLY, 0 },
+	{ "rrw", 0, MOUNT_ATTR_RDONLY },
+	{ "rnosuid", MOUNT_ATTR_NOSUID, 0 },
+	{ "rsuid", 0, MOUNT_ATTR_NOSUID },
+	{ "rnodev", MOUNT_ATTR_NODEV, 0 },
+	{ "rdev", 0, MOUNT_ATTR_NODEV },
+	{ "rnoexec", MOUNT_ATTR_NOEXEC, 0 },
+	{ "rexec", 0, MOUNT_ATTR_NOEXEC },
+	{ "rnodiratime", MOUNT_ATTR_NODIRATIME, 0 },
+	{ "rdiratime", 0, MOUNT_ATTR_NODIRATIME },
+	{ "rnosymfollow", MOUNT_ATTR_NOSYMFOLLOW, 0 },
+	{ "rsymfollow", 0, MOUNT_ATTR_NOSYMFOLLOW },
+	{ "rrelatime", MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME },
+	{ "rnorelatime", MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME },
+	{ "rnoatime", MOUNT_ATTR_NOATIME, MOUNT_ATTR__ATIME },
+	{ "ratime", MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME },
+	{ "rstrictatime", MOUNT_ATTR_STRICTATIME, MOUNT_ATTR__ATIME },
+	{ "rnostrictatime", MOUNT_ATTR_RELATIME, MOUNT_ATTR__ATIME },
+};
+
+static bool mount_attr_from_string(const char *s, struct cryo_spec_mount *out)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(mount_attrs); i++) {
+		const struct mount_attr_opt *a = &mount_attrs[i];
+
+		if (strcmp(s, a->name) != 0)
+			continue;
+		out->attr_set = (out->attr_set & ~a->clr) | a->set;
+		out->attr_clr = (out->attr_clr & ~a->set) | a->clr;
+		return true;
+	}
+	return false;
+}
+
 static const struct mount_opt propagation_flags[] = {
 	{ "private", false, MS_PRIVATE },
 	{ "rprivate", false, MS_PRIVATE | MS_REC },
@@ -320,6 +365,8 @@ static int parse_mount(struct json_object *m, size_t idx, struct cryo_spec_mount
 		}
 		if (!known && propagation_from_string(o, &out->propagation) == 0)
 			known = true;
+		if (!known)
+			known = mount_attr_from_string(o, out);
 		if (!known && (strchr(o, ',') || o[0] == '\0'))
 			r = cryo_error_setx(err, EINVAL, CFG "mounts[%zu].options[%zu]: `%s` is not one option", idx,
 					    i, o);

@@ -68,6 +68,7 @@ struct cryo_spec_mount {
 	unsigned long propagation; /* MS_PRIVATE/MS_SLAVE/... from options, 0 = none */
 	bool bind;               /* bind or rbind */
 	bool recursive_bind;     /* rbind */
+	uint64_t attr_set, attr_clr; /* MOUNT_ATTR_* of the r-options (rro, rnosuid, ...), for the whole tree */
 	char *data;              /* options the kernel parses (size=, mode=, ...) or NULL */
 };
 

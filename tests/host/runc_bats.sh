@@ -18,7 +18,7 @@ need_root
 rb_ready || skip "runc's suite is not set up in $RB_DIR (run tests/setup-runc-bats.sh)"
 command -v bats >/dev/null || skip "needs bats"
 
-FILES=${RB_SLICE:-create.bats start.bats start_detached.bats kill.bats delete.bats state.bats ps.bats exec.bats pause.bats list.bats checkpoint.bats}
+FILES=${RB_SLICE:-create.bats start.bats start_detached.bats kill.bats delete.bats state.bats ps.bats exec.bats pause.bats list.bats checkpoint.bats userns.bats mounts_recursive.bats}
 # Tests that runc itself fails on this host (tests/bench/runc-bats.sh, its
 # table in issue 27's closing note), each with why; cryo's failure is
 # said in the log, not counted:

@@ -112,6 +112,25 @@ static void test_fields(void **state)
 	cryo_spec_free(s);
 }
 
+/* runc's recursive options: MOUNT_ATTR_* for the whole tree; the last of an atime mode wins */
+static void test_mount_recursive_attrs(void **state)
+{
+	struct cryo_spec *s = parse_ok(MIN_HEAD MIN_PROC ", \"mounts\": ["
+		"{\"destination\": \"/a\", \"source\": \"/s\", \"options\": [\"rbind\", \"rro\", \"rnosuid\", \"rexec\"]},"
+		"{\"destination\": \"/b\", \"source\": \"/s\", \"options\": [\"rbind\", \"rro\", \"rrw\", \"rnoatime\", \"rrelatime\"]},"
+		"{\"destination\": \"/c\", \"source\": \"/s\", \"options\": [\"bind\", \"ro\"]}]}");
+
+	(void)state;
+	assert_int_equal(s->mounts[0].attr_set, MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID);
+	assert_int_equal(s->mounts[0].attr_clr, MOUNT_ATTR_NOEXEC);
+	assert_null(s->mounts[0].data);
+	assert_int_equal(s->mounts[1].attr_set, MOUNT_ATTR_RELATIME);
+	assert_int_equal(s->mounts[1].attr_clr, MOUNT_ATTR_RDONLY | MOUNT_ATTR__ATIME);
+	assert_int_equal(s->mounts[2].attr_set | s->mounts[2].attr_clr, 0);
+	assert_true(s->mounts[2].flags & MS_RDONLY);
+	cryo_spec_free(s);
+}
+
 /* config.json of MIN_HEAD MIN_PROC whose linux.resources is {R} */
 #define RESOURCES(r) MIN_HEAD MIN_PROC ", \"linux\": {\"resources\": {" r "}}}"
 
@@ -298,6 +317,7 @@ int main(void)
 		cmocka_unit_test(test_sysctl_namespaces),
 		cmocka_unit_test(test_default_spec),
 		cmocka_unit_test(test_fields),
+		cmocka_unit_test(test_mount_recursive_attrs),
 		cmocka_unit_test(test_v1_resources),
 		cmocka_unit_test(test_v1_resources_bad),
 		cmocka_unit_test(test_errors),
