@@ -216,10 +216,26 @@ static int write_i64(const char *dir, const char *name, int64_t v, bool minus_on
 	return cryo_cgfile_write(dir, name, buf, err);
 }
 
-static int memory_v1(const char *dir, const struct cryo_update *u, struct cryo_error *err)
+static int memory_v1(const char *dir, const struct cryo_update *u_in, struct cryo_error *err)
 {
 	struct cryo_error e2 = CRYO_ERROR_INIT;
+	struct cryo_update unlimited;
+	const struct cryo_update *u = u_in;
+	uint64_t memsw;
 	int r = 0;
+
+	/*
+	 * No memory limit means no memory+swap limit either (runc's rule):
+	 * with the old memsw limit kept, the kernel refuses an unlimited
+	 * memory limit above it.
+	 */
+	if (u_in->has_memory_limit && u_in->memory_limit < 0 && !u_in->has_memory_swap &&
+	    cryo_cgfile_read_u64(dir, "memory.memsw.limit_in_bytes", &memsw) == 0) {
+		unlimited = *u_in;
+		unlimited.has_memory_swap = true;
+		unlimited.memory_swap = -1;
+		u = &unlimited;
+	}
 
 	if (u->has_memory_reservation) {
 		r = write_i64(dir, "memory.soft_limit_in_bytes", u->memory_reservation, false, err);
@@ -289,8 +305,21 @@ static int cpu_v1(const char *dir, const struct cryo_update *u, struct cryo_erro
 
 	if (u->has_cpu_shares)
 		r = write_i64(dir, "cpu.shares", (int64_t)u->cpu_shares, false, err);
-	if (r >= 0 && u->has_cpu_period)
+	/*
+	 * A shorter period with the old quota may be more than a parent
+	 * allows (EINVAL): when a quota comes too, it goes first and the
+	 * period after it.
+	 */
+	if (r >= 0 && u->has_cpu_period) {
 		r = write_i64(dir, "cpu.cfs_period_us", (int64_t)u->cpu_period, false, err);
+		if (r == -EINVAL && u->has_cpu_quota) {
+			cryo_error_clear(err);
+			r = write_i64(dir, "cpu.cfs_quota_us", u->cpu_quota < 0 ? -1 : u->cpu_quota, false, err);
+			if (r >= 0)
+				r = write_i64(dir, "cpu.cfs_period_us", (int64_t)u->cpu_period, false, err);
+			return r;
+		}
+	}
 	if (r >= 0 && u->has_cpu_quota)
 		r = write_i64(dir, "cpu.cfs_quota_us", u->cpu_quota < 0 ? -1 : u->cpu_quota, false, err);
 	if (r >= 0 && u->has_cpu_rt_period)

@@ -59,6 +59,15 @@ fi
 [ "$(cat "$PIDS/pids.max")" = max ] || fail "resources pids: $(cat "$PIDS/pids.max")"
 echo '{"memory": {"limit": 33554432}}' >"$T/res.json"
 check rt update -r "$T/res.json" "$id"
+if [ -e "$MEM/memory.memsw.limit_in_bytes" ]; then
+	log "update --memory -1 with a memory+swap limit set: both go (runc's rule; the kernel refuses memory > memsw)"
+	[ "$(cat "$MEM/memory.memsw.limit_in_bytes")" = 33554432 ] || fail "memsw before: $(cat "$MEM/memory.memsw.limit_in_bytes")"
+	check rt update --memory -1 "$id"
+	unlimited=$(cat "$MEM/memory.limit_in_bytes")
+	[ "$unlimited" -gt $((1 << 60)) ] || fail "memory -1: limit_in_bytes is $unlimited"
+	[ "$(cat "$MEM/memory.memsw.limit_in_bytes")" = "$unlimited" ] || fail "memory -1: memsw is $(cat "$MEM/memory.memsw.limit_in_bytes")"
+	check rt update -r "$T/res.json" "$id"
+fi
 expect_fail 1 rt update --kernel-memory 10m "$id"
 expect_output "not supported" "--kernel-memory"
 echo '{"hugepageLimits": [{"pageSize": "2MB", "limit": 1}]}' >"$T/bad.json"
