@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "seccomp.h"
+#include "seccomp-load.h"
 #include "util.h"
 #include "version.h"
 
@@ -268,13 +269,24 @@ static int parse_rule(struct json_object *o, size_t idx, size_t *total_names, st
 	r = parse_action(o, "action", "errnoRet", where, &rule->action, err);
 	if (r < 0)
 		return r;
-	/* the fd goes to the listener with sendmsg(2), made under the filter (see cryo_seccomp_apply) */
-	for (size_t i = 0; rule->action == SCMP_ACT_NOTIFY && i < rule->n_names; i++)
+	/*
+	 * The fd goes to the listener with sendmsg(2), made under the filter
+	 * (see cryo_seccomp_apply), and after the load the init reports a
+	 * failed exec with write(2) (to start's fifo and stderr): the report
+	 * would wait for the listener, which may be what failed.
+	 */
+	for (size_t i = 0; rule->action == SCMP_ACT_NOTIFY && i < rule->n_names; i++) {
 		if (strcmp(rule->names[i], "sendmsg") == 0)
 			return cryo_error_setx(err, EINVAL,
 					       "%s: SCMP_ACT_NOTIFY on `sendmsg`: the runtime sends the listener its fd "
 					       "with sendmsg under the filter, it would wait for itself",
 					       where);
+		if (strcmp(rule->names[i], "write") == 0)
+			return cryo_error_setx(err, EINVAL,
+					       "%s: SCMP_ACT_NOTIFY cannot be used for the write syscall: the init "
+					       "reports a failed exec with write under the filter",
+					       where);
+	}
 	if (json_object_object_get_ex(o, "args", &args) && !json_object_is_type(args, json_type_null)) {
 		if (!json_object_is_type(args, json_type_array))
 			return cryo_error_setx(err, EINVAL, "%s.args: must be an array", where);
@@ -467,7 +479,8 @@ int cryo_seccomp_listener_connect(const struct cryo_seccomp_spec *spec, int *ret
 		return 0;
 	/* a plain file or a dir would only give ECONNREFUSED: say what is wrong */
 	if (stat(path, &st) < 0)
-		return cryo_error_set(err, errno, "linux.seccomp.listenerPath: `%s`", path);
+		return cryo_error_set(err, errno, "linux.seccomp.listenerPath: failed to connect with seccomp agent `%s`",
+				      path);
 	if (!S_ISSOCK(st.st_mode))
 		return cryo_error_setx(err, ENOTSOCK, "linux.seccomp.listenerPath: `%s` is not a socket", path);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -475,7 +488,8 @@ int cryo_seccomp_listener_connect(const struct cryo_seccomp_spec *spec, int *ret
 		return cryo_error_set(err, errno, "linux.seccomp.listenerPath: socket");
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		return cryo_error_set(err, errno, "linux.seccomp.listenerPath: connect to `%s`", path);
+		return cryo_error_set(err, errno, "linux.seccomp.listenerPath: failed to connect with seccomp agent `%s`",
+				      path);
 	*ret_fd = TAKE_FD(fd);
 	return 0;
 }
@@ -579,25 +593,16 @@ int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, const struct cryo_s
 				goto prefix;
 		}
 	}
-	r = seccomp_load(ctx);
-	if (r == -EACCES || r == -EPERM) {
-		r = cryo_error_set(err, -r,
-				   "load filter (without noNewPrivileges it must be loaded while CAP_SYS_ADMIN is held)");
+	r = cryo_seccomp_load(ctx, spec, &nfd, err);
+	if (r < 0)
 		goto prefix;
-	}
-	if (r < 0) {
-		r = cryo_error_set(err, -r, "load filter");
-		goto prefix;
-	}
-	if (!spec->uses_notify)
+	if (!spec->uses_notify || !payload)
 		goto out;
-	/* made by the kernel with O_CLOEXEC, closed here once the listener has its copy */
-	nfd = seccomp_notify_fd(ctx);
-	if (nfd < 0) {
-		r = cryo_error_set(err, -nfd, "get the notify fd");
-		goto prefix;
-	}
-	/* the state and the notify fd in one sendmsg, as the runtime-spec has it */
+	/*
+	 * The notify fd, made by the kernel with O_CLOEXEC, closed here once
+	 * the listener has its copy; it goes with the state in one sendmsg,
+	 * as the runtime-spec has it.
+	 */
 	r = cryo_send_with_fd(l->fd, nfd, payload, strlen(payload));
 	close(nfd);
 	if (r < 0) {

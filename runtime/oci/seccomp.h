@@ -23,8 +23,12 @@
  * with the filter's notify fd (SCM_RIGHTS) right after the load, closes
  * its copy of the fd (the kernel made it O_CLOEXEC too) and the caller
  * closes the connection. As with runc, SCMP_ACT_NOTIFY can't be the
- * default action, nor the action of `sendmsg`: those would make the
- * process wait for a listener that doesn't have the fd yet.
+ * default action, nor the action of `sendmsg` or `write`: those would
+ * make the process wait for a listener that doesn't have the fd yet, or
+ * a failed exec's report wait for the listener.
+ *
+ * With a deny default, syscalls newer than the profile get -ENOSYS
+ * (seccomp-load.c), as with runc.
  */
 #ifndef CRYO_SECCOMP_H
 #define CRYO_SECCOMP_H

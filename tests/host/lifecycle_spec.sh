@@ -71,6 +71,23 @@ for want in "CapEff: 0000000000000420" "CapBnd: 0000000000000420" "CapPrm: 00000
 done
 [ ! -e "$B/rootfs/tmp/denied" ] || fail "the denied mkdir happened"
 
+# a deny-default profile: a syscall newer than the ones it names gets -ENOSYS (a libc then falls
+# back to the old call), one it doesn't name below them the default errno (runc's stub; its bats
+# "seccomp -ENOSYS handling"). cryo-test-syscall makes raw syscalls: 110 getppid (not named),
+# 39 getpid (allowed), 435 clone3 and 1000 (above rseq, 334, the highest named)
+cp "$CRYO_BUILD/tests/tools/cryo-test-syscall" "$B/rootfs/cryo-test-syscall"
+bundle_set "$B" '
+c["process"]["args"] = ["/cryo-test-syscall", "110", "39", "435", "1000"]
+c["linux"]["seccomp"] = {"defaultAction": "SCMP_ACT_ERRNO", "defaultErrnoRet": 1,
+  "architectures": ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86"],
+  "syscalls": [{"action": "SCMP_ACT_ALLOW", "names": ["execve", "brk", "arch_prctl", "set_tid_address",
+    "set_robust_list", "rseq", "prlimit64", "readlink", "readlinkat", "getrandom", "mprotect", "mmap", "munmap",
+    "newfstatat", "fstat", "ioctl", "uname", "write", "writev", "exit", "exit_group", "getpid"]}]}
+'
+out=$(runit) || fail "run under a deny-default profile: $out"
+for want in 110=-1 39=1 435=-38 1000=-38; do
+	echo "$out" | grep -qx "$want" || fail "expected \`$want\` under a deny-default profile in: $out"
+done
 # a non-root user with ambient capabilities, no NNP
 bundle_set "$B" '
 c["process"]["args"] = ["sh", "-c", "grep -E \"^Cap(Eff|Amb):\" /proc/self/status | tr -s \"\\t\" \" \"; id -u"]

@@ -112,6 +112,11 @@ static void test_parse_invalid(void **state)
 		     -EINVAL,
 		     "linux.seccomp.syscalls[0]: SCMP_ACT_NOTIFY on `sendmsg`: the runtime sends the listener its fd "
 		     "with sendmsg under the filter, it would wait for itself");
+	expect_error("{" ALLOW ", \"listenerPath\": \"/x\", \"syscalls\": [{\"names\": [\"write\"],"
+		     " \"action\": \"SCMP_ACT_NOTIFY\"}]}",
+		     -EINVAL,
+		     "linux.seccomp.syscalls[0]: SCMP_ACT_NOTIFY cannot be used for the write syscall: the init "
+		     "reports a failed exec with write under the filter");
 	expect_error("{" ALLOW ", \"listenerPath\": \"run/x.sock\"}", -EINVAL,
 		     "linux.seccomp.listenerPath: `run/x.sock` is not an absolute path");
 	expect_error("{" ALLOW ", \"listenerPath\": 3}", -EINVAL, "linux.seccomp.listenerPath: must be a string");
