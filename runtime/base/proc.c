@@ -48,41 +48,85 @@ static int join(const char *mnt, const char *rel, char **ret)
 	return 0;
 }
 
-int cryo_proc_cgroups(pid_t pid, char **ret_v2, char **ret_v1_freezer, struct cryo_error *err)
+/* Is ctrl one of a /proc/PID/cgroup line's controllers ("cpu,cpuacct"), or the whole list? */
+static bool list_has(const char *list, size_t len, const char *ctrl)
 {
-	_cleanup_free_ char *buf = NULL, *v2 = NULL, *v1 = NULL;
-	const char *mnt2 = cryo_cgroup2_mountpoint();
-	const char *mnt1 = cryo_cgroup_v1_freezer_mountpoint();
-	char path[64], *line, *save = NULL;
+	size_t n = strlen(ctrl);
+
+	if (len == n && strncmp(list, ctrl, n) == 0)
+		return true;
+	for (const char *p = list, *end = list + len; p < end;) {
+		const char *comma = memchr(p, ',', (size_t)(end - p));
+		size_t l = comma ? (size_t)(comma - p) : (size_t)(end - p);
+
+		if (l == n && strncmp(p, ctrl, n) == 0)
+			return true;
+		p += l + 1;
+	}
+	return false;
+}
+
+/* In the text of a /proc/PID/cgroup, the path of ctrl's hierarchy ("": cgroup2's); -ENOENT: none */
+static int cgroup_rel_in(const char *text, const char *ctrl, char **ret)
+{
+	/* each line: hierarchy-id:controller-list:path; cgroup2's is 0::path */
+	for (const char *line = text; *line;) {
+		const char *eol = strchrnul(line, '\n'), *c1, *c2;
+
+		c1 = memchr(line, ':', (size_t)(eol - line));
+		c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
+		if (c2 && (*ctrl ? list_has(c1 + 1, (size_t)(c2 - c1 - 1), ctrl) : c1 == line + 1 && *line == '0' && c2 == c1 + 1)) {
+			*ret = strndup(c2 + 1, (size_t)(eol - c2 - 1));
+			return *ret ? 0 : -ENOMEM;
+		}
+		line = *eol ? eol + 1 : eol;
+	}
+	return -ENOENT;
+}
+
+/* /proc/PID/cgroup (pid 0: our own); -ESRCH when pid does not exist */
+static int read_cgroup_file(pid_t pid, char **ret)
+{
+	char path[64];
 	int r;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	r = cryo_read_file_at(AT_FDCWD, path, 65536, &buf, NULL);
-	if (r == -ENOENT)
+	if (pid > 0)
+		snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	else
+		snprintf(path, sizeof(path), "/proc/self/cgroup");
+	r = cryo_read_file_at(AT_FDCWD, path, 65536, ret, NULL);
+	return r == -ENOENT ? -ESRCH : r < 0 ? r : 0;
+}
+
+int cryo_proc_cgroup_rel(pid_t pid, const char *ctrl, char **ret)
+{
+	_cleanup_free_ char *buf = NULL;
+	int r;
+
+	*ret = NULL;
+	r = read_cgroup_file(pid, &buf);
+	if (r >= 0 && !buf)
+		r = -ENOENT;
+	return r < 0 ? r : cgroup_rel_in(buf, ctrl, ret);
+}
+
+int cryo_proc_cgroups(pid_t pid, char **ret_v2, char **ret_v1_freezer, struct cryo_error *err)
+{
+	_cleanup_free_ char *buf = NULL, *rel2 = NULL, *rel1 = NULL, *v2 = NULL, *v1 = NULL;
+	const char *mnt2 = cryo_cgroup2_mountpoint();
+	const char *mnt1 = cryo_cgroup_v1_freezer_mountpoint();
+	int r;
+
+	r = read_cgroup_file(pid, &buf);
+	if (r == -ESRCH)
 		return cryo_error_setx(err, ESRCH, "process %d does not exist", (int)pid);
 	if (r < 0)
-		return cryo_error_set(err, r, "read `%s`", path);
-
-	/* each line: hierarchy-id:controller-list:path */
-	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *c1 = strchr(line, ':'), *c2, *rel;
-
-		if (!c1 || !(c2 = strchr(c1 + 1, ':')))
-			continue;
-		*c2 = '\0';
-		rel = c2 + 1;
-		if (strncmp(line, "0:", 2) == 0 && c1[1] == '\0') {
-			if (mnt2 && !v2 && join(mnt2, rel, &v2) < 0)
-				return cryo_error_set(err, ENOMEM, "cgroups of %d", (int)pid);
-		} else {
-			char *ctrl, *csave = NULL;
-
-			for (ctrl = strtok_r(c1 + 1, ",", &csave); ctrl; ctrl = strtok_r(NULL, ",", &csave)) {
-				if (strcmp(ctrl, "freezer") == 0 && mnt1 && !v1 && join(mnt1, rel, &v1) < 0)
-					return cryo_error_set(err, ENOMEM, "cgroups of %d", (int)pid);
-			}
-		}
-	}
+		return cryo_error_set(err, -r, "read `/proc/%d/cgroup`", (int)pid);
+	if (buf && ((mnt2 && cgroup_rel_in(buf, "", &rel2) == -ENOMEM) ||
+		    (mnt1 && cgroup_rel_in(buf, "freezer", &rel1) == -ENOMEM)))
+		return cryo_error_set(err, ENOMEM, "cgroups of %d", (int)pid);
+	if ((rel2 && join(mnt2, rel2, &v2) < 0) || (rel1 && join(mnt1, rel1, &v1) < 0))
+		return cryo_error_set(err, ENOMEM, "cgroups of %d", (int)pid);
 	*ret_v2 = TAKE_PTR(v2);
 	*ret_v1_freezer = TAKE_PTR(v1);
 	return 0;

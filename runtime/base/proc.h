@@ -17,6 +17,14 @@
  */
 int cryo_proc_cgroups(pid_t pid, char **ret_v2, char **ret_v1_freezer, struct cryo_error *err);
 
+/*
+ * *ret: pid's cgroup (pid 0: the caller's), as /proc/PID/cgroup has it
+ * ("/a/b", relative to the hierarchy's root), in the v1 hierarchy of ctrl
+ * (one controller, "memory", or the whole list, "cpu,cpuacct") or, for
+ * ctrl "", in cgroup2. -ENOENT: no such hierarchy; -ESRCH: no such pid.
+ */
+int cryo_proc_cgroup_rel(pid_t pid, const char *ctrl, char **ret);
+
 /* Mount point of the cgroup2 hierarchy and of the v1 freezer, or NULL. */
 const char *cryo_cgroup2_mountpoint(void);
 const char *cryo_cgroup_v1_freezer_mountpoint(void);

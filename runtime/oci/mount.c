@@ -26,6 +26,7 @@
 #include "log.h"
 #include "mount.h"
 #include "mountinfo.h"
+#include "proc.h"
 #include "state.h"
 #include "util.h"
 
@@ -215,27 +216,6 @@ static int collect_cgroup(const struct cryo_mount *m, void *userdata)
 /* What a bind's remount may change (not propagation, not the atime mode of the source's superblock) */
 #define BIND_REMOUNT_FLAGS (MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC)
 
-/* The path of our own cgroup in the v1 hierarchy of controllers ("cpu,cpuacct"), from /proc/self/cgroup. */
-static char *own_cgroup(const char *controllers)
-{
-	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
-	_cleanup_free_ char *line = NULL;
-	size_t cap = 0;
-
-	while (f && getline(&line, &cap, f) > 0) {
-		char *ctrls = strchr(line, ':'), *path;
-
-		path = ctrls ? strchr(ctrls + 1, ':') : NULL;
-		if (!path)
-			continue;
-		*path++ = '\0';
-		path[strcspn(path, "\n")] = '\0';
-		if (strcmp(ctrls + 1, controllers) == 0)
-			return strdup(path);
-	}
-	return NULL;
-}
-
 /* A controllers' hierarchy the container sees (not cgroup2, not a named one): its directory name, or NULL. */
 static const char *hier_name(const struct cg_hier *e)
 {
@@ -356,9 +336,10 @@ static int mount_cgroups(int rootfd, const struct cryo_spec_mount *m, bool cgrou
 			 * Checkpoints name these binds external mounts and restore maps
 			 * them to the new cgroup (cryo_mount_cgroup_binds()).
 			 */
-			_cleanup_free_ char *own = own_cgroup(e->controllers), *src = NULL;
+			_cleanup_free_ char *own = NULL, *src = NULL;
 
-			if (!own || asprintf(&src, "%s%s", e->mountpoint, strcmp(own, "/") == 0 ? "" : own) < 0)
+			if (cryo_proc_cgroup_rel(0, e->controllers, &own) < 0 || !own ||
+			    asprintf(&src, "%s%s", e->mountpoint, strcmp(own, "/") == 0 ? "" : own) < 0)
 				return cryo_error_setx(err, ENOENT, "no cgroup of ours in the %s hierarchy", e->controllers);
 			if (mount(src, sub_target, NULL, MS_BIND, NULL) < 0)
 				return cryo_error_set(err, errno, "bind the %s cgroup `%s` on `%s/%s`", e->controllers, src,

@@ -90,9 +90,9 @@ refuse() {
 	done
 	[ ! -e "$RTROOT/$id" ] || fail "state left after a refused $what"
 }
-[ -d /sys/fs/cgroup/net_cls ] ||
+mountpoint -q /sys/fs/cgroup/net_cls ||
 	refuse '{"network": {"classID": 1048577}}' "linux.resources.network.classID: this host mounts no v1 net_cls"
-[ -d /sys/fs/cgroup/net_prio ] ||
+mountpoint -q /sys/fs/cgroup/net_prio ||
 	refuse '{"network": {"priorities": [{"name": "lo", "priority": 3}]}}' "linux.resources.network.priorities: this host mounts no v1 net_prio"
 [ -e /sys/fs/cgroup/blkio/blkio.weight ] || [ -e /sys/fs/cgroup/blkio/blkio.bfq.weight ] ||
 	refuse '{"blockIO": {"weight": 300}}' "linux.resources.blockIO.weight: this host's blkio controller has no .blkio.weight."
@@ -105,7 +105,7 @@ refuse() {
 # said it was done). Not mounted here for the test: a v1 hierarchy outlives
 # its unmount in the kernel for as long as old tasks' css_sets refer to it,
 # and CRIU then trips over it in every later dump and restore.
-if [ -d /sys/fs/cgroup/net_cls ] && [ -d /sys/fs/cgroup/net_prio ]; then
+if mountpoint -q /sys/fs/cgroup/net_cls && mountpoint -q /sys/fs/cgroup/net_prio; then
 	bundle_set "$B" 'c["process"]["args"] = ["sleep", "100"]
 c["linux"]["resources"] = {"network": {"classID": 1048577, "priorities": [{"name": "lo", "priority": 3}]}}'
 	rt run -d --pid-file "$T/pid" --bundle "$B" "$id" </dev/null >/dev/null 2>&1 || fail "run -d with network resources failed"

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
@@ -9,6 +10,7 @@
 #include <sys/wait.h>
 
 #include "error.h"
+#include "proc.h"
 #include "util.h"
 #include "testlib.h"
 
@@ -234,6 +236,47 @@ static void test_warn_clear(void **state)
 	cryo_error_warn_clear(NULL, "null is fine");
 }
 
+/*
+ * Our own cgroups from /proc/self/cgroup, against the same lines read
+ * here: one controller or a joined list finds its hierarchy, part of a
+ * name does not, cgroup2 is the "0::" line.
+ */
+static void test_proc_cgroup_rel(void **state)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/cgroup", "re");
+	_cleanup_free_ char *line = NULL;
+	size_t cap = 0;
+	int checked = 0;
+
+	(void)state;
+	assert_non_null(f);
+	while (getline(&line, &cap, f) > 0) {
+		char *ctrls = strchr(line, ':'), *path = ctrls ? strchr(ctrls + 1, ':') : NULL, *one;
+		_cleanup_free_ char *got = NULL, *got1 = NULL;
+
+		if (!path || strncmp(ctrls + 1, "name=", 5) == 0)
+			continue;
+		*path++ = '\0';
+		path[strcspn(path, "\n")] = '\0';
+		assert_int_equal(cryo_proc_cgroup_rel(0, ctrls + 1, &got), 0);
+		assert_string_equal(got, path);
+		one = strchr(ctrls + 1, ',');
+		if (one) {
+			assert_int_equal(cryo_proc_cgroup_rel(0, one + 1, &got1), 0);
+			assert_string_equal(got1, path);
+		}
+		checked++;
+	}
+	assert_true(checked > 0);
+	{
+		_cleanup_free_ char *x = NULL;
+
+		assert_int_equal(cryo_proc_cgroup_rel(0, "cpuac", &x), -ENOENT);
+		assert_null(x);
+		assert_int_equal(cryo_proc_cgroup_rel(999999999, "", &x), -ESRCH);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -245,6 +288,7 @@ int main(void)
 		cmocka_unit_test(test_atomic_write),
 		cmocka_unit_test(test_kill_reap),
 		cmocka_unit_test(test_warn_clear),
+		cmocka_unit_test(test_proc_cgroup_rel),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
