@@ -104,7 +104,7 @@ static void emit_check(struct stub *s, int64_t max)
 
 static int build_stub(const struct arch_max *a, size_t n, struct stub *s)
 {
-	size_t jeq[CRYO_SECCOMP_MAX_ARCHES + 1];
+	size_t jeq[CRYO_SECCOMP_LOAD_MAX_ARCHES + 1];
 
 	s->n = 0;
 	s->overflow = false;
@@ -139,32 +139,31 @@ static struct arch_max *arch_entry(struct arch_max *a, size_t *n, uint32_t audit
 }
 
 /* The highest syscall number the profile names, per architecture it lists (and the native one). */
-static size_t profile_maxima(const struct cryo_seccomp_spec *spec, struct arch_max *a)
+static size_t profile_maxima(const struct cryo_seccomp_load *l, struct arch_max *a)
 {
-	uint32_t tokens[CRYO_SECCOMP_MAX_ARCHES + 1];
+	uint32_t tokens[CRYO_SECCOMP_LOAD_MAX_ARCHES + 1];
 	size_t n_tokens = 0, n = 0;
 
 	tokens[n_tokens++] = seccomp_arch_native();
-	for (size_t i = 0; i < spec->n_arches && n_tokens < ARRAY_SIZE(tokens); i++)
-		tokens[n_tokens++] = spec->arches[i];
+	for (size_t i = 0; i < l->n_arches && n_tokens < ARRAY_SIZE(tokens); i++)
+		tokens[n_tokens++] = l->arches[i];
 	for (size_t t = 0; t < n_tokens; t++) {
 		bool x32 = tokens[t] == SCMP_ARCH_X32;
 		struct arch_max *e = arch_entry(a, &n, x32 ? AUDIT_ARCH_X86_64 : tokens[t]);
 		int64_t *max = x32 ? &e->max_x32 : &e->max;
 
 		e->x32 |= x32;
-		for (size_t r = 0; r < spec->n_rules; r++)
-			for (size_t j = 0; j < spec->rules[r].n_names; j++) {
-				int nr = seccomp_syscall_resolve_name_arch(tokens[t], spec->rules[r].names[j]);
+		for (size_t j = 0; j < l->n_names; j++) {
+			int nr = seccomp_syscall_resolve_name_arch(tokens[t], l->names[j]);
 
-				/* negative: not a syscall of that arch, or a pseudo-syscall (socketcall's) */
-				if (nr < 0)
-					continue;
-				if (x32)
-					nr &= ~(int)X32_SYSCALL_BIT;
-				if (nr > *max)
-					*max = nr;
-			}
+			/* negative: not a syscall of that arch, or a pseudo-syscall (socketcall's) */
+			if (nr < 0)
+				continue;
+			if (x32)
+				nr &= ~(int)X32_SYSCALL_BIT;
+			if (nr > *max)
+				*max = nr;
+		}
 	}
 	return n;
 }
@@ -195,15 +194,15 @@ static int export_program(scmp_filter_ctx ctx, struct sock_filter **ret, size_t 
 	return 0;
 }
 
-bool cryo_seccomp_wants_enosys(const struct cryo_seccomp_spec *spec)
+bool cryo_seccomp_wants_enosys(uint32_t default_action)
 {
-	return spec->default_action != SCMP_ACT_ALLOW && spec->default_action != SCMP_ACT_LOG;
+	return default_action != SCMP_ACT_ALLOW && default_action != SCMP_ACT_LOG;
 }
 
-int cryo_seccomp_load(scmp_filter_ctx ctx, const struct cryo_seccomp_spec *spec, int *ret_notify_fd,
+int cryo_seccomp_load(scmp_filter_ctx ctx, const struct cryo_seccomp_load *l, int *ret_notify_fd,
 		      struct cryo_error *err)
 {
-	struct arch_max arches[CRYO_SECCOMP_MAX_ARCHES + 1];
+	struct arch_max arches[CRYO_SECCOMP_LOAD_MAX_ARCHES + 1];
 	_cleanup_free_ struct sock_filter *filter = NULL, *prog = NULL;
 	unsigned long flags = 0;
 	struct sock_fprog fprog;
@@ -213,9 +212,9 @@ int cryo_seccomp_load(scmp_filter_ctx ctx, const struct cryo_seccomp_spec *spec,
 	int r;
 
 	*ret_notify_fd = -1;
-	if (!cryo_seccomp_wants_enosys(spec)) {
+	if (!cryo_seccomp_wants_enosys(l->default_action)) {
 		r = seccomp_load(ctx);
-		if (r >= 0 && spec->uses_notify) {
+		if (r >= 0 && l->notify) {
 			r = seccomp_notify_fd(ctx);
 			if (r >= 0)
 				*ret_notify_fd = r;
@@ -228,7 +227,7 @@ int cryo_seccomp_load(scmp_filter_ctx ctx, const struct cryo_seccomp_spec *spec,
 		r = -EIO;
 	if (r < 0)
 		return cryo_error_set(err, -r, "export the filter");
-	n_arches = profile_maxima(spec, arches);
+	n_arches = profile_maxima(l, arches);
 	stub = calloc(1, sizeof(*stub));
 	if (!stub)
 		return cryo_error_set(err, ENOMEM, "seccomp stub");
@@ -246,17 +245,17 @@ int cryo_seccomp_load(scmp_filter_ctx ctx, const struct cryo_seccomp_spec *spec,
 	fprog = (struct sock_fprog){ .len = (unsigned short)(stub->n + n_filter), .filter = prog };
 	free(stub);
 
-	if (spec->flag_tsync)
+	if (l->tsync)
 		flags |= SECCOMP_FILTER_FLAG_TSYNC;
-	if (spec->flag_log)
+	if (l->log)
 		flags |= SECCOMP_FILTER_FLAG_LOG;
-	if (spec->flag_spec_allow)
+	if (l->spec_allow)
 		flags |= SECCOMP_FILTER_FLAG_SPEC_ALLOW;
-	if (spec->uses_notify)
-		flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | (spec->flag_tsync ? SECCOMP_FILTER_FLAG_TSYNC_ESRCH : 0);
+	if (l->notify)
+		flags |= SECCOMP_FILTER_FLAG_NEW_LISTENER | (l->tsync ? SECCOMP_FILTER_FLAG_TSYNC_ESRCH : 0);
 	fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &fprog);
 	r = fd < 0 ? -errno : 0;
-	if (r >= 0 && spec->uses_notify)
+	if (r >= 0 && l->notify)
 		*ret_notify_fd = (int)fd;
 load_error:
 	if (r == -EACCES || r == -EPERM)

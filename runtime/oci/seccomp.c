@@ -534,6 +534,35 @@ nomem:
 	return NULL;
 }
 
+_Static_assert(CRYO_SECCOMP_MAX_ARCHES <= CRYO_SECCOMP_LOAD_MAX_ARCHES, "the loader takes every architecture");
+
+/* Load ctx, built from spec: the loader gets the profile's names, arches and flags. */
+static int load(scmp_filter_ctx ctx, const struct cryo_seccomp_spec *spec, int *ret_notify_fd, struct cryo_error *err)
+{
+	_cleanup_free_ const char **names = NULL;
+	struct cryo_seccomp_load l = {
+		.default_action = spec->default_action,
+		.arches = spec->arches,
+		.n_arches = spec->n_arches,
+		.tsync = spec->flag_tsync,
+		.log = spec->flag_log,
+		.spec_allow = spec->flag_spec_allow,
+		.notify = spec->uses_notify,
+	};
+	size_t n = 0;
+
+	for (size_t i = 0; i < spec->n_rules; i++)
+		n += spec->rules[i].n_names;
+	names = calloc(n ? n : 1, sizeof(*names));
+	if (!names)
+		return cryo_error_set(err, ENOMEM, "seccomp");
+	for (size_t i = 0; i < spec->n_rules; i++)
+		for (size_t j = 0; j < spec->rules[i].n_names; j++)
+			names[l.n_names++] = spec->rules[i].names[j];
+	l.names = names;
+	return cryo_seccomp_load(ctx, &l, ret_notify_fd, err);
+}
+
 int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, const struct cryo_seccomp_listener *l,
 		       struct cryo_error *err)
 {
@@ -593,7 +622,7 @@ int cryo_seccomp_apply(const struct cryo_seccomp_spec *spec, const struct cryo_s
 				goto prefix;
 		}
 	}
-	r = cryo_seccomp_load(ctx, spec, &nfd, err);
+	r = load(ctx, spec, &nfd, err);
 	if (r < 0)
 		goto prefix;
 	if (!spec->uses_notify || !payload)
