@@ -153,15 +153,17 @@ touch "$T/plain"
 profile "'$T/plain'"
 bad_create "listenerPath is a regular file" "listenerPath: \`$T/plain\` is not a socket"
 profile "'$T/none.sock'"
-bad_create "listenerPath missing" "listenerPath: \`$T/none.sock\`: No such file or directory"
+bad_create "listenerPath missing" "listenerPath: failed to connect with seccomp agent \`$T/none.sock\`: No such file or directory"
 # a socket file nobody listens on
 python3 -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.bind(sys.argv[1])' "$T/stale.sock"
 profile "'$T/stale.sock'"
-bad_create "nobody listens" "connect to \`$T/stale.sock\`: Connection refused"
+bad_create "nobody listens" "failed to connect with seccomp agent \`$T/stale.sock\`: Connection refused"
 bundle_set "$B" 'del c["linux"]["seccomp"]["listenerPath"]; del c["linux"]["seccomp"]["listenerMetadata"]'
 bad_create "SCMP_ACT_NOTIFY without listenerPath" "SCMP_ACT_NOTIFY needs linux.seccomp.listenerPath"
 bundle_set "$B" 'c["linux"]["seccomp"]["syscalls"][0]["names"] = ["sendmsg"]; c["linux"]["seccomp"]["listenerPath"] = "/x"'
 bad_create "SCMP_ACT_NOTIFY on sendmsg" "SCMP_ACT_NOTIFY on \`sendmsg\`"
+bundle_set "$B" 'c["linux"]["seccomp"]["syscalls"][0]["names"] = ["write"]'
+bad_create "SCMP_ACT_NOTIFY on write" "SCMP_ACT_NOTIFY cannot be used for the write syscall"
 
 # the agent goes away between create and start: the init can't hand over the fd, so the
 # process never runs (a filter whose notifications nobody answers); its stderr says why
