@@ -103,9 +103,19 @@ for t in $tests; do
 		# takes the host for a hybrid one and finds no controllers there).
 		# It works with that mount gone, so crun -- and only crun -- runs
 		# each file in a private mount namespace with it unmounted; the
-		# host's mount is never touched (private propagation).
+		# host's mount is never touched (private propagation). What crun
+		# then writes into the bare mountpoint directory on the cgroup
+		# tmpfs (`unified/<id>/cgroup.procs`) would outlive the namespace,
+		# hidden under the host's mount: it is removed, and said, after
+		# each file.
 		if [ "$rt" = crun ] && mountpoint -q /sys/fs/cgroup/unified; then
-			wrap=(unshare -m --propagation private sh -c 'umount /sys/fs/cgroup/unified && exec "$@"' sh)
+			# shellcheck disable=SC2016
+			wrap=(unshare -m --propagation private sh -c 'umount /sys/fs/cgroup/unified || exit 1
+				"$@"; rc=$?
+				n=$(ls -A /sys/fs/cgroup/unified | wc -l)
+				[ "$n" = 0 ] || { find /sys/fs/cgroup/unified -mindepth 1 -delete
+					echo "# crun left $n entries in the unmounted cgroup2 mountpoint (removed)"; }
+				exit $rc' sh)
 		fi
 		(cd "$out" && RUNTIME=${bin[$rt]} timeout "$TIMEOUT" "${wrap[@]}" "./validation/$t/$t.t") >"$res/$t.$rt" 2>&1 </dev/null
 		echo $? >"$res/$t.$rt.rc"

@@ -18,7 +18,12 @@
 # namespace in which, for every runtime alike:
 #   * /sys/fs/cgroup/unified is unmounted: Debian's crun 1.8 takes a host
 #     with v1 controllers and that cgroup2 mount for a hybrid one and
-#     fails every start; the host's own mount is never touched;
+#     fails every start; the host's own mount is never touched. What a
+#     runtime then writes into the bare mountpoint directory on the
+#     cgroup tmpfs (crun makes `unified/<id>/cgroup.procs` there) would
+#     outlive the namespace, hidden under the host's mount, and be found
+#     by the next run's `find /sys/fs/cgroup` (delete.bats): it is
+#     removed at the end of the file and reported as left behind;
 #   * /etc is an overlay whose writes stay in the namespace:
 #     checkpoint.bats writes /etc/criu/default.conf, which would change
 #     every CRIU run on the host;
@@ -107,7 +112,7 @@ rb_watch() {
 rb_run_file() {
 	local rt=$1 bin=$2 file=$3 out=$4 criu_dir
 	criu_dir=$(rb_criu_dir)
-	rm -f "$out.damage" "$out.notes"
+	rm -f "$out.damage" "$out.notes" "$out.hidden"
 	# The lock is held by this subshell alone (fd 9, closed for the suite):
 	# a process the suite leaves behind can't keep holding it.
 	(
@@ -123,7 +128,8 @@ rb_run_file() {
 			RB_FILE="$RB_DIR/src/tests/integration/$file" RB_OUT="$out" \
 			bash -c '
 				set -e
-				if mountpoint -q /sys/fs/cgroup/unified; then umount /sys/fs/cgroup/unified; fi
+				bare=
+				if mountpoint -q /sys/fs/cgroup/unified; then umount /sys/fs/cgroup/unified; bare=1; fi
 				# bats needs /dev/fd (process substitution); the VM harness has none
 				[ -e /dev/fd ] || ln -s /proc/self/fd /dev/fd
 				ov=$(mktemp -d /tmp/cryo-runc-bats-etc.XXXXXX)
@@ -133,6 +139,10 @@ rb_run_file() {
 				script -qec "bats --tap \"\$RB_FILE\" >\"\$RB_OUT\" 2>&1" /dev/null </dev/null >/dev/null || rc=$?
 				umount /etc
 				rm -rf "$ov"
+				if [ -n "$bare" ] && [ -n "$(ls -A /sys/fs/cgroup/unified 2>/dev/null)" ]; then
+					ls -A /sys/fs/cgroup/unified | tr "\n" " " >"$RB_OUT.hidden"
+					find /sys/fs/cgroup/unified -mindepth 1 -delete
+				fi
 				exit $rc' >"$out.log" 2>&1 9>&-
 		echo $? >"$out.rc"
 		kill "$watch" 2>/dev/null
@@ -146,6 +156,10 @@ rb_run_file() {
 				chmod 0666 "$d"
 			done
 		fi
+		if [ -s "$out.hidden" ]; then
+			echo "left behind after $file on $rt (removed): under the unmounted cgroup2 mountpoint: $(cat "$out.hidden")" >>"$out.damage"
+		fi
+		rm -f "$out.hidden"
 		rb_cgroups | comm -13 "$out.cg.before" - >"$out.cg.left"
 		if [ -s "$out.cg.left" ]; then
 			echo "left behind after $file on $rt (removed): cgroups $(tr '\n' ' ' <"$out.cg.left")" >>"$out.damage"
