@@ -195,10 +195,22 @@ for mem in $SIZES; do
 	make_bundle "$T/bc$mem" "$mem"
 	make_bundle "$T/br$mem" "$mem"
 	for rep in $(seq "$REPS"); do
-		log "MEM=$mem MiB, round $rep/$REPS"
-		bench_bare "$mem" "$rep"
-		bench_cryo "$mem" "$rep" "$T/bc$mem"
-		[ "$RUNC" = 1 ] && bench_runc "$mem" "$rep" "$T/br$mem"
+		# the order turns each round: on a VM whose memory is slow to touch
+		# the first time and fast once reused, the one that runs right after
+		# another freed its memory would otherwise always gain
+		case $((rep % 3)) in
+		1) order="bare cryo runc" ;;
+		2) order="cryo runc bare" ;;
+		*) order="runc bare cryo" ;;
+		esac
+		log "MEM=$mem MiB, round $rep/$REPS ($order)"
+		for sys in $order; do
+			case $sys in
+			bare) bench_bare "$mem" "$rep" ;;
+			cryo) bench_cryo "$mem" "$rep" "$T/bc$mem" ;;
+			runc) if [ "$RUNC" = 1 ]; then bench_runc "$mem" "$rep" "$T/br$mem"; fi ;;
+			esac
+		done
 	done
 done
 
