@@ -301,6 +301,7 @@ static int memory_v2(const char *dir, const struct cryo_update *u, struct cryo_e
 
 static int cpu_v1(const char *dir, const struct cryo_update *u, struct cryo_error *err)
 {
+	bool period_after_quota = false;
 	int r = 0;
 
 	if (u->has_cpu_shares)
@@ -314,14 +315,14 @@ static int cpu_v1(const char *dir, const struct cryo_update *u, struct cryo_erro
 		r = write_i64(dir, "cpu.cfs_period_us", (int64_t)u->cpu_period, false, err);
 		if (r == -EINVAL && u->has_cpu_quota) {
 			cryo_error_clear(err);
-			r = write_i64(dir, "cpu.cfs_quota_us", u->cpu_quota < 0 ? -1 : u->cpu_quota, false, err);
-			if (r >= 0)
-				r = write_i64(dir, "cpu.cfs_period_us", (int64_t)u->cpu_period, false, err);
-			return r;
+			period_after_quota = true;
+			r = 0;
 		}
 	}
 	if (r >= 0 && u->has_cpu_quota)
 		r = write_i64(dir, "cpu.cfs_quota_us", u->cpu_quota < 0 ? -1 : u->cpu_quota, false, err);
+	if (r >= 0 && period_after_quota)
+		r = write_i64(dir, "cpu.cfs_period_us", (int64_t)u->cpu_period, false, err);
 	if (r >= 0 && u->has_cpu_rt_period)
 		r = write_i64(dir, "cpu.rt_period_us", (int64_t)u->cpu_rt_period, false, err);
 	if (r >= 0 && u->has_cpu_rt_runtime)
