@@ -216,11 +216,11 @@ static int write_i64(const char *dir, const char *name, int64_t v, bool minus_on
 	return cryo_cgfile_write(dir, name, buf, err);
 }
 
-static int memory_v1(const char *dir, const struct cryo_update *u_in, struct cryo_error *err)
+static int memory_v1(const char *dir, const struct cryo_update *u, struct cryo_error *err)
 {
 	struct cryo_error e2 = CRYO_ERROR_INIT;
-	struct cryo_update unlimited;
-	const struct cryo_update *u = u_in;
+	bool has_swap = u->has_memory_swap;
+	int64_t swap = u->memory_swap;
 	uint64_t memsw;
 	int r = 0;
 
@@ -229,20 +229,17 @@ static int memory_v1(const char *dir, const struct cryo_update *u_in, struct cry
 	 * with the old memsw limit kept, the kernel refuses an unlimited
 	 * memory limit above it.
 	 */
-	if (u_in->has_memory_limit && u_in->memory_limit < 0 && !u_in->has_memory_swap &&
+	if (u->has_memory_limit && u->memory_limit < 0 && !has_swap &&
 	    cryo_cgfile_read_u64(dir, "memory.memsw.limit_in_bytes", &memsw) == 0) {
-		unlimited = *u_in;
-		unlimited.has_memory_swap = true;
-		unlimited.memory_swap = -1;
-		u = &unlimited;
+		has_swap = true;
+		swap = -1;
 	}
-
 	if (u->has_memory_reservation) {
 		r = write_i64(dir, "memory.soft_limit_in_bytes", u->memory_reservation, false, err);
 		if (r < 0)
 			return r;
 	}
-	if (!u->has_memory_limit && !u->has_memory_swap)
+	if (!u->has_memory_limit && !has_swap)
 		return 0;
 	/*
 	 * The kernel wants memory <= memory+swap at every moment: raising
@@ -251,10 +248,10 @@ static int memory_v1(const char *dir, const struct cryo_update *u_in, struct cry
 	 */
 	if (u->has_memory_limit)
 		r = write_i64(dir, "memory.limit_in_bytes", u->memory_limit, false, err);
-	if (r >= 0 && u->has_memory_swap)
-		r = write_i64(dir, "memory.memsw.limit_in_bytes", u->memory_swap, false, err);
-	if (r == -EINVAL && u->has_memory_limit && u->has_memory_swap) {
-		r = write_i64(dir, "memory.memsw.limit_in_bytes", u->memory_swap, false, &e2);
+	if (r >= 0 && has_swap)
+		r = write_i64(dir, "memory.memsw.limit_in_bytes", swap, false, err);
+	if (r == -EINVAL && u->has_memory_limit && has_swap) {
+		r = write_i64(dir, "memory.memsw.limit_in_bytes", swap, false, &e2);
 		if (r >= 0)
 			r = write_i64(dir, "memory.limit_in_bytes", u->memory_limit, false, &e2);
 		if (r >= 0)
