@@ -403,8 +403,7 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 		    struct cryo_error *err)
 {
 	_cleanup_close_ int fd = -1;
-	char target[32], src_path[32];
-	const char *src = m->source;
+	char target[32];
 	bool as_file = false;
 	const char *type = m->type;
 	unsigned long flags = m->flags & ~MS_REMOUNT;
@@ -417,11 +416,7 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 	if (m->bind) {
 		struct stat st;
 
-		/* the runtime's fd of the source: a user namespace may not reach the path */
-		if (srcfd >= 0) {
-			fd_path(srcfd, src_path);
-			src = src_path;
-		}
+		/* srcfd: the runtime's clone of the source, as a user namespace may not reach its path */
 		if ((srcfd >= 0 ? fstat(srcfd, &st) : stat(m->source, &st)) < 0)
 			return cryo_error_set(err, errno, "bind mount source `%s`", m->source);
 		as_file = !S_ISDIR(st.st_mode);
@@ -464,20 +459,8 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 		if (srcfd >= 0) {
 			if (syscall(SYS_move_mount, srcfd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 				return cryo_error_set(err, errno, "bind mount `%s` on `%s`", m->source, m->destination);
-		} else if (mount(src, target, NULL, MS_BIND | (m->recursive_bind ? MS_REC : 0), NULL) < 0) {
+		} else if (mount(m->source, target, NULL, MS_BIND | (m->recursive_bind ? MS_REC : 0), NULL) < 0) {
 			return cryo_error_set(err, errno, "bind mount `%s` on `%s`", m->source, m->destination);
-		}
-		/* bind ignores other flags: apply them by remounting the new mount */
-		if (flags & ~(MS_REC)) {
-			_cleanup_close_ int nfd = -1;
-			char ntarget[32];
-
-			nfd = openat2_in_root(rootfd, m->destination, O_PATH);
-			if (nfd < 0)
-				return cryo_error_set(err, -nfd, "reopen `%s`", m->destination);
-			fd_path(nfd, ntarget);
-			if (mount(NULL, ntarget, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
-				return cryo_error_set(err, errno, "remount `%s` with its options", m->destination);
 		}
 	} else if (!type) {
 		return cryo_error_setx(err, EINVAL, "mount on `%s`: a mount that is not a bind needs a type", m->destination);
@@ -498,24 +481,29 @@ static int do_mount(int rootfd, const struct cryo_spec_mount *m, bool userns, bo
 					      m->data ? " with " : "", m->data ? m->data : "");
 		}
 	}
-	if (m->attr_set || m->attr_clr) {
-		struct mount_attr attr = { .attr_set = m->attr_set, .attr_clr = m->attr_clr };
-		_cleanup_close_ int nfd = openat2_in_root(rootfd, m->destination, O_PATH);
+	/*
+	 * What the mount call could not set goes on the new mount, reopened
+	 * once (fd is what was under it): a bind's other flags (a bind
+	 * ignores them) by a remount, the recursive options, the propagation.
+	 */
+	bool remount = m->bind && (flags & ~MS_REC);
 
-		if (nfd < 0)
-			return cryo_error_set(err, -nfd, "reopen `%s`", m->destination);
-		if (syscall(SYS_mount_setattr, nfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
-			return cryo_error_set(err, errno, "set the recursive options of `%s`", m->destination);
-	}
-	if (m->propagation) {
+	if (remount || m->attr_set || m->attr_clr || m->propagation) {
+		struct mount_attr attr = { .attr_set = m->attr_set, .attr_clr = m->attr_clr };
 		_cleanup_close_ int nfd = openat2_in_root(rootfd, m->destination, O_PATH);
 		char ntarget[32];
 
 		if (nfd < 0)
 			return cryo_error_set(err, -nfd, "reopen `%s`", m->destination);
 		fd_path(nfd, ntarget);
+		if (remount && mount(NULL, ntarget, NULL, MS_REMOUNT | MS_BIND | flags, NULL) < 0)
+			return cryo_error_set(err, errno, "remount `%s` with its options", m->destination);
+		if ((m->attr_set || m->attr_clr) &&
+		    syscall(SYS_mount_setattr, nfd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof(attr)) < 0)
+			return cryo_error_set(err, errno, "set the recursive options of `%s`", m->destination);
 		/* shared would join the host's peer group: never propagate out */
-		if (!(m->propagation & MS_SHARED) && mount(NULL, ntarget, NULL, m->propagation, NULL) < 0)
+		if (m->propagation && !(m->propagation & MS_SHARED) &&
+		    mount(NULL, ntarget, NULL, m->propagation, NULL) < 0)
 			return cryo_error_set(err, errno, "set propagation of `%s`", m->destination);
 	}
 	return 0;
