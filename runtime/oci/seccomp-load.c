@@ -194,7 +194,8 @@ static int export_program(scmp_filter_ctx ctx, struct sock_filter **ret, size_t 
 	return 0;
 }
 
-bool cryo_seccomp_wants_enosys(uint32_t default_action)
+/* Does the profile's filter get the -ENOSYS stub (any default but allow and log)? */
+static bool wants_enosys(uint32_t default_action)
 {
 	return default_action != SCMP_ACT_ALLOW && default_action != SCMP_ACT_LOG;
 }
@@ -212,7 +213,7 @@ int cryo_seccomp_load(scmp_filter_ctx ctx, const struct cryo_seccomp_load *l, in
 	int r;
 
 	*ret_notify_fd = -1;
-	if (!cryo_seccomp_wants_enosys(l->default_action)) {
+	if (!wants_enosys(l->default_action)) {
 		r = seccomp_load(ctx);
 		if (r >= 0 && l->notify) {
 			r = seccomp_notify_fd(ctx);

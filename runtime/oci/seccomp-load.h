@@ -24,9 +24,6 @@ struct cryo_seccomp_load {
 	bool notify;                        /* it uses SCMP_ACT_NOTIFY: make a listener */
 };
 
-/* Does the profile's filter get the -ENOSYS stub (any default but allow and log)? */
-bool cryo_seccomp_wants_enosys(uint32_t default_action);
-
 /*
  * Load ctx, the filter built from the profile l describes, into the
  * calling thread (with its flags); *ret_notify_fd: the notify fd when it
