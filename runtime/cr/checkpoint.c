@@ -457,6 +457,12 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	    cryo_imghash_start_notify(c->img->dirfd, cryo_manifest_digest(c->m), CRYO_IMGHASH_GROWING_PAGES,
 				      o->on_file_closed, o->on_file_closed_data, &c->hash, NULL) < 0)
 		c->hash = NULL;
+	/*
+	 * The rootfs snapshot, written before the watch began, is the first
+	 * file out: the destination extracts it while CRIU dumps here.
+	 */
+	if (o->on_file_closed && c->m->rootfs && c->m->rootfs->name)
+		o->on_file_closed(c->img->dirfd, c->m->rootfs->name, CRYO_IMGHASH_CLOSED, o->on_file_closed_data);
 	/* --lazy (migrate): the dump runs on, serving the pages, once the rest is written */
 	r = o->lazy_port ? cryo_criu_cli_lazy_dump(&co, o->lazy_port, o->ret_lazy_dump, err) : cryo_criu_dump(&co, err);
 	if (r < 0)

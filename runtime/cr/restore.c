@@ -446,7 +446,8 @@ static int step_stage_rootfs(void *ctx, struct cryo_error *err)
 
 	if (!c->m->rootfs)
 		return 0;
-	r = cryo_snapshot_restore(c->image_fd, c->m->rootfs, c->m->bundle, c->bundle_fd, c->rootfs, &c->snap, err);
+	r = cryo_snapshot_restore(c->image_fd, c->m->rootfs, c->m->bundle, c->bundle_fd, c->rootfs, c->o->rootfs_pre,
+				  &c->snap, err);
 	return journal_progress(c, r, err);
 }
 

@@ -48,6 +48,8 @@
 #include "hold.h"
 #include "step.h"
 
+struct cryo_snapshot_pre;
+
 struct cryo_restore_opts {
 	const char *root;
 	const char *id;
@@ -68,6 +70,8 @@ struct cryo_restore_opts {
 	 * itself, in a dir only it can write (receive): read, not checked again.
 	 */
 	bool preverified;
+	/* receive: the rootfs snapshot extracted ahead (snapshot.h), taken or cancelled; NULL = none */
+	struct cryo_snapshot_pre *rootfs_pre;
 	/* migrate --lazy: the memory comes from CRIU's lazy-pages daemon on work_path (criu-cli.h) */
 	bool lazy_pages;
 	int (*lazy_wait)(void *userdata, int pidfd, struct cryo_error *err); /* see cryo_criu_opts */

@@ -9,10 +9,13 @@
 #include <linux/loop.h>
 #include <limits.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -448,25 +451,31 @@ static int extract_tar_child(int tar_fd, char *msg, size_t msglen)
 	return 0;
 }
 
-/* Extract the tar open at tar_fd into the directory open at dest_fd (see extract_tar_child). */
-static int extract_tar(int tar_fd, int dest_fd, struct cryo_error *err)
+/*
+ * Start extracting the tar open at tar_fd into the directory open at
+ * dest_fd (see extract_tar_child): *pid is the child, *msg_fd the pipe
+ * its error message comes on. The child dies with the thread that
+ * started it: an extraction never outlives the cryo that wanted it.
+ */
+static int extract_tar_start(int tar_fd, int dest_fd, pid_t *pid, int *msg_fd, struct cryo_error *err)
 {
 	char msg[512] = "";
-	int pfd[2], status;
-	ssize_t n;
-	pid_t pid;
+	pid_t parent = getpid();
+	int pfd[2];
 
 	if (pipe2(pfd, O_CLOEXEC) < 0)
 		return cryo_error_set(err, errno, "pipe");
-	pid = fork();
-	if (pid < 0) {
+	*pid = fork();
+	if (*pid < 0) {
 		close(pfd[0]);
 		close(pfd[1]);
 		return cryo_error_set(err, errno, "fork");
 	}
-	if (pid == 0) {
+	if (*pid == 0) {
 		close(pfd[0]);
-		if (fchdir(dest_fd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent) {
+			snprintf(msg, sizeof(msg), "the extraction lost its parent");
+		} else if (fchdir(dest_fd) < 0 || chroot(".") < 0 || chdir("/") < 0) {
 			snprintf(msg, sizeof(msg), "chroot into the rootfs: %s", strerror(errno));
 		} else {
 			umask(0);
@@ -477,10 +486,21 @@ static int extract_tar(int tar_fd, int dest_fd, struct cryo_error *err)
 		_exit(1);
 	}
 	close(pfd[1]);
+	*msg_fd = pfd[0];
+	return 0;
+}
+
+/* Wait for the extraction extract_tar_start() started; closes msg_fd. */
+static int extract_tar_wait(pid_t pid, int msg_fd, struct cryo_error *err)
+{
+	char msg[512];
+	int status;
+	ssize_t n;
+
 	do
-		n = read(pfd[0], msg, sizeof(msg) - 1);
+		n = read(msg_fd, msg, sizeof(msg) - 1);
 	while (n < 0 && errno == EINTR);
-	close(pfd[0]);
+	close(msg_fd);
 	msg[n > 0 ? n : 0] = '\0';
 	while (waitpid(pid, &status, 0) < 0)
 		if (errno != EINTR)
@@ -490,6 +510,119 @@ static int extract_tar(int tar_fd, int dest_fd, struct cryo_error *err)
 	return cryo_error_setx(err, EBADMSG, "%s", msg[0] ? msg : "the extraction failed");
 }
 
+/* Extract the tar open at tar_fd into the directory open at dest_fd. */
+static int extract_tar(int tar_fd, int dest_fd, struct cryo_error *err)
+{
+	int msg_fd = -1;
+	pid_t pid = 0;
+	int r;
+
+	r = extract_tar_start(tar_fd, dest_fd, &pid, &msg_fd, err);
+	return r < 0 ? r : extract_tar_wait(pid, msg_fd, err);
+}
+
+int cryo_snapshot_pre_start(int image_dirfd, const char *file, int dir_fd, const char *name,
+			    struct cryo_snapshot_pre *p, struct cryo_error *err)
+{
+	_cleanup_close_ int src = -1, dest = -1;
+	int r;
+
+	cryo_snapshot_pre_cancel(p);
+	p->started_us = cryo_now_us();
+	p->taken_us = p->waited_us = 0;
+	src = cryo_image_open_file(image_dirfd, file, err);
+	if (src < 0)
+		return src;
+	if (mkdirat(dir_fd, name, 0700) < 0)
+		return cryo_error_set(err, errno, "create `%s`", name);
+	p->dir_fd = dir_fd;
+	p->name = strdup(name);
+	p->file = strdup(file);
+	if (!p->name || !p->file) {
+		cryo_snapshot_pre_cancel(p);
+		return cryo_error_set(err, ENOMEM, "extract ahead");
+	}
+	dest = openat(dir_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dest < 0)
+		r = cryo_error_set(err, errno, "open `%s`", name);
+	else
+		r = extract_tar_start(src, dest, &p->pid, &p->msg_fd, err);
+	if (r < 0)
+		cryo_snapshot_pre_cancel(p);
+	return r;
+}
+
+int cryo_snapshot_pre_wait(struct cryo_snapshot_pre *p, struct cryo_error *err)
+{
+	if (!p->name)
+		return cryo_error_setx(err, ENOENT, "nothing was extracted ahead");
+	if (p->pid > 0) {
+		p->r = extract_tar_wait(p->pid, p->msg_fd, err);
+		p->pid = 0;
+		p->msg_fd = -1;
+		return p->r;
+	}
+	return p->r < 0 ? cryo_error_setx(err, -p->r, "the extraction ahead failed") : 0;
+}
+
+void cryo_snapshot_pre_cancel(struct cryo_snapshot_pre *p)
+{
+	struct stat st;
+
+	if (p->pid > 0) {
+		(void)kill(p->pid, SIGKILL);
+		while (waitpid(p->pid, NULL, 0) < 0 && errno == EINTR)
+			;
+		close(p->msg_fd);
+	}
+	if (p->name && fstat(p->dir_fd, &st) == 0)
+		(void)cryo_rm_rf_at_dev(p->dir_fd, p->name, st.st_dev);
+	free(p->name);
+	free(p->file);
+	p->name = p->file = NULL;
+	p->pid = 0;
+	p->msg_fd = p->dir_fd = -1;
+	p->r = 0;
+}
+
+/* cryo_snapshot_pre_wait(), timed */
+static int waited(struct cryo_snapshot_pre *p, struct cryo_error *err)
+{
+	int64_t t = cryo_now_us();
+	int r = cryo_snapshot_pre_wait(p, err);
+
+	p->waited_us = cryo_now_us() - t;
+	return r;
+}
+
+/*
+ * The extraction ahead p, when it is of file and whole, becomes `newname`
+ * in parent_fd: 1 when it did, 0 when the caller extracts (p is gone).
+ */
+static int take_pre(struct cryo_snapshot_pre *p, const char *file, int parent_fd, const char *newname)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+	int r = 0;
+
+	if (!p || !p->name)
+		return 0;
+	if (strcmp(p->file, file) != 0) {
+		cryo_debug("the rootfs extracted ahead is of `%s`, not `%s`: extracting again", p->file, file);
+	} else if (waited(p, &e) < 0) {
+		cryo_debug("the rootfs extracted ahead: %s: extracting again", e.msg);
+	} else if (renameat(p->dir_fd, p->name, parent_fd, newname) < 0) {
+		cryo_debug("the rootfs extracted ahead: move it into place: %s: extracting again", strerror(errno));
+	} else {
+		free(p->name);
+		p->name = NULL;
+		p->taken_us = cryo_now_us();
+		r = 1;
+	}
+	cryo_error_clear(&e);
+	cryo_snapshot_pre_cancel(p);
+	return r;
+}
+
 /*
  * Tar snapshot: extracted into a new directory next to the rootfs, which
  * then takes the rootfs's place in one rename (the old one is kept until
@@ -497,7 +630,7 @@ static int extract_tar(int tar_fd, int dest_fd, struct cryo_error *err)
  * own can't be exchanged: the snapshot is unpacked over it in place.
  */
 static int restore_tar(int image_dirfd, const Cryo__RootfsSnapshot *s, const char *rootfs,
-		       struct cryo_snapshot_undo *u, struct cryo_error *err)
+		       struct cryo_snapshot_pre *pre, struct cryo_snapshot_undo *u, struct cryo_error *err)
 {
 	_cleanup_free_ char *copy = NULL, *newname = NULL;
 	_cleanup_close_ int src = -1, dest = -1;
@@ -539,13 +672,17 @@ static int restore_tar(int image_dirfd, const Cryo__RootfsSnapshot *s, const cha
 	if (fstat(u->parent_fd, &st) < 0)
 		return cryo_error_set(err, errno, "stat `%s`", copy);
 	(void)cryo_rm_rf_at_dev(u->parent_fd, newname, st.st_dev);
-	if (mkdirat(u->parent_fd, newname, 0700) < 0)
-		return cryo_error_set(err, errno, "create `%s` next to the rootfs", newname);
-	dest = openat(u->parent_fd, newname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dest < 0)
-		r = cryo_error_set(err, errno, "open `%s`", newname);
-	else
-		r = extract_tar(src, dest, err);
+	if (take_pre(pre, s->name, u->parent_fd, newname) == 1) {
+		r = 0;
+	} else {
+		if (mkdirat(u->parent_fd, newname, 0700) < 0)
+			return cryo_error_set(err, errno, "create `%s` next to the rootfs", newname);
+		dest = openat(u->parent_fd, newname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dest < 0)
+			r = cryo_error_set(err, errno, "open `%s`", newname);
+		else
+			r = extract_tar(src, dest, err);
+	}
 	if (r >= 0 && renameat2(u->parent_fd, newname, u->parent_fd, base, exists ? RENAME_EXCHANGE : RENAME_NOREPLACE) < 0)
 		r = cryo_error_set(err, errno, "put `%s` in place of `%s`", newname, rootfs);
 	if (r < 0) {
@@ -560,31 +697,31 @@ static int restore_tar(int image_dirfd, const Cryo__RootfsSnapshot *s, const cha
 }
 
 int cryo_snapshot_restore(int image_dirfd, const Cryo__RootfsSnapshot *s, const char *old_bundle, int bundle_fd,
-			  const char *rootfs, struct cryo_snapshot_undo **ret, struct cryo_error *err)
+			  const char *rootfs, struct cryo_snapshot_pre *pre, struct cryo_snapshot_undo **ret,
+			  struct cryo_error *err)
 {
 	struct cryo_snapshot_undo *u;
 	int r;
 
 	u = calloc(1, sizeof(*u));
+	if (u)
+		u->parent_fd = -1;
 	if (!u)
-		return cryo_error_set(err, ENOMEM, "restore rootfs");
-	u->parent_fd = -1;
-	*ret = u;
-	if (s->kind != CRYO__ROOTFS_SNAPSHOT__KIND__NONE && !s->name)
-		return cryo_error_setx(err, EBADMSG, "the snapshot names no file");
-	switch (s->kind) {
-	case CRYO__ROOTFS_SNAPSHOT__KIND__NONE:
-		return 0;
-	case CRYO__ROOTFS_SNAPSHOT__KIND__REFLINK:
-	case CRYO__ROOTFS_SNAPSHOT__KIND__COPY:
+		r = cryo_error_set(err, ENOMEM, "restore rootfs");
+	else if (s->kind != CRYO__ROOTFS_SNAPSHOT__KIND__NONE && !s->name)
+		r = cryo_error_setx(err, EBADMSG, "the snapshot names no file");
+	else if (s->kind == CRYO__ROOTFS_SNAPSHOT__KIND__NONE)
+		r = 0;
+	else if (s->kind == CRYO__ROOTFS_SNAPSHOT__KIND__REFLINK || s->kind == CRYO__ROOTFS_SNAPSHOT__KIND__COPY)
 		r = restore_image(image_dirfd, s, old_bundle, bundle_fd, rootfs, u, err);
-		break;
-	case CRYO__ROOTFS_SNAPSHOT__KIND__TAR:
-		r = restore_tar(image_dirfd, s, rootfs, u, err);
-		break;
-	default:
-		return cryo_error_setx(err, EBADMSG, "unknown rootfs snapshot kind %d", (int)s->kind);
-	}
+	else if (s->kind == CRYO__ROOTFS_SNAPSHOT__KIND__TAR)
+		r = restore_tar(image_dirfd, s, rootfs, pre, u, err);
+	else
+		r = cryo_error_setx(err, EBADMSG, "unknown rootfs snapshot kind %d", (int)s->kind);
+	/* what was extracted ahead and not taken goes */
+	if (pre)
+		cryo_snapshot_pre_cancel(pre);
+	*ret = u;
 	return r;
 }
 

@@ -24,6 +24,8 @@
 #define CRYO_SNAPSHOT_H
 
 #include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include "error.h"
 #include "loop.h"
@@ -51,14 +53,50 @@ struct cryo_snapshot_undo {
 };
 
 /*
+ * A tar snapshot extracted ahead of its restore, as extract_tar would
+ * (same child, same refusals), into a new dir `name` in dir_fd: receive
+ * starts it as soon as the snapshot file is in, while the source's final
+ * dump still runs, and the restore of that same file then takes the dir
+ * instead of extracting (cryo_snapshot_restore's pre). Nothing in it is
+ * used before the caller verified the image: the restore comes after.
+ * The extraction dies with the thread that started it.
+ */
+struct cryo_snapshot_pre {
+	pid_t pid;           /* the extraction running, 0 = none */
+	int msg_fd;          /* where its error comes */
+	int dir_fd;          /* the dir `name` is in (the caller's) */
+	char *name;          /* the dir it fills; NULL = nothing ahead */
+	char *file;          /* the snapshot file it extracts */
+	int r;               /* its outcome, once waited */
+	/* what became of the last one (kept by cancel, for the caller's timings) */
+	int64_t started_us;  /* cryo_now_us() at its start */
+	int64_t taken_us;    /* when the restore took it (0: it did not) */
+	int64_t waited_us;   /* how long the restore waited for it to end */
+};
+#define CRYO_SNAPSHOT_PRE_INIT { .msg_fd = -1, .dir_fd = -1 }
+
+/* Start extracting the tar `file` of image_dirfd into a new dir `name` in dir_fd (*p: a cancelled one). */
+int cryo_snapshot_pre_start(int image_dirfd, const char *file, int dir_fd, const char *name,
+			    struct cryo_snapshot_pre *p, struct cryo_error *err);
+
+/* Wait for the extraction to end: 0 = whole. */
+int cryo_snapshot_pre_wait(struct cryo_snapshot_pre *p, struct cryo_error *err);
+
+/* Kill the extraction (if running), remove its dir; *p is empty again. */
+void cryo_snapshot_pre_cancel(struct cryo_snapshot_pre *p);
+
+/*
  * Put the snapshot s of the image open at image_dirfd back at rootfs, the
  * rootfs of the bundle open at bundle_fd. old_bundle is the bundle path
  * the image recorded: only used to name the image file inside the bundle
- * as it was named in the old one. *ret (always set, free with
+ * as it was named in the old one. pre (NULL: none): a tar extracted ahead,
+ * taken when it is of s's file, whole and on the rootfs's filesystem, and
+ * cancelled in any case. *ret (always set, free with
  * cryo_snapshot_undo_free()) records what changed, also on failure.
  */
 int cryo_snapshot_restore(int image_dirfd, const Cryo__RootfsSnapshot *s, const char *old_bundle, int bundle_fd,
-			  const char *rootfs, struct cryo_snapshot_undo **ret, struct cryo_error *err);
+			  const char *rootfs, struct cryo_snapshot_pre *pre, struct cryo_snapshot_undo **ret,
+			  struct cryo_error *err);
 
 /* Put the rootfs back as it was before cryo_snapshot_restore(). */
 void cryo_snapshot_undo(struct cryo_snapshot_undo *u);

@@ -9,12 +9,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <unistd.h>
 #include <json-c/json.h>
 
 #include "hold.h"
+#include "log.h"
 #include "migrate.h"
 #include "protocol.h"
 #include "receive-bundle.h"
@@ -74,8 +76,8 @@ int cryo_receive_bundle_undo(const struct cryo_hold_rec *rec, struct cryo_error 
 }
 
 /* Journal the bundle dir `bundle` (not made yet) with a fresh marker in token */
-int cryo_receive_bundle_journal(const char *root, const char *id, const char *bundle, char token[CRYO_BUNDLE_TOKEN_SIZE],
-				struct cryo_hold **ret, struct cryo_error *err)
+static int bundle_journal(const char *root, const char *id, const char *bundle, char token[CRYO_BUNDLE_TOKEN_SIZE],
+			  struct cryo_hold **ret, struct cryo_error *err)
 {
 	unsigned char rnd[16];
 	char detail[64], name[160];
@@ -95,14 +97,92 @@ int cryo_receive_bundle_journal(const char *root, const char *id, const char *bu
 	return cryo_hold_set_detail(*ret, detail, err);
 }
 
-void cryo_receive_bundle_keep(const char *bundle, const char *id, struct cryo_hold **h)
+int cryo_receive_bundle_make(struct cryo_receive_bundle *b, const char *root, const char *bundle_dir, const char *id,
+			     struct cryo_error *err)
 {
-	_cleanup_close_ int bfd = -1;
+	_cleanup_close_ int bdfd = -1;
+	int r;
 
-	if (!*h)
+	if (b->made)
+		return 0;
+	r = cryo_mkdir_p(bundle_dir, 0700);
+	if (r < 0)
+		return cryo_error_set(err, -r, "create `%s`", bundle_dir);
+	if (!b->path && asprintf(&b->path, "%s/%s", bundle_dir, id) < 0) {
+		b->path = NULL;
+		return cryo_error_set(err, ENOMEM, "bundle");
+	}
+	bdfd = open(bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bdfd < 0)
+		return cryo_error_set(err, errno, "open `%s`", bundle_dir);
+	/* journalled first: killed from here on, `cryo recover` removes it */
+	r = bundle_journal(root, id, b->path, b->token, &b->hold, err);
+	if (r < 0)
+		return r;
+	if (mkdirat(bdfd, id, 0700) < 0) {
+		r = cryo_error_set(err, errno, "create the bundle `%s`", b->path);
+		cryo_migrate_release_dir(&b->hold, id);  /* (someone else's: not ours to remove) */
+		return r;
+	}
+	b->made = true;
+	b->fd = openat(bdfd, id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (b->fd < 0)
+		return cryo_error_set(err, errno, "open `%s`", b->path);
+	r = cryo_write_new_file_unsynced_at(b->fd, CRYO_BUNDLE_MARKER, b->token, strlen(b->token), 0600);
+	if (r < 0)
+		return cryo_error_set(err, -r, "write `%s/%s`", b->path, CRYO_BUNDLE_MARKER);
+	return 0;
+}
+
+/*
+ * The image is not verified yet: nothing extracted here is used before
+ * it is (the restore comes after the verify), and the extraction is the
+ * restore's own, chroot()ed into the new dir with its refusals.
+ */
+void cryo_receive_bundle_ahead(struct cryo_receive_bundle *b, const char *root, const char *bundle_dir,
+			       const char *id, int image_dirfd, const char *name)
+{
+	struct cryo_error e = CRYO_ERROR_INIT;
+
+	if (cryo_receive_bundle_make(b, root, bundle_dir, id, &e) < 0 ||
+	    cryo_snapshot_pre_start(image_dirfd, name, b->fd, CRYO_BUNDLE_ROOTFS_AHEAD, &b->pre, &e) < 0)
+		cryo_debug("receive `%s`: the rootfs is not extracted ahead: %s", id, e.msg);
+	cryo_error_clear(&e);
+}
+
+void cryo_receive_bundle_remove(struct cryo_receive_bundle *b, const char *bundle_dir, const char *id)
+{
+	_cleanup_close_ int bdfd = -1;
+
+	cryo_snapshot_pre_cancel(&b->pre);
+	closep(&b->fd);
+	if (!b->made)
 		return;
-	bfd = open(bundle, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (bfd >= 0)
-		(void)unlinkat(bfd, CRYO_BUNDLE_MARKER, 0);
-	cryo_migrate_release_dir(h, id);
+	bdfd = open(bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (bdfd < 0 || cryo_rm_rf_at(bdfd, id) < 0)
+		cryo_warn("receive `%s`: undo: could not remove the bundle `%s`", id, b->path);
+	else
+		cryo_migrate_release_dir(&b->hold, id);
+	b->made = false;
+}
+
+void cryo_receive_bundle_keep(struct cryo_receive_bundle *b, const char *id)
+{
+	if (!b->hold)
+		return;
+	if (b->fd >= 0)
+		(void)unlinkat(b->fd, CRYO_BUNDLE_MARKER, 0);
+	cryo_migrate_release_dir(&b->hold, id);
+}
+
+void cryo_receive_bundle_free(struct cryo_receive_bundle *b)
+{
+	cryo_snapshot_pre_cancel(&b->pre);
+	closep(&b->fd);
+	free(b->path);
+	b->path = NULL;
+	/* (a bundle the undo could not remove: its journal entry stays, for `cryo recover`) */
+	if (b->hold)
+		cryo_hold_free(b->hold);
+	b->hold = NULL;
 }

@@ -56,9 +56,7 @@ struct rctx {
 	size_t n_replaced;
 	bool staged;
 	struct cryo_hold *in_hold;  /* journals .migrate-in/<id> (see cryo_migrate_hold_dir) */
-	char *bundle;               /* <bundle_dir>/<id> */
-	bool bundle_made;
-	struct cryo_hold *bundle_hold;  /* journals the bundle until the commit (CRYO_HOLD_BUNDLE) */
+	struct cryo_receive_bundle b;   /* the bundle restored into, made once the rootfs or the image is in */
 	Cryo__Manifest *m;
 	struct cryo_spec *spec;
 	struct cryo_hold *kill_hold;    /* the paused copy dies with us until the commit */
@@ -73,7 +71,6 @@ struct rctx {
 	struct cryo_step_timings timings;  /* our steps (t0: the run's start), restore's nested in */
 	struct cryo_error fail;
 	struct cryo_lazy_dest lz;   /* --lazy: restore with CRIU's lazy pages, pull them (migrate-lazy.h) */
-	char bundle_token[CRYO_BUNDLE_TOKEN_SIZE];  /* the bundle's marker, in it and in its hold's detail */
 };
 
 static int64_t rtimeout(const struct rctx *c)
@@ -566,6 +563,17 @@ static int end_round(struct rctx *c, const Cryo__MigrateDone *d, struct cryo_err
 	return 0;
 }
 
+/*
+ * The final dump's rootfs snapshot is in (it comes first, while CRIU
+ * still dumps there): extracted into the bundle now, not in the
+ * downtime's restore (receive-bundle.h).
+ */
+static void rootfs_ahead(struct rctx *c, const char *name)
+{
+	if (c->round == 0 && strcmp(name, CRYO_SNAPSHOT_TAR) == 0)
+		cryo_receive_bundle_ahead(&c->b, c->o->root, c->o->bundle_dir, c->id, c->round_fd, name);
+}
+
 static int rstep_transfer(void *ctx, struct cryo_error *err)
 {
 	struct rctx *c = ctx;
@@ -590,8 +598,13 @@ static int rstep_transfer(void *ctx, struct cryo_error *err)
 			if (!c->final_at && !(f->file->has_round && f->file->round))
 				c->final_at = cryo_now_us();
 			r = enter_round(c, f->file->has_round ? f->file->round : 0, err);
+			/* sent again: what was extracted of it is old */
+			if (r >= 0 && c->b.pre.file && strcmp(c->b.pre.file, f->file->name) == 0)
+				cryo_snapshot_pre_cancel(&c->b.pre);
 			if (r >= 0)
 				r = receive_file(c, f->file, &got, &budget, err);
+			if (r >= 0)
+				rootfs_ahead(c, f->file->name);
 			break;
 		case CRYO__MIGRATE_FRAME__BODY_DONE:
 			r = end_round(c, f->done, err);
@@ -712,39 +725,21 @@ static int rstep_verify(void *ctx, struct cryo_error *err)
 static int rstep_bundle(void *ctx, struct cryo_error *err)
 {
 	struct rctx *c = ctx;
-	_cleanup_close_ int bdfd = -1, bfd = -1;
 	_cleanup_free_ char *rootfs = NULL;
 	int r;
 
-	r = cryo_mkdir_p(c->o->bundle_dir, 0700);
-	if (r < 0)
-		return cryo_error_set(err, -r, "create `%s`", c->o->bundle_dir);
-	if (asprintf(&c->bundle, "%s/%s", c->o->bundle_dir, c->id) < 0 ||
-	    asprintf(&rootfs, "%s/%s/%s", c->o->bundle_dir, c->id, c->spec->root_path) < 0)
+	if (asprintf(&rootfs, "%s/%s/%s", c->o->bundle_dir, c->id, c->spec->root_path) < 0)
 		return cryo_error_set(err, ENOMEM, "bundle");
-	bdfd = open(c->o->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (bdfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", c->o->bundle_dir);
-	/* journalled first: killed from here on, `cryo recover` removes it */
-	r = cryo_receive_bundle_journal(c->o->root, c->id, c->bundle, c->bundle_token, &c->bundle_hold, err);
+	r = cryo_receive_bundle_make(&c->b, c->o->root, c->o->bundle_dir, c->id, err);
 	if (r < 0)
 		return r;
-	if (mkdirat(bdfd, c->id, 0700) < 0) {
-		r = cryo_error_set(err, errno, "create the bundle `%s`", c->bundle);
-		cryo_migrate_release_dir(&c->bundle_hold, c->id);  /* (someone else's: not ours to remove) */
-		return r;
-	}
-	c->bundle_made = true;
-	bfd = openat(bdfd, c->id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (bfd < 0)
-		return cryo_error_set(err, errno, "open `%s`", c->bundle);
-	r = cryo_write_new_file_unsynced_at(bfd, CRYO_BUNDLE_MARKER, c->bundle_token, strlen(c->bundle_token), 0600);
-	if (r < 0)
-		return cryo_error_set(err, -r, "write `%s/%s`", c->bundle, CRYO_BUNDLE_MARKER);
 	/* not synced, as the rootfs it comes with is not: the restored container lives and dies with this boot */
-	r = cryo_write_new_file_unsynced_at(bfd, "config.json", c->m->config_json, strlen(c->m->config_json), 0600);
+	r = cryo_write_new_file_unsynced_at(c->b.fd, "config.json", c->m->config_json, strlen(c->m->config_json), 0600);
 	if (r < 0)
-		return cryo_error_set(err, -r, "write `%s/config.json`", c->bundle);
+		return cryo_error_set(err, -r, "write `%s/config.json`", c->b.path);
+	/* a root.path through our name is the restore's to extract, not ours */
+	if (strstr(c->spec->root_path, CRYO_BUNDLE_ROOTFS_AHEAD))
+		cryo_snapshot_pre_cancel(&c->b.pre);
 	r = cryo_mkdir_p(rootfs, 0755);
 	if (r < 0)
 		return cryo_error_set(err, -r, "create `%s`", rootfs);
@@ -754,16 +749,8 @@ static int rstep_bundle(void *ctx, struct cryo_error *err)
 static void rundo_bundle(void *ctx)
 {
 	struct rctx *c = ctx;
-	_cleanup_close_ int bdfd = -1;
 
-	if (!c->bundle_made)
-		return;
-	bdfd = open(c->o->bundle_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (bdfd >= 0 && cryo_rm_rf_at(bdfd, c->id) < 0)
-		cryo_warn("receive `%s`: undo: could not remove the bundle `%s`", c->id, c->bundle);
-	else
-		cryo_migrate_release_dir(&c->bundle_hold, c->id);
-	c->bundle_made = false;
+	cryo_receive_bundle_remove(&c->b, c->o->bundle_dir, c->id);
 }
 
 static int freeze_restored(struct rctx *c, bool freeze, struct cryo_error *err)
@@ -812,12 +799,13 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 		.root = c->o->root,
 		.id = c->id,
 		.image_path = c->img_dir,
-		.bundle = c->bundle,
+		.bundle = c->b.path,
 		.detach = true,
 		.paused = true,
 		.verify_key = c->o->verify_key,
 		.preverified = true,
 		.ret_kill_hold = &c->kill_hold,
+		.rootfs_pre = &c->b.pre,
 	};
 	struct cryo_step_timings inner = { 0 };
 	pid_t pid = 0;
@@ -846,6 +834,13 @@ static int rstep_restore(void *ctx, struct cryo_error *err)
 	ro.ret_timings = &inner;
 	r = cryo_restore(&ro, &pid, NULL, err);
 	cryo_transport_keepalive_stop(c->t);
+	/* the rootfs extracted ahead: from its start until restore took it, of which restore waited */
+	if (c->b.pre.taken_us) {
+		cryo_step_timings_add(&c->timings, "receive", "rootfs-ahead", c->b.pre.started_us,
+				      c->b.pre.taken_us - c->b.pre.started_us);
+		cryo_debug("receive `%s`: the rootfs was extracted ahead; restore waited %.1f ms for it", c->id,
+			   (double)c->b.pre.waited_us / 1000.0);
+	}
 	cryo_step_timings_append(&c->timings, &inner);
 	if (r < 0 && c->lz.restore_peer_failed) {
 		/* the source's failure report came while CRIU restored (--lazy) */
@@ -981,7 +976,7 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	/* ours now: whatever happens next, it stays here */
 	c->committed = true;
 	release_restored_hold(c);
-	cryo_receive_bundle_keep(c->bundle, c->id, &c->bundle_hold);
+	cryo_receive_bundle_keep(&c->b, c->id);
 	if (!c->was_paused) {
 		r = freeze_restored(c, false, err);
 		if (r < 0) {
@@ -1008,10 +1003,17 @@ static int rstep_commit(void *ctx, struct cryo_error *err)
 	return 0;
 }
 
+/* what came before the bundle step may have made the bundle too (rootfs_ahead) */
+static void rundo_received(void *ctx)
+{
+	rundo_bundle(ctx);
+	rundo_stage(ctx);
+}
+
 static const struct cryo_step receive_steps[] = {
 	{ "accept", rstep_accept, rundo_accept },
 	{ "preflight", rstep_preflight, NULL },
-	{ "stage", rstep_stage, rundo_stage },
+	{ "stage", rstep_stage, rundo_received },
 	{ "transfer", rstep_transfer, NULL },
 	{ "verify", rstep_verify, NULL },
 	{ "bundle", rstep_bundle, rundo_bundle },
@@ -1054,6 +1056,7 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 		.res = res,
 		.in_fd = -1,
 		.round_fd = -1,
+		.b = CRYO_RECEIVE_BUNDLE_INIT,
 	};
 	int r;
 
@@ -1079,10 +1082,7 @@ int cryo_receive(const struct cryo_receive_opts *o, struct cryo_receive_result *
 	free(c.in_rel);
 	free(c.in_dir);
 	free(c.img_dir);
-	free(c.bundle);
-	/* (a bundle the undo could not remove: its journal entry stays, for `cryo recover`) */
-	if (c.bundle_hold)
-		cryo_hold_free(c.bundle_hold);
+	cryo_receive_bundle_free(&c.b);
 	known_clear(&c);
 	cryo_manifest_free(c.m);
 	cryo_spec_free(c.spec);

@@ -582,15 +582,14 @@ static int step_checkpoint(void *ctx, struct cryo_error *err)
 			return r;
 		co.lazy_port = c->lazy.port;
 		co.ret_lazy_dump = &c->lazy.dump;
-	} else {
-		/* its files go out as CRIU closes them; the transfer step sends the rest */
-		r = cryo_migrate_early_start(c, err);
-		if (r < 0)
-			return r;
-		if (c->early) {
-			co.on_file_closed = cryo_migrate_early_closed;
-			co.on_file_closed_data = c->early;
-		}
+	}
+	/* its files go out as CRIU closes them, the rootfs snapshot first; the transfer step sends the rest */
+	r = cryo_migrate_early_start(c, err);
+	if (r < 0)
+		return r;
+	if (c->early) {
+		co.on_file_closed = cryo_migrate_early_closed;
+		co.on_file_closed_data = c->early;
 	}
 	(void)cryo_transport_keepalive_start(c->t, "checkpoint", NULL);
 	r = cryo_checkpoint(&co, err);
