@@ -451,18 +451,14 @@ static int criu_dump(struct ctx *c, bool pre_dump, struct cryo_error *err)
 	 * writeback, made CRIU's dump 1.77x bare CRIU's at 64 MiB (1.28x at
 	 * 512), longer than runc's whole checkpoint. A migration's image
 	 * (transient) goes out as CRIU writes it, and the downtime is all of
-	 * it: its files are hashed as they come, page images as they grow.
+	 * it: its files are hashed as they come, page images as they grow,
+	 * and the rootfs snapshot, already there when the watch begins, is
+	 * the first one reported (the destination extracts it meanwhile).
 	 */
 	if (o->transient &&
 	    cryo_imghash_start_notify(c->img->dirfd, cryo_manifest_digest(c->m), CRYO_IMGHASH_GROWING_PAGES,
 				      o->on_file_closed, o->on_file_closed_data, &c->hash, NULL) < 0)
 		c->hash = NULL;
-	/*
-	 * The rootfs snapshot, written before the watch began, is the first
-	 * file out: the destination extracts it while CRIU dumps here.
-	 */
-	if (o->on_file_closed && c->m->rootfs && c->m->rootfs->name)
-		o->on_file_closed(c->img->dirfd, c->m->rootfs->name, CRYO_IMGHASH_CLOSED, o->on_file_closed_data);
 	/* --lazy (migrate): the dump runs on, serving the pages, once the rest is written */
 	r = o->lazy_port ? cryo_criu_cli_lazy_dump(&co, o->lazy_port, o->ret_lazy_dump, err) : cryo_criu_dump(&co, err);
 	if (r < 0)
