@@ -147,6 +147,9 @@ void cryo_receive_bundle_ahead(struct cryo_receive_bundle *b, const char *root, 
 	if (cryo_receive_bundle_make(b, root, bundle_dir, id, &e) < 0 ||
 	    cryo_snapshot_pre_start(image_dirfd, name, b->fd, CRYO_BUNDLE_ROOTFS_AHEAD, &b->pre, &e) < 0)
 		cryo_debug("receive `%s`: the rootfs is not extracted ahead: %s", id, e.msg);
+	else
+		cryo_debug("receive `%s`: extracting `%s` ahead into `%s/%s` (pid %d)", id, name, b->path,
+			   CRYO_BUNDLE_ROOTFS_AHEAD, (int)b->pre.pid);
 	cryo_error_clear(&e);
 }
 

@@ -22,7 +22,8 @@
 #  - an unsigned image, and one signed with another key, are refused by
 #    a destination that has --verify-key;
 #  - a plain migration, signed: the counter keeps counting there, with its
-#    memory, records and tree checked by itself; the downtime is stored;
+#    memory, records and tree checked by itself; the downtime is stored,
+#    with the rootfs extracted there while CRIU dumped here;
 #  - --lazy (post-copy, 16 MiB counter): the source's lazy dump killed while
 #    the copy there already runs (migrate stopped at its `pages` step):
 #    the copy there is removed, the source resumes counting; then a signed
@@ -126,6 +127,7 @@ lazy_cases() {
 	rt state "$lid" | grep -q '"status":"stopped"' || fail "lazy: the source is not stopped: $(rt state "$lid")"
 	rt_dst state "$lid" | grep -q '"status":"running"' || fail "lazy: not running there: $(rt_dst state "$lid")"
 	rt_dst state "$lid" | grep -q '"org.cryo.migrate.downtime_usec"' || fail "lazy: no downtime stored"
+	rt_dst state "$lid" | grep -q 'rootfs-ahead' || fail "lazy: the rootfs was not extracted ahead there"
 	wl_wait_above "$LD" $((before + 50))
 	wl_status "$LD" | grep -q ' ok ' || fail "lazy: after migration: $(wl_status "$LD")"
 	[ -z "$(ls -A "$RTROOT/.migrate-out" 2>/dev/null)" ] || fail "lazy: the source's image was left"
@@ -372,6 +374,10 @@ fi
 rt state "$id" | grep -q '"status":"stopped"' || fail "the source is not stopped: $(rt state "$id")"
 rt_dst state "$id" | grep -q '"status":"running"' || fail "not running on the destination: $(rt_dst state "$id")"
 rt_dst state "$id" | grep -q '"org.cryo.migrate.downtime_usec"' || fail "no downtime stored: $(rt_dst state "$id")"
+# the rootfs snapshot went first and was extracted there while CRIU dumped here; restore took that dir
+rt_dst state "$id" | grep -q 'rootfs-ahead' ||
+	fail "the destination did not take the rootfs extracted ahead: $(rt_dst state "$id" | grep -o '"org.cryo.migrate.downtime_steps[^}]*' | head -c 300)"
+[ ! -e "$MIG_BUNDLES/$id/.cryo-rootfs-ahead" ] || fail "the rootfs extracted ahead was left in the bundle"
 wl_wait_above "$D" $((before + 50))
 wl_status "$D" | grep -q ' ok ' || fail "after migration: $(wl_status "$D")"
 [ -z "$(ls -A "$RTROOT/.migrate-out" 2>/dev/null)" ] || fail "the source's image was left"

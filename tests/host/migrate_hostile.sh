@@ -9,7 +9,9 @@
 # real signed images that are not a pre-dump or not of this container;
 # in the final dump (whose files come as CRIU writes them), a file sent
 # twice, a replace of a file never sent or replaced twice, a file sent
-# early that the manifest does not list, and one replaced by other bytes.
+# early that the manifest does not list, one replaced by other bytes, and
+# a rootfs snapshot that reaches out, extracted (and refused) before the
+# verify refuses the image.
 # Each is refused at transfer with a reason, and nothing is left: no
 # staged images, no bundle, no container, no journal entry. A receive
 # killed mid-transfer leaves its staged images to `cryo recover`.
@@ -135,6 +137,26 @@ attack replace-thrice "sent \`pages-1.img\` a third time"
 attack "final-extra:$T/dump" "unexpected file \`pages-9.img\`" verify
 # sent right, then replaced by other bytes: the replace's bytes are the ones verified
 attack "final-replaced:$T/dump" "file \`pages-1.img\` is corrupted" verify
+# a final dump whose rootfs snapshot reaches out (`..`, an absolute name),
+# signed: the receiver extracts rootfs.tar into the bundle as soon as it
+# is in, before the image is verified (the source's CRIU would still be
+# dumping); the extraction, chroot()ed, refuses it, the verify then
+# refuses the image (an unlisted file), and nothing of it is left or got out
+mkdir -p "$T/ev/a/b/c" && echo ok >"$T/ev/ok" && echo out >"$T/ev/escape-$$"
+mkdir -m 0700 "$T/evil"
+echo pages >"$T/evil/pages-1.img"
+echo core >"$T/evil/core-1.img"
+tar -P -cf "$T/evil/rootfs.tar" -C "$T/ev" ok -C "$T/ev/a/b/c" "../../../escape-$$" "$T/ev/escape-$$" 2>/dev/null ||
+	fail "make the hostile tar"
+tar -tf "$T/evil/rootfs.tar" | grep -q "^\.\./\.\./\.\./escape-$$" || fail "the hostile tar has no \`..\` entry: $(tar -tf "$T/evil/rootfs.tar")"
+chmod 600 "$T/evil"/*
+check "$SEAL" seal "$T/evil" "$id"
+check "$SIGN" sign "$T/evil" "$T/ed.pem"
+rm "$T/ev/escape-$$"
+attack "final-extra:$T/evil" "unexpected file \`pages-9.img\`" verify
+for d in "$B" "$R" "$T" "$T/ev" "$T/ev/a" /; do
+	[ ! -e "$d/escape-$$" ] || fail "hostile rootfs.tar: \`$d/escape-$$\` was written"
+done
 # a page image sent while CRIU appends to it (growing: chunks until an
 # end): only in the final dump, new, of no announced size, no empty chunk
 # but its end, no end in a file that is not growing; its bytes are hashed
