@@ -28,7 +28,7 @@
 #   soak_runs WHAT ID STATUS   that, and ID runs here (not frozen)
 #   soak_cg_runs CGDIR         true when that cgroup2 dir has a task that
 #                              runs (not frozen, not stopped)
-#   soak_pid COMM PATTERN      the first process called COMM whose command
+#   soak_pid COMM PATTERN      the oldest process called COMM whose command
 #                              line has PATTERN (not the shells around it)
 #
 # The figures are printed at exit ("# figures: ...") and written to
@@ -196,12 +196,22 @@ soak_runs() {
 	soak_counts_on "$what: $id" "$st"
 }
 
+# The oldest, not the lowest pid: pids wrap (pid_max is 32768 here, and a
+# CI run goes round it), and a command's helpers forked without exec
+# (watchdogs, an untar) carry its command line under the same name.
 soak_pid() {
-	local p
+	local p st best="" best_st=""
 	for p in $(pgrep -f -- "$2" 2>/dev/null); do
-		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$1" ] && { echo "$p"; return 0; }
+		[ "$(cat "/proc/$p/comm" 2>/dev/null)" = "$1" ] || continue
+		# field 22 of stat, counted after the `) ` that ends the name
+		st=$(sed 's/.*) //' "/proc/$p/stat" 2>/dev/null | cut -d' ' -f20)
+		[ -n "$st" ] || continue
+		if [ -z "$best" ] || [ "$st" -lt "$best_st" ]; then
+			best=$p
+			best_st=$st
+		fi
 	done
-	return 1
+	[ -n "$best" ] && echo "$best"
 }
 
 soak_cg_runs() {
