@@ -56,7 +56,13 @@ def main():
     a, b, stop, out = sys.argv[1:5]
     interval = (int(sys.argv[5]) if len(sys.argv) > 5 else 20) / 1000.0
     n = both = na = nb = 0
+    parent = os.getppid()
+    # until told to stop; or until the test that started it is gone (its
+    # parent died, or its dir was removed: a test killed at its timeout
+    # never writes the stop file)
     while not os.path.exists(stop):
+        if os.getppid() != parent or not os.path.isdir(os.path.dirname(os.path.abspath(stop))):
+            return
         ra, rb = runs(a), runs(b)
         n += 1
         na += ra
