@@ -419,9 +419,12 @@ receiver_gets() {
 		[ "$sig" = STOP ] && { sleep $((TMO / 1000 + 2)); kill -CONT "$rp"; }
 	fi
 	if wait "$mj"; then
-		# it went through before the signal: back here for the next fault
+		# it went through before the signal: back here for the next fault.
+		# The signal may still have caught receive after its commit, while
+		# it removed its staged images: those are journalled, for recover
 		soak_count "$what.too-late"
 		mig_receive_wait 30
+		rt_dst recover >/dev/null 2>&1
 		rt delete "$mid" >/dev/null 2>&1
 		mig_back "$what" "$mid"
 	else
