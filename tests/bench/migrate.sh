@@ -37,7 +37,9 @@
 # fs.pipe-max-size is below what CRIU's lazy page server needs and cryo
 # runs without CAP_SYS_RESOURCE (this host), CRYO_BENCH_PIPE_MAX=1 raises
 # it to 4 MiB for the run (restored at exit). CRYO_BENCH_PRECOPY=0 /
-# CRYO_BENCH_LAZY=0 leave a column out.
+# CRYO_BENCH_LAZY=0 leave a column out. CRYO_BENCH_SPLIT_CPUS=1 gives each
+# host its own core (below). The last line is the machine's: the rate of
+# writing fresh memory, 512 MiB at a time (bench_memtouch).
 # CRYO_BENCH_WRAP="perf record -a -o FILE --" runs each migrate under it.
 #
 # Where CRIU works on the host (CRYO_CRIU=/opt/cryo-criu4/sbin/criu with
@@ -74,6 +76,28 @@ sizes=${*:-64 256}
 mig_hosts_setup
 mig_tls_certs "$T/pki"
 [ "${CRYO_BENCH_PIPE_MAX:-0}" = 1 ] && mig_pipe_max
+
+# CRYO_BENCH_SPLIT_CPUS=1: each host its own core, as two machines have:
+# the source (this script, what it starts, its containers' parent
+# cgroup) on cpu 0, the dest host's cgroup and all below it on cpu 1 (v1
+# cpuset: attaching a task sets its affinity to its cpuset's). Else both
+# ends share both cores, the source's dump, sender and imghash beside
+# the dest's receiver. The local C/R is then the source's: one core too.
+if [ "${CRYO_BENCH_SPLIT_CPUS:-0}" = 1 ]; then
+	cs=/sys/fs/cgroup/cpuset
+	if [ ! -e "$cs/$MIG_CG/cpuset.cpus" ] || [ "$(nproc --all)" -lt 2 ]; then
+		skip "CRYO_BENCH_SPLIT_CPUS needs a v1 cpuset and 2 cpus"
+	fi
+	find "$cs/$MIG_CG" -mindepth 1 -type d | sort -r | while read -r d; do echo 1 >"$d/cpuset.cpus"; done
+	echo 1 >"$cs/$MIG_CG/cpuset.cpus" || fail "dest cpuset"
+	mkdir -p "$cs/$CGPARENT" && at_exit "rmdir '$cs/$CGPARENT' 2>/dev/null"
+	if ! { echo 0 >"$cs/$CGPARENT/cpuset.cpus" && cat "$cs/cpuset.mems" >"$cs/$CGPARENT/cpuset.mems" &&
+		echo 1 >"$cs/$CGPARENT/cgroup.clone_children"; }; then
+		fail "source cpuset"
+	fi
+	taskset -pc 0 $$ >/dev/null || fail "taskset"
+	log "split cpus: source on cpu 0, dest host on cpu 1"
+fi
 
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
@@ -197,3 +221,11 @@ for mib in $sizes; do
 	printf '%-6s plain, median ms per step:%s\n' "$mib" "$(medians "$T/ph")"
 	if [ -s "$T/lph" ]; then printf '%-6s lazy, median ms per step:%s\n' "$mib" "$(medians "$T/lph")"; fi
 done
+
+# The machine under every copy: fresh memory, 512 MiB at a time, after the
+# runs (it would move the next run's memory). Where the rate falls is where
+# this VM's host stops backing it (bench_memtouch.c).
+if [ -x "$CRYO_BUILD/tests/bench/bench_memtouch" ]; then
+	printf 'fresh memory, GB/s per 512 MiB written:'
+	"$CRYO_BUILD/tests/bench/bench_memtouch" 8192 | awk '{ printf " %s", $2 } END { print "" }'
+fi
