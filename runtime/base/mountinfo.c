@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -211,3 +212,64 @@ int cryo_mount_same_fs(const struct cryo_mount *a, const struct cryo_mount *b)
 		return 1;
 	return strcmp(a->fstype, b->fstype) == 0 && a->source[0] == '/' && strcmp(a->source, b->source) == 0;
 }
+
+/* cryo_umount_prefixed()'s list: the mount points that begin with the prefix */
+struct prefixed {
+	const char *prefix;
+	size_t len;
+	char **v;
+	size_t n;
+};
+
+static int collect_prefixed(const struct cryo_mount *m, void *userdata)
+{
+	struct prefixed *p = userdata;
+	char **v;
+
+	if (strncmp(m->mountpoint, p->prefix, p->len) != 0)
+		return 0;
+	v = realloc(p->v, (p->n + 1) * sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	p->v = v;
+	p->v[p->n] = strdup(m->mountpoint);
+	if (!p->v[p->n])
+		return -ENOMEM;
+	p->n++;
+	return 0;
+}
+
+/* the longer path first: a mount below another goes before it */
+static int deeper_first(const void *a, const void *b)
+{
+	size_t la = strlen(*(char *const *)a), lb = strlen(*(char *const *)b);
+
+	return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+int cryo_umount_prefixed(const char *prefix, struct cryo_error *err)
+{
+	struct prefixed p = { .prefix = prefix, .len = strlen(prefix) };
+	int r, done = 0;
+	size_t i;
+
+	if (p.len == 0 || prefix[0] != '/')
+		return cryo_error_setx(err, EINVAL, "unmount below `%s`: not an absolute path", prefix);
+	r = cryo_mountinfo_foreach(collect_prefixed, &p, err);
+	if (r == -ENOMEM)
+		r = cryo_error_set(err, ENOMEM, "unmount below `%s`", prefix);
+	if (r >= 0 && p.n > 1)
+		qsort(p.v, p.n, sizeof(*p.v), deeper_first);
+	for (i = 0; r >= 0 && i < p.n; i++) {
+		/* detached: a process still in it (a CRIU being killed) does not keep it in our tree */
+		if (umount2(p.v[i], MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+			done++;
+		else if (errno != EINVAL && errno != ENOENT)
+			r = cryo_error_set(err, errno, "unmount `%s`", p.v[i]);
+	}
+	for (i = 0; i < p.n; i++)
+		free(p.v[i]);
+	free(p.v);
+	return r < 0 ? r : done;
+}
+

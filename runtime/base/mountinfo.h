@@ -39,6 +39,13 @@ int cryo_mountinfo_find(const char *path, struct cryo_mount *ret, struct cryo_er
 int cryo_mountinfo_foreach(int (*fn)(const struct cryo_mount *m, void *userdata), void *userdata,
 			   struct cryo_error *err);
 
+/*
+ * Detach every mount whose mount point begins with prefix (an absolute
+ * path, compared as a string: "/a/b/.x." takes /a/b/.x.1 and all below
+ * it), the deepest first. Returns how many, or -errno.
+ */
+int cryo_umount_prefixed(const char *prefix, struct cryo_error *err);
+
 /* Free the strings of m; accepts a zeroed struct. */
 void cryo_mount_done(struct cryo_mount *m);
 

@@ -25,6 +25,7 @@
 #include "log.h"
 #include "manifest.h"
 #include "mount.h"
+#include "mountinfo.h"
 #include "network.h"
 #include "proc.h"
 #include "restore-config.h"
@@ -778,15 +779,36 @@ static void undo_state(void *ctx)
 	c->pid_file_written = false;
 }
 
+/*
+ * A CRIU killed while it restored (with its restore, or by the undo of a
+ * dead one) leaves its cgroup yard mounted in its work dir: a tmpfs with
+ * every hierarchy below it, in our mount namespace. Only those go.
+ */
+static void umount_criu_yards(const char *work)
+{
+	_cleanup_free_ char *real = realpath(work, NULL), *prefix = NULL;
+	struct cryo_error e = CRYO_ERROR_INIT;
+	int r;
+
+	if (!real || asprintf(&prefix, "%s/.criu.cgyard.", real) < 0)
+		return;
+	r = cryo_umount_prefixed(prefix, &e);
+	if (r > 0)
+		cryo_warn("restore: unmounted %d mounts of the cgroup yard a killed CRIU left in `%s`", r, real);
+	if (r < 0)
+		cryo_error_warn_clear(&e, "restore: the cgroup yard a killed CRIU left in `%s`", real);
+}
+
 /* <root>/.restore/<id> goes, whatever the restore's outcome: nothing of a restore stays there. */
 static void remove_work_dir(const char *root, const char *id)
 {
-	_cleanup_free_ char *rel = NULL;
+	_cleanup_free_ char *rel = NULL, *work = default_work_dir(root, id);
 	_cleanup_close_ int rootfd = -1;
 
 	rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd < 0 || asprintf(&rel, RESTORE_WORK_DIR "/%s", id) < 0)
+	if (rootfd < 0 || !work || asprintf(&rel, RESTORE_WORK_DIR "/%s", id) < 0)
 		return;
+	umount_criu_yards(work);
 	(void)cryo_rm_rf_at(rootfd, rel);
 }
 
@@ -853,6 +875,9 @@ int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 	/* a restore that wrote the container's state was done but for its hooks: the container is `delete`'s */
 	if (rec->detail && access(state, F_OK) < 0)
 		r = undo_progress(rec->detail, err);
+	/* with --work-path the dir is the user's; CRIU's yard in it is not */
+	if (rec->target)
+		umount_criu_yards(rec->target);
 	work = default_work_dir(rec->root, id);
 	if (r == 0 && work && rec->target && strcmp(work, rec->target) == 0)
 		remove_work_dir(rec->root, id);

@@ -195,10 +195,6 @@ static int collect_cgroup(const struct cryo_mount *m, void *userdata)
 
 	if ((!v2 && strcmp(m->fstype, "cgroup") != 0) || h->n >= ARRAY_SIZE(h->v) || !is_hierarchy_root(m->root))
 		return 0;
-	/* one entry per hierarchy: a hierarchy mounted twice is listed once */
-	for (size_t i = 0; i < h->n; i++)
-		if (strcmp(h->v[i].mountpoint, m->mountpoint) == 0)
-			return 0;
 	e = &h->v[h->n];
 	e->mountpoint = strdup(m->mountpoint);
 	e->controllers = v2 ? strdup("") : v1_controllers_of(m->options);
@@ -207,6 +203,20 @@ static int collect_cgroup(const struct cryo_mount *m, void *userdata)
 		free(e->controllers);
 		return -ENOMEM;
 	}
+	/*
+	 * One entry per hierarchy, the first mount of it listed (the host's,
+	 * from boot): a hierarchy mounted twice, at the same place or at
+	 * another (a CRIU's cgroup yard, another tool's), is one hierarchy,
+	 * and the container shows it once. A v1 hierarchy is its controllers
+	 * (each is in one hierarchy only); there is one cgroup2.
+	 */
+	for (size_t i = 0; i < h->n; i++)
+		if (strcmp(h->v[i].mountpoint, m->mountpoint) == 0 || strcmp(h->v[i].controllers, e->controllers) == 0) {
+			free(e->mountpoint);
+			free(e->controllers);
+			e->mountpoint = e->controllers = NULL;
+			return 0;
+		}
 	h->n++;
 	if (!v2)
 		h->n_v1++;

@@ -11,7 +11,9 @@
 #    root task dies);
 #  - cryo SIGKILLed while it restores, stopped before each step that
 #    changes the host (CRYO_PAUSE_AT): the staged rootfs, the cgroup and
-#    the work dir it left are undone by the next restore, which logs it.
+#    the work dir it left are undone by the next restore, which logs it;
+#  - cryo and its CRIU SIGKILLed while CRIU's cgroup yard is mounted in
+#    the work dir: the next restore unmounts it.
 # And a restore into a bundle whose rootfs is not mounted loop-mounts the
 # snapshot there; `delete` takes that mount and its loop device down.
 # Run under ASan with detect_leaks=1 too (tests/check.sh): each failure
@@ -97,6 +99,36 @@ for step in stage-rootfs cgroup criu-restore pause-or-run state; do
 	nothing_left "killed before $step"
 	log "killed before $step: the next restore ran, nothing left after delete"
 done
+
+# CRIU killed while its cgroup yard (a tmpfs with every hierarchy, in its
+# work dir, in our mount namespace) is mounted: the yard would stay, and
+# its second mounts of the hierarchies made every later `run` fail
+# ("mkdir /sys/fs/cgroup/pids: File exists", soak/faults' kill-restore).
+yard_mounts() { awk -v p="$(realpath "$RTROOT")/.restore/" 'index($5, p) == 1 { print $5 }' /proc/self/mountinfo; }
+yard_seen=0
+for try in 1 2 3; do
+	setsid "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/img" --bundle "$A" "$id" </dev/null >"$T/kill.out" 2>&1 &
+	pid=$!
+	for _ in $(seq 2000); do
+		[ -n "$(yard_mounts)" ] && break
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.002
+	done
+	[ -n "$(yard_mounts)" ] && yard_seen=1
+	kill -9 -- -"$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	[ "$yard_seen" = 1 ] && break
+	# it ended before its yard was seen: try again
+	rt delete --force "$id" >/dev/null 2>&1
+done
+[ "$yard_seen" = 1 ] || fail "no CRIU cgroup yard seen under $RTROOT/.restore in 3 restores"
+timeout 120 "$CRYO_BIN" --root "$RTROOT" restore -d --image-path "$T/img" --bundle "$A" "$id" </dev/null \
+	>"$T/rs.out" 2>&1 || fail "CRIU killed with its yard mounted: the restore after it: $(cat "$T/rs.out")"
+[ -z "$(yard_mounts)" ] || fail "CRIU killed with its yard mounted: left mounted: $(yard_mounts | tr '\n' ' ')"
+wait_counting "killed with the yard mounted"
+rt delete --force "$id" >/dev/null 2>&1 || fail "delete after the yard kill"
+nothing_left "killed with the yard mounted"
+log "CRIU killed with its cgroup yard mounted: the next restore unmounted it and ran"
 
 log "a bundle whose rootfs is not mounted: restore mounts the snapshot, delete unmounts it"
 B=$T/unmounted
