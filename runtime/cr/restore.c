@@ -875,12 +875,11 @@ int cryo_restore_hold_undo(const struct cryo_hold_rec *rec, struct cryo_error *e
 	/* a restore that wrote the container's state was done but for its hooks: the container is `delete`'s */
 	if (rec->detail && access(state, F_OK) < 0)
 		r = undo_progress(rec->detail, err);
-	/* with --work-path the dir is the user's; CRIU's yard in it is not */
-	if (rec->target)
-		umount_criu_yards(rec->target);
 	work = default_work_dir(rec->root, id);
 	if (r == 0 && work && rec->target && strcmp(work, rec->target) == 0)
 		remove_work_dir(rec->root, id);
+	else if (rec->target)
+		umount_criu_yards(rec->target); /* a --work-path is the user's; CRIU's yard in it is not */
 	/*
 	 * the state dir it claimed, with no state in it: `cryo recover` removes
 	 * it (the next restore of the id would). Not while someone holds its

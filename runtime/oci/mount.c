@@ -192,17 +192,13 @@ static int collect_cgroup(const struct cryo_mount *m, void *userdata)
 	struct cg_hiers *h = userdata;
 	bool v2 = strcmp(m->fstype, "cgroup2") == 0;
 	struct cg_hier *e;
+	char *controllers;
 
 	if ((!v2 && strcmp(m->fstype, "cgroup") != 0) || h->n >= ARRAY_SIZE(h->v) || !is_hierarchy_root(m->root))
 		return 0;
-	e = &h->v[h->n];
-	e->mountpoint = strdup(m->mountpoint);
-	e->controllers = v2 ? strdup("") : v1_controllers_of(m->options);
-	if (!e->mountpoint || !e->controllers) {
-		free(e->mountpoint);
-		free(e->controllers);
+	controllers = v2 ? strdup("") : v1_controllers_of(m->options);
+	if (!controllers)
 		return -ENOMEM;
-	}
 	/*
 	 * One entry per hierarchy, the first mount of it listed (the host's,
 	 * from boot): a hierarchy mounted twice, at the same place or at
@@ -211,12 +207,17 @@ static int collect_cgroup(const struct cryo_mount *m, void *userdata)
 	 * (each is in one hierarchy only); there is one cgroup2.
 	 */
 	for (size_t i = 0; i < h->n; i++)
-		if (strcmp(h->v[i].mountpoint, m->mountpoint) == 0 || strcmp(h->v[i].controllers, e->controllers) == 0) {
-			free(e->mountpoint);
-			free(e->controllers);
-			e->mountpoint = e->controllers = NULL;
+		if (strcmp(h->v[i].mountpoint, m->mountpoint) == 0 || strcmp(h->v[i].controllers, controllers) == 0) {
+			free(controllers);
 			return 0;
 		}
+	e = &h->v[h->n];
+	e->mountpoint = strdup(m->mountpoint);
+	if (!e->mountpoint) {
+		free(controllers);
+		return -ENOMEM;
+	}
+	e->controllers = controllers;
 	h->n++;
 	if (!v2)
 		h->n_v1++;

@@ -15,23 +15,15 @@ MIB=${2:-1024}
 REPS=${3:-3}
 B=$BUILD/tests/bench/bench_transport
 [ -x "$B" ] || { echo "build first: $B missing" >&2; exit 1; }
-T=$(mktemp -d /tmp/cryo-bench.XXXXXX)
-trap 'rm -rf "$T"' EXIT
-(
-	cd "$T" || exit 1
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj "/CN=bench ca" \
-		-keyout ca.key -out ca.crt 2>/dev/null || exit 1
-	for n in server client; do
-		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj "/CN=$n" -keyout "$n.key" \
-			-out "$n.csr" 2>/dev/null || exit 1
-		if [ "$n" = server ]; then echo "subjectAltName=IP:127.0.0.1"; else echo "subjectAltName=DNS:cryo-source"; fi >"$n.ext"
-		openssl x509 -req -in "$n.csr" -CA ca.crt -CAkey ca.key -CAcreateserial -days 1 -extfile "$n.ext" \
-			-out "$n.crt" 2>/dev/null || exit 1
-	done
-) || { echo "openssl: making the certificates failed" >&2; exit 1; }
+CRYO_SRC=$SRC CRYO_BUILD=$BUILD
+source "$SRC/tests/lib/common.sh"
+. "$SRC/tests/lib/migrate.sh"
+# the migration tests' certificates, the server's for the address it listens on here
+MIG_IP_DST=127.0.0.1
+mig_tls_certs "$T/pki"
 
 # one run's MB/s; a failed run ends the benchmark
-run() { (cd "$T" && "$@" "$B" "$T" "$MIB" "$st") | awk '{ print $1 }' | grep . || { echo "bench_transport failed ($st)" >&2; exit 1; }; }
+run() { (cd "$T" && "$@" "$B" "$T/pki" "$MIB" "$st") | awk '{ print $1 }' | grep . || { echo "bench_transport failed ($st)" >&2; exit 1; }; }
 median() { sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
 echo "# migrate's channel alone: $MIB MiB, median of $REPS, MB/s ($(nproc) cpus, $(uname -r))"
 printf '%-12s %10s %10s\n' stages "2 cores" "1 core"
